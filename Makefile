@@ -1,0 +1,82 @@
+# ulpgate — one Makefile; the targets are the interface (see README.md).
+CC      ?= gcc
+OPT     ?= -O2
+# -ffp-contract=off: the kernels' f32 expressions must round where the seeds
+# round; fused multiply-adds are written explicitly where they are meant.
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter \
+           -ffp-contract=off -fno-fast-math -MMD -MP
+LDLIBS  := -lmpfr -lgmp -lgsl -lgslcblas -ljansson -lm
+BUILD   ?= build
+
+SIMD_FLAGS_avx2   := -mavx2 -mfma
+SIMD_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
+
+LIB_SRC   := $(wildcard core/*.c kernels/*.c ref/*.c harness/*.c harness/families/*.c)
+LIB_SRC   := $(filter-out harness/main.c,$(LIB_SRC))
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC  := $(wildcard tests/*.c)
+TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
+KERNEL_FAMILIES := $(notdir $(basename $(wildcard harness/families/*.c)))
+
+SWEEP    ?= fixtures/sweeps/default.json
+BUDGETS  ?= fixtures/budgets.json
+BASELINE ?= fixtures/baseline.json
+REPORTS  ?= reports
+VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
+            --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes
+
+.PHONY: all test verify baseline memcheck mutants clean deps
+all: $(BUILD)/ulpgate $(BUILD)/tests/run_tests
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SIMD_FLAGS_$(lastword $(subst _, ,$*))) -c $< -o $@
+
+$(BUILD)/ulpgate: $(BUILD)/harness/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/run_tests: $(TEST_OBJ) $(LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcunit
+
+# A mutant is the whole tool with one kernel file rebuilt as -DUG_MUTANT=<id>.
+$(BUILD)/mutants/%.o:
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DUG_MUTANT=$(lastword $(subst -, ,$*)) \
+	    -c kernels/$(firstword $(subst -, ,$*)).c -o $@
+$(BUILD)/mutants/ulpgate-%: $(BUILD)/mutants/%.o $(BUILD)/harness/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $(BUILD)/mutants/$*.o $(BUILD)/harness/main.o \
+	    $(filter-out $(BUILD)/kernels/$(firstword $(subst -, ,$*)).o,$(LIB_OBJ)) -o $@ $(LDLIBS)
+
+test: $(BUILD)/tests/run_tests
+	@start=$$(date +%s.%N); $(BUILD)/tests/run_tests; rc=$$?; \
+	 printf 'make test: %.1f s\n' $$(echo "$$(date +%s.%N) - $$start" | bc); exit $$rc
+
+verify: $(BUILD)/ulpgate
+	@start=$$(date +%s.%N); \
+	 $(BUILD)/ulpgate verify --sweep $(SWEEP) --budgets $(BUDGETS) --baseline $(BASELINE) --reports $(REPORTS); rc=$$?; \
+	 printf 'make verify: %.1f s wall\n' $$(echo "$$(date +%s.%N) - $$start" | bc); exit $$rc
+
+# Accepting a new baseline is deliberate: it rewrites fixtures/baseline.json
+# from a full verify run; review and commit the diff.
+baseline: $(BUILD)/ulpgate
+	$(BUILD)/ulpgate verify --sweep $(SWEEP) --budgets $(BUDGETS) --reports $(REPORTS) \
+	    --write-baseline $(BASELINE)
+
+memcheck: $(BUILD)/ulpgate $(BUILD)/tests/run_tests
+	@start=$$(date +%s.%N); \
+	 $(VALGRIND) $(BUILD)/tests/run_tests && \
+	 $(VALGRIND) $(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke.json --budgets $(BUDGETS) \
+	     --reports $(BUILD)/memcheck-reports; rc=$$?; \
+	 printf 'make memcheck: %.1f s wall\n' $$(echo "$$(date +%s.%N) - $$start" | bc); exit $$rc
+
+mutants: $(BUILD)/ulpgate
+	@ci/mutants.sh $(BUILD) fixtures/sweeps/mutants.json $(BUDGETS)
+
+deps:
+	@ci/install-deps.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

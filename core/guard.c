@@ -1,0 +1,73 @@
+#include "guard.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <valgrind/memcheck.h>
+
+static const unsigned char guard_pattern = 0xA5;
+
+static unsigned char *tail_guard(const ug_guarded *g)
+{
+    return g->block + UG_GUARD_BYTES + g->bytes;
+}
+
+static void guards_set_access(const ug_guarded *g, bool accessible)
+{
+    if (accessible) {
+        VALGRIND_MAKE_MEM_DEFINED(g->block, UG_GUARD_BYTES);
+        VALGRIND_MAKE_MEM_DEFINED(tail_guard(g), UG_GUARD_BYTES);
+    } else {
+        VALGRIND_MAKE_MEM_NOACCESS(g->block, UG_GUARD_BYTES);
+        VALGRIND_MAKE_MEM_NOACCESS(tail_guard(g), UG_GUARD_BYTES);
+    }
+}
+
+ug_status ug_guarded_alloc(ug_guarded *g, size_t bytes)
+{
+    g->block = NULL;
+    g->bytes = 0;
+    /* Round the data up to the alignment so the tail guard starts aligned. */
+    size_t padded = (bytes + UG_GUARD_BYTES - 1) / UG_GUARD_BYTES * UG_GUARD_BYTES;
+    if (padded < bytes || padded > SIZE_MAX - 2 * UG_GUARD_BYTES)
+        return ug_fail(UG_ENOMEM, "allocation of %zu bytes exceeds the address space", bytes);
+    void *p = NULL;
+    if (posix_memalign(&p, UG_GUARD_BYTES, padded + 2 * UG_GUARD_BYTES) != 0)
+        return ug_fail(UG_ENOMEM, "cannot allocate %zu bytes", bytes);
+    g->block = p;
+    g->bytes = bytes;
+    memset(g->block, guard_pattern, UG_GUARD_BYTES);
+    /* The padding after the data belongs to the tail guard. */
+    memset(tail_guard(g), guard_pattern, padded - bytes + UG_GUARD_BYTES);
+    guards_set_access(g, false);
+    return ug_ok();
+}
+
+static bool all_pattern(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != guard_pattern) return false;
+    return true;
+}
+
+bool ug_guarded_intact(const ug_guarded *g)
+{
+    if (!g->block) return true;
+    guards_set_access(g, true);
+    bool ok = all_pattern(g->block, UG_GUARD_BYTES) && all_pattern(tail_guard(g), UG_GUARD_BYTES);
+    guards_set_access(g, false);
+    return ok;
+}
+
+ug_status ug_guarded_free(ug_guarded *g, const char *what)
+{
+    if (!g->block) return ug_ok();
+    bool intact = ug_guarded_intact(g);
+    guards_set_access(g, true);
+    free(g->block);
+    size_t bytes = g->bytes;
+    g->block = NULL;
+    g->bytes = 0;
+    if (!intact)
+        return ug_fail(UG_EGUARD, "%s: guard zone around its %zu bytes was overwritten", what, bytes);
+    return ug_ok();
+}

@@ -1,0 +1,80 @@
+/* A kernel family as the harness sees it: one descriptor per family.
+ *
+ * The harness iterates the registered descriptors and never names a kernel.
+ * A family contributes three files: kernels/<name>.c (the optimized kernel and
+ * its validation), ref/<name>.c (the MPFR reference and its bounds) and
+ * harness/families/<name>.c (this descriptor: parameters, buffers, input
+ * generators, and the adapters to the kernel and the reference); its sweeps,
+ * budgets and baseline entries live in fixtures/. Descriptors register
+ * themselves with UG_REGISTER_FAMILY, so no list elsewhere needs editing. */
+#ifndef UG_FAMILY_H
+#define UG_FAMILY_H
+
+#include <gsl/gsl_rng.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../core/buf.h"
+#include "../core/status.h"
+#include "../ref/ref.h"
+
+enum { UG_MAX_PARAMS = 16, UG_MAX_BUFFERS = 16 };
+
+/* Parameter values, indexed like ug_family.param_names. Integers are stored
+ * exactly (all shapes are < 2^53). */
+typedef struct {
+    double v[UG_MAX_PARAMS];
+} ug_params;
+
+typedef struct {
+    const char *name;   /* as in SPEC and the seed: "k", "beta", "w" */
+    ug_dtype dtype;
+    bool is_output;
+    const char *layout; /* "[B,T,Hg,K]" */
+} ug_buffer_desc;
+
+typedef struct {
+    int id;             /* value of UG_MUTANT that builds it (1, 2, ...) */
+    const char *name;
+    const char *what;   /* the bug it plants, in one line */
+} ug_mutant_desc;
+
+typedef struct ug_family {
+    const char *name;
+    const char *spec_section;   /* "SPEC 1.1" */
+    size_t n_params;
+    const char *const *param_names;
+    size_t n_buffers;
+    const ug_buffer_desc *buffers;   /* inputs first, then outputs */
+    size_t n_regimes;
+    const char *const *regimes;      /* input distributions, see generate */
+    size_t n_mutants;
+    const ug_mutant_desc *mutants;
+
+    /* Element count buffer i must have for params p. Fails (naming the
+     * parameter) when the count does not fit in size_t; params may be any
+     * values a sweep names, valid for the kernel or not. */
+    ug_status (*buffer_count)(const ug_params *p, size_t i, size_t *count);
+    /* Fills the input buffers from rng for a shape the kernel accepts. */
+    ug_status (*generate)(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs);
+    /* Runs the kernel under test on bufs (descriptor order). */
+    ug_status (*run)(const ug_params *p, ug_buf *bufs);
+    /* Computes the reference of every output element in the given mode;
+     * outs[o] has buffer_count() entries for the o-th output buffer. */
+    ug_status (*reference)(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode,
+                           ug_ref_value *const *outs);
+} ug_family;
+
+#define UG_REGISTER_FAMILY(desc)                                              \
+    static const ug_family *const ug_family_entry_##desc                     \
+        __attribute__((used, section("ug_families"), aligned(sizeof(void *)))) = &desc
+
+/* The registered families, sorted by name (stable across link orders). */
+size_t ug_family_count(void);
+const ug_family *ug_family_at(size_t i);
+const ug_family *ug_family_find(const char *name);
+/* Index of a parameter / buffer by name, or -1. */
+int ug_family_param_index(const ug_family *f, const char *name);
+int ug_family_buffer_index(const ug_family *f, const char *name);
+
+#endif

@@ -1,0 +1,37 @@
+/* gdn_recompute_wu: the WY-representation recompute of the chunked gated
+ * delta rule (SPEC §1.1; seeds gated_delta_net_recompute_wu.rs/.metal).
+ *
+ * For batch b, value head h, chunk c (rows t = c*BT + i), key head kh = h/(H/Hg):
+ *   u[t,h,:] = sum_j A[t,h,j] * bf16(v[c*BT+j,h,:] * beta[c*BT+j,h])
+ *   w[t,h,:] = sum_j A[t,h,j] * bf16(k[c*BT+j,kh,:] * beta[c*BT+j,h] * exp(g[c*BT+j,h]))
+ * staged operands formed in f32 then rounded to bf16, sums in f32, outputs
+ * rounded once to bf16.
+ *
+ * Validation mirrors the seed's validate(), rule for rule and in its order;
+ * the first broken rule is reported (UG_EINVAL) and nothing is written.
+ * Scratch mirrors the seed's threadgroup plan (BT*BT*4 + BT*64*2 bytes) and is
+ * guarded: an overrun is reported as UG_EGUARD. */
+#ifndef UG_KERNEL_GDN_RECOMPUTE_WU_H
+#define UG_KERNEL_GDN_RECOMPUTE_WU_H
+
+#include <stdint.h>
+
+#include "../core/buf.h"
+#include "../core/status.h"
+
+#define GDN_RECOMPUTE_WU_MAX_K 192u
+#define GDN_RECOMPUTE_WU_MAX_V 256u
+#define GDN_RECOMPUTE_WU_BK 64u
+#define GDN_RECOMPUTE_WU_BV 64u
+
+typedef struct {
+    uint32_t b, t, hg, h, k, v, bt;
+} gdn_recompute_wu_params;
+
+/* k bf16[B,T,Hg,K], v bf16[B,T,H,V], beta f32[B,T,H], g f32[B,T,H],
+ * a f32[B,T,H,BT]; outputs w bf16[B,T,H,K], u bf16[B,T,H,V]. */
+ug_status gdn_recompute_wu(const gdn_recompute_wu_params *p, const ug_buf *k,
+                           const ug_buf *v, const ug_buf *beta, const ug_buf *g,
+                           const ug_buf *a, ug_buf *w, ug_buf *u);
+
+#endif

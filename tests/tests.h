@@ -1,0 +1,22 @@
+/* CUnit glue: each tests/test_*.c declares its suites with UG_TEST_SUITE and
+ * the runner (run_tests.c) finds them through a linker section, so adding a
+ * test file needs no edit anywhere else. One property per test, MPFR-style. */
+#ifndef UG_TESTS_H
+#define UG_TESTS_H
+
+#include <CUnit/CUnit.h>
+
+typedef struct {
+    const char *name;
+    CU_TestInfo *tests;
+} ug_test_suite;
+
+#define UG_TEST(fn) {#fn, fn}
+
+#define UG_TEST_SUITE(var, suite_name, ...)                                        \
+    static CU_TestInfo var##_tests[] = {__VA_ARGS__, CU_TEST_INFO_NULL};           \
+    static const ug_test_suite var = {suite_name, var##_tests};                    \
+    static const ug_test_suite *const var##_entry                                  \
+        __attribute__((used, section("ug_test_suites"), aligned(sizeof(void *)))) = &var
+
+#endif
