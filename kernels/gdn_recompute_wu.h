@@ -28,6 +28,19 @@ typedef struct {
     uint32_t b, t, hg, h, k, v, bt;
 } gdn_recompute_wu_params;
 
+/* Deliberately broken variants, built with -DUG_MUTANT=<value>; the gate must
+ * catch each one. The default build (UG_MUTANT 0) is the correct kernel. */
+enum gdn_recompute_wu_mutant {
+    GDN_RECOMPUTE_WU_CORRECT = 0,
+    GDN_RECOMPUTE_WU_MUT_TRUNCATE_STAGE_CAST = 1, /* staged bf16 casts truncate, not RNE */
+    GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED = 2,  /* staged operands stay f32 */
+    GDN_RECOMPUTE_WU_MUT_OUTPUT_TRUNCATED = 3,    /* the bf16 output store truncates */
+    GDN_RECOMPUTE_WU_MUT_WRONG_GQA_HEAD = 4,      /* kh = h % Hg (caught only when 1 < Hg < H) */
+    GDN_RECOMPUTE_WU_MUT_ROW_OFF_BY_ONE = 5,      /* staged row j reads chunk row (j+1) % BT */
+    GDN_RECOMPUTE_WU_MUT_EXP_AS_ONE_PLUS_G = 6,   /* exp(g) replaced by 1 + g */
+    GDN_RECOMPUTE_WU_MUT_DROPPED_LAST_TERM = 7,   /* sums stop at j = BT - 2 */
+};
+
 /* k bf16[B,T,Hg,K], v bf16[B,T,H,V], beta f32[B,T,H], g f32[B,T,H],
  * a f32[B,T,H,BT]; outputs w bf16[B,T,H,K], u bf16[B,T,H,V]. */
 ug_status gdn_recompute_wu(const gdn_recompute_wu_params *p, const ug_buf *k,

@@ -8,7 +8,11 @@
 #ifndef UG_REF_H
 #define UG_REF_H
 
+#include <mpfr.h>
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "../core/buf.h"
 
 typedef enum { UG_REF_EXACT = 0, UG_REF_STAGED, UG_REF_MODE_COUNT } ug_ref_mode;
 
@@ -22,5 +26,38 @@ typedef struct {
     double bound;       /* bound on |y - r| for a correct kernel, rounded up */
     double abs_sum;     /* sum of |terms| (rounded up); condition = abs_sum/|r| */
 } ug_ref_value;
+
+
+
+/* Working precision of every reference (bits). See docs/error-model.md: the
+ * only rounding a reference commits before its final sum is the correctly
+ * rounded transcendental (exp), relative error <= 2^-UG_REF_PREC; the sums
+ * themselves are exact inputs summed by mpfr_sum with one rounding. */
+enum { UG_REF_PREC = 128 };
+
+/* A staged operand: the spec casts x (exact) to bf16, while a kernel casts a
+ * pre-cast value known only to lie within `radius` of x. */
+typedef struct {
+    uint16_t rn;     /* RN_bf16(x): the staged reference's operand */
+    uint16_t lo, hi; /* what a correct kernel may produce (equal unless flagged) */
+    bool flagged;    /* the window straddles a bf16 rounding boundary */
+    double dev;      /* >= max |candidate - x| (rounded up) */
+    double mag;      /* max |candidate| */
+    double gap;      /* |hi - lo| when flagged, else 0 */
+} ug_staged;
+
+/* x exact (any precision); radius >= 0 an upper bound of the kernel's
+ * pre-cast error. */
+void ug_stage_operand(const mpfr_t x, const mpfr_t radius, ug_staged *out);
+
+/* Fills a reference value from the reference result r (MPFR), the bound E on
+ * the kernel's error before its final rounding to dtype (a double rounded
+ * up), and the magnitude sum: bound = E + half an ulp of dtype at |r| + E. */
+void ug_ref_finish(ug_ref_value *out, const mpfr_t r, double pre_round_bound, double abs_sum,
+                   uint32_t flagged, ug_dtype dtype);
+
+/* Rounding up a binary64 sum of at most 64 nonnegative terms, accumulated in
+ * round-to-nearest: multiplying by this covers its relative error (< 2^-46). */
+#define UG_REF_SUM_SLACK (1.0 + 0x1p-40)
 
 #endif

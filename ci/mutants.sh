@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Proof that the gate can fail: builds every deliberately broken kernel
+# (`ulpgate mutants` lists them; each is the tool with one kernel file rebuilt
+# with -DUG_MUTANT=<id>), runs the mutant sweep, and requires the gate to fail
+# (exit 1) for each, while the correct build passes the same sweep (exit 0).
+# usage: ci/mutants.sh BUILD_DIR SWEEP BUDGETS
+set -uo pipefail
+build=$1 sweep=$2 budgets=$3
+tool=$build/ulpgate
+log=$build/mutants
+mkdir -p "$log"
+run_gate() { # binary logfile
+  "$1" verify --sweep "$sweep" --budgets "$budgets" --quiet >"$2" 2>&1
+}
+start=$(date +%s)
+if run_gate "$tool" "$log/correct.log"; then
+  echo "mutants: correct kernel passes the mutant sweep"
+else
+  echo "mutants: the CORRECT kernel fails the mutant sweep (see $log/correct.log)"
+  exit 1
+fi
+caught=0 total=0 escaped=()
+while IFS=$' \t' read -r family id name what; do
+  total=$((total + 1))
+  bin=$build/mutants/ulpgate-$family-$id
+  if ! make -s "$bin" >"$log/$family-$id.build.log" 2>&1; then
+    echo "mutants: cannot build $family/$name (see $log/$family-$id.build.log)"
+    exit 1
+  fi
+  run_gate "$bin" "$log/$family-$id.log"
+  rc=$?
+  if [ $rc -eq 1 ]; then
+    caught=$((caught + 1))
+    reason=$(grep -m1 -E 'FAIL' "$log/$family-$id.log" | cut -c1-150)
+    printf 'mutants: caught  %-18s %-22s %s\n' "$family" "$name" "$reason"
+  else
+    escaped+=("$family/$name (exit $rc)")
+    printf 'mutants: ESCAPED %-18s %-22s exit %d: %s\n' "$family" "$name" "$rc" "$what"
+  fi
+done < <("$tool" mutants)
+echo "mutants: caught $caught/$total in $(( $(date +%s) - start )) s"
+[ "$total" -gt 0 ] && [ ${#escaped[@]} -eq 0 ]

@@ -1,0 +1,58 @@
+#include "family.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+extern const ug_family *const __start_ug_families[];
+extern const ug_family *const __stop_ug_families[];
+
+enum { MAX_FAMILIES = 64 };
+static const ug_family *sorted[MAX_FAMILIES];
+static size_t n_sorted;
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(const ug_family *const *)a)->name, (*(const ug_family *const *)b)->name);
+}
+
+static void collect(void)
+{
+    if (n_sorted) return;
+    for (const ug_family *const *f = __start_ug_families; f < __stop_ug_families && n_sorted < MAX_FAMILIES; f++)
+        sorted[n_sorted++] = *f;
+    qsort(sorted, n_sorted, sizeof *sorted, by_name);
+}
+
+size_t ug_family_count(void)
+{
+    collect();
+    return n_sorted;
+}
+
+const ug_family *ug_family_at(size_t i)
+{
+    collect();
+    return i < n_sorted ? sorted[i] : NULL;
+}
+
+const ug_family *ug_family_find(const char *name)
+{
+    collect();
+    for (size_t i = 0; i < n_sorted; i++)
+        if (strcmp(sorted[i]->name, name) == 0) return sorted[i];
+    return NULL;
+}
+
+int ug_family_param_index(const ug_family *f, const char *name)
+{
+    for (size_t i = 0; i < f->n_params; i++)
+        if (strcmp(f->param_names[i], name) == 0) return (int)i;
+    return -1;
+}
+
+int ug_family_buffer_index(const ug_family *f, const char *name)
+{
+    for (size_t i = 0; i < f->n_buffers; i++)
+        if (strcmp(f->buffers[i].name, name) == 0) return (int)i;
+    return -1;
+}

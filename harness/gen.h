@@ -1,0 +1,27 @@
+/* Input generation helpers shared by the descriptors' generators: seeded GSL
+ * draws rounded to the kernels' dtypes, and the realistic distributions of
+ * SPEC §1.3 (L2-normalised heads, sigmoid betas, FLA-style log-gates). */
+#ifndef UG_GEN_H
+#define UG_GEN_H
+
+#include <gsl/gsl_rng.h>
+#include <stddef.h>
+
+#include "../core/bf16.h"
+
+double ug_gen_sigmoid(double x);
+/* log(sigmoid(x)), accurate for large |x|. */
+double ug_gen_logsigmoid(double x);
+double ug_gen_softplus(double x);
+/* Raw log-gate of a Mamba2/GDN layer: -exp(A_log) * softplus(a + dt_bias),
+ * with A_log = log(U(1,16)), dt_bias the inverse softplus of U(1e-3,1e-1)
+ * drawn per head (pass them in), a ~ N(0,1) per token. */
+double ug_gen_mamba_gate(gsl_rng *rng, double a_log, double dt_bias);
+/* n standard normals, scaled to unit L2 norm around an optional base
+ * direction (base NULL: isotropic; else base + spread * noise). Doubles out. */
+void ug_gen_unit_vector(gsl_rng *rng, const double *base, double spread, size_t n, double *out);
+void ug_gen_to_bf16(const double *x, size_t n, ug_bf16 *out);
+/* Seed of a case: FNV-1a over the sweep seed, family and label. */
+unsigned long ug_gen_case_seed(unsigned long sweep_seed, const char *family, const char *label);
+
+#endif

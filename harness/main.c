@@ -1,0 +1,215 @@
+/* ulpgate command line: verbs over the registered kernel families.
+ *
+ * Exit codes: 0 pass; 1 the gate failed (a kernel out of budget, a case
+ * failed, a regression); 2 bad usage or bad input file; 3 an internal error
+ * (out of memory, I/O, the reference could not compute). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gate.h"
+#include "report.h"
+#include "runner.h"
+
+enum { EXIT_PASS = 0, EXIT_GATE = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+static int fail_with(const ug_status *st)
+{
+    fprintf(stderr, "ulpgate: %s\n", st->msg);
+    return st->code == UG_EPARSE || st->code == UG_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
+}
+
+static void usage_verify(FILE *out)
+{
+    fputs("usage: ulpgate verify --sweep FILE --budgets FILE [--baseline FILE] [--reports DIR]\n"
+          "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--quiet]\n"
+          "Runs every case of the sweep on every ISA path of this CPU, measures each output\n"
+          "element against the MPFR reference (exact and staged modes), gates the figures\n"
+          "against the budgets and the baseline, prints a summary and writes the reports.\n"
+          "  --sweep FILE           shape grid (fixtures/sweeps/*.json)\n"
+          "  --budgets FILE         error budgets (fixtures/budgets.json)\n"
+          "  --baseline FILE        compare against this baseline (fixtures/baseline.json)\n"
+          "  --reports DIR          write report.md, report.json, cases.csv there\n"
+          "  --write-baseline FILE  accept this run's figures as the new baseline\n"
+          "  --filter TEXT          only cases whose family/label contains TEXT\n"
+          "  --isa LIST             comma-separated paths to run (portable,avx2,avx512; default all supported)\n"
+          "  --max-case-mib N       refuse cases whose buffers exceed N MiB (default 1024)\n"
+          "  --quiet                no progress line even on a terminal\n"
+          "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n",
+          out);
+}
+
+static void usage(FILE *out)
+{
+    fputs("usage: ulpgate VERB [options]\n"
+          "verbs:\n"
+          "  verify   run a sweep, gate it, write reports (ulpgate verify --help)\n"
+          "  list     the kernel families: parameters, buffers, regimes, mutants\n"
+          "  mutants  the deliberately broken kernel builds, one per line: FAMILY ID NAME\n",
+          out);
+}
+
+static bool parse_isa_list(char *list, bool enabled[UG_ISA_COUNT])
+{
+    for (int i = 0; i < UG_ISA_COUNT; i++) enabled[i] = false;
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        ug_isa isa;
+        if (!ug_isa_parse(tok, &isa)) {
+            fprintf(stderr, "ulpgate: --isa: unknown path '%s' (expected portable, avx2, avx512)\n", tok);
+            return false;
+        }
+        if (!ug_isa_supported(isa)) {
+            fprintf(stderr, "ulpgate: --isa: this CPU cannot run the %s path\n", tok);
+            return false;
+        }
+        enabled[isa] = true;
+    }
+    return true;
+}
+
+typedef struct {
+    const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter;
+    ug_run_options run;
+} verify_args;
+
+static int parse_verify(int argc, char **argv, verify_args *a)
+{
+    static const struct option opts[] = {
+        {"sweep", required_argument, 0, 's'},    {"budgets", required_argument, 0, 'b'},
+        {"baseline", required_argument, 0, 'B'}, {"reports", required_argument, 0, 'r'},
+        {"write-baseline", required_argument, 0, 'w'}, {"filter", required_argument, 0, 'f'},
+        {"isa", required_argument, 0, 'i'},      {"max-case-mib", required_argument, 0, 'm'},
+        {"quiet", no_argument, 0, 'q'},          {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < UG_ISA_COUNT; i++) a->run.isa_enabled[i] = true;
+    a->run.max_case_bytes = (size_t)1 << 30;
+    a->run.progress = isatty(STDERR_FILENO) && !getenv("CI");
+    optind = 1;
+    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        char *end;
+        switch (ch) {
+        case 's': a->sweep = optarg; break;
+        case 'b': a->budgets = optarg; break;
+        case 'B': a->baseline = optarg; break;
+        case 'r': a->reports = optarg; break;
+        case 'w': a->write_baseline = optarg; break;
+        case 'f': a->filter = optarg; break;
+        case 'q': a->run.progress = false; break;
+        case 'i':
+            if (!parse_isa_list(optarg, a->run.isa_enabled)) return EXIT_USAGE;
+            break;
+        case 'm': {
+            unsigned long long mib = strtoull(optarg, &end, 10);
+            if (*end || mib == 0 || mib > (1ull << 20)) {
+                fprintf(stderr, "ulpgate: --max-case-mib: '%s' is not a number of MiB in [1, 1048576]\n", optarg);
+                return EXIT_USAGE;
+            }
+            a->run.max_case_bytes = (size_t)mib << 20;
+            break;
+        }
+        case 'h': usage_verify(stdout); return -1;
+        default: usage_verify(stderr); return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ulpgate verify: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (!a->sweep || !a->budgets) {
+        fprintf(stderr, "ulpgate verify: --sweep and --budgets are required\n");
+        usage_verify(stderr);
+        return EXIT_USAGE;
+    }
+    return EXIT_PASS;
+}
+
+static int cmd_verify(int argc, char **argv)
+{
+    verify_args a;
+    int rc = parse_verify(argc, argv, &a);
+    if (rc) return rc < 0 ? EXIT_PASS : rc;
+    ug_budgets budgets = {0};
+    ug_baseline baseline = {0};
+    ug_sweep sweep = {0};
+    ug_run_result run = {0};
+    ug_verdict verdict = {0};
+    ug_status st = ug_budgets_load(a.budgets, &budgets);
+    if (ug_is_ok(&st) && a.baseline) st = ug_baseline_load(a.baseline, &baseline);
+    if (ug_is_ok(&st)) st = ug_sweep_load(a.sweep, &sweep);
+    if (ug_is_ok(&st) && a.filter) {
+        ug_sweep_filter(&sweep, a.filter);
+        if (sweep.n_cases == 0) st = ug_fail(UG_EINVAL, "--filter '%s' matches no case of %s", a.filter, a.sweep);
+    }
+    if (ug_is_ok(&st)) {
+        a.run.moderate_cond = budgets.moderate_cond;
+        st = ug_run_sweep(&sweep, &a.run, &run);
+    }
+    if (ug_is_ok(&st)) st = ug_gate_evaluate(&run, &budgets, a.baseline ? &baseline : NULL, &verdict);
+    if (ug_is_ok(&st)) {
+        ug_report_print_summary(stdout, &run, &budgets, &verdict);
+        if (a.reports) st = ug_report_write_all(a.reports, &run, &budgets, &verdict);
+    }
+    if (ug_is_ok(&st) && a.write_baseline) {
+        st = ug_baseline_write(a.write_baseline, &run);
+        if (ug_is_ok(&st)) printf("ulpgate: wrote baseline %s\n", a.write_baseline);
+    }
+    rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
+    ug_verdict_free(&verdict);
+    ug_run_result_free(&run);
+    ug_sweep_free(&sweep);
+    ug_baseline_free(&baseline);
+    ug_budgets_free(&budgets);
+    return rc;
+}
+
+static int cmd_list(void)
+{
+    for (size_t i = 0; i < ug_family_count(); i++) {
+        const ug_family *f = ug_family_at(i);
+        printf("%s (%s)\n  params:", f->name, f->spec_section);
+        for (size_t p = 0; p < f->n_params; p++) printf(" %s", f->param_names[p]);
+        printf("\n  buffers:");
+        for (size_t b = 0; b < f->n_buffers; b++)
+            printf(" %s%s %s%s", f->buffers[b].is_output ? "->" : "", f->buffers[b].name,
+                   ug_dtype_name(f->buffers[b].dtype), f->buffers[b].layout);
+        printf("\n  regimes:");
+        for (size_t r = 0; r < f->n_regimes; r++) printf(" %s", f->regimes[r]);
+        printf("\n  mutants:");
+        for (size_t m = 0; m < f->n_mutants; m++) printf(" %s", f->mutants[m].name);
+        printf("\n");
+    }
+    printf("isa paths:");
+    for (int isa = 0; isa < UG_ISA_COUNT; isa++)
+        printf(" %s%s", ug_isa_name((ug_isa)isa), ug_isa_supported((ug_isa)isa) ? "" : "(unsupported)");
+    printf(" (default %s)\n", ug_isa_name(ug_isa_best()));
+    return EXIT_PASS;
+}
+
+static int cmd_mutants(void)
+{
+    for (size_t i = 0; i < ug_family_count(); i++) {
+        const ug_family *f = ug_family_at(i);
+        for (size_t m = 0; m < f->n_mutants; m++)
+            printf("%s %d %s\t%s\n", f->name, f->mutants[m].id, f->mutants[m].name, f->mutants[m].what);
+    }
+    return EXIT_PASS;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : EXIT_PASS;
+    }
+    const char *verb = argv[1];
+    if (strcmp(verb, "verify") == 0) return cmd_verify(argc - 1, argv + 1);
+    if (strcmp(verb, "list") == 0) return cmd_list();
+    if (strcmp(verb, "mutants") == 0) return cmd_mutants();
+    fprintf(stderr, "ulpgate: unknown verb '%s'\n", verb);
+    usage(stderr);
+    return EXIT_USAGE;
+}

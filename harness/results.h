@@ -1,0 +1,50 @@
+/* What one verify run measured: per case, per family aggregate. Produced by
+ * the runner, read by the gate and the report writers. */
+#ifndef UG_RESULTS_H
+#define UG_RESULTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../kernels/isa.h"
+#include "family.h"
+#include "stats.h"
+#include "sweep.h"
+
+typedef struct {
+    const ug_case *c;
+    bool passed;
+    char failure[UG_MSG_MAX];   /* first reason, when !passed */
+    ug_status kernel_status;    /* what the kernel returned (first ISA) */
+    /* accepted cases: per output ordinal and mode */
+    ug_summary sum[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
+    uint64_t bits_hash;         /* FNV-1a of all outputs' bytes (first ISA) */
+    bool isa_bits_agree;        /* every ISA produced the same bits */
+    double kernel_seconds, reference_seconds;
+} ug_case_result;
+
+typedef struct {
+    const ug_family *family;
+    size_t n_outputs;
+    int output_buffer[UG_MAX_BUFFERS];          /* buffer index of output ordinal */
+    ug_stats agg[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
+    uint64_t bits_hash[UG_ISA_COUNT];           /* over accepted cases, in order */
+    bool isa_ran[UG_ISA_COUNT];
+    size_t cases_accepted, cases_rejected, cases_failed;
+} ug_family_result;
+
+typedef struct {
+    const ug_sweep *sweep;
+    double moderate_cond;
+    size_t n_cases;
+    ug_case_result *cases;
+    size_t n_families;
+    ug_family_result *families;
+    uint64_t elements_checked;
+    double wall_seconds;
+    char started_utc[32];       /* ISO 8601 */
+} ug_run_result;
+
+void ug_run_result_free(ug_run_result *r);
+
+#endif

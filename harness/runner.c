@@ -1,0 +1,394 @@
+#include "runner.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/bf16.h"
+#include "../core/guard.h"
+
+/* Poison of unwritten outputs: signalling-NaN patterns no conversion produces
+ * (kernels write quiet NaNs), repeated bytewise. */
+static const unsigned char poison_byte = 0xA7;
+static const unsigned char input_fill_byte = 0x3C;
+
+typedef struct {
+    const ug_family *f;
+    size_t n;
+    ug_guarded mem[UG_MAX_BUFFERS];
+    ug_buf buf[UG_MAX_BUFFERS];
+} case_buffers;
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static const uint64_t fnv_offset = 0xcbf29ce484222325ull;
+
+static size_t buf_bytes(const ug_buf *b) { return b->count * ug_dtype_size(b->dtype); }
+
+static ug_status buffers_free(case_buffers *cb)
+{
+    ug_status first = ug_ok();
+    for (size_t i = 0; i < cb->n; i++) {
+        ug_status st = ug_guarded_free(&cb->mem[i], cb->f->buffers[i].name);
+        if (ug_is_ok(&first)) first = st;
+    }
+    return first;
+}
+
+/* Allocates every buffer at its expected count and dtype, with the case's
+ * override applied, refusing more than max_bytes in all. */
+static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_bytes)
+{
+    const ug_family *f = c->family;
+    memset(cb, 0, sizeof *cb);
+    cb->f = f;
+    size_t total = 0;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        ug_buf *b = &cb->buf[i];
+        UG_TRY(f->buffer_count(&c->params, i, &b->count));
+        b->dtype = f->buffers[i].dtype;
+        if (c->override.buffer == (int)i) {
+            long long n = (long long)b->count + c->override.count_delta;
+            b->count = n < 0 ? 0 : (size_t)n;
+            if (c->override.dtype != UG_DTYPE_COUNT) b->dtype = c->override.dtype;
+        }
+        size_t bytes = buf_bytes(b);
+        if (b->count > SIZE_MAX / 8 || bytes > max_bytes - total)
+            return ug_fail(UG_ENOMEM, "buffers of this case need more than the %zu-byte cap (at buffer %s, %zu elements)",
+                           max_bytes, f->buffers[i].name, b->count);
+        total += bytes;
+    }
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        ug_status st = ug_guarded_alloc(&cb->mem[i], buf_bytes(&cb->buf[i]));
+        cb->n = i + (ug_is_ok(&st) ? 1 : 0);
+        if (!ug_is_ok(&st)) {
+            buffers_free(cb);
+            return st;
+        }
+        cb->buf[i].data = ug_guarded_data(&cb->mem[i]);
+        memset(cb->buf[i].data, f->buffers[i].is_output ? poison_byte : input_fill_byte, buf_bytes(&cb->buf[i]));
+    }
+    return ug_ok();
+}
+
+static uint64_t hash_buffers(const case_buffers *cb, bool outputs)
+{
+    uint64_t h = fnv_offset;
+    for (size_t i = 0; i < cb->n; i++)
+        if (cb->f->buffers[i].is_output == outputs) h = fnv1a(h, cb->buf[i].data, buf_bytes(&cb->buf[i]));
+    return h;
+}
+
+static void poison_outputs(case_buffers *cb)
+{
+    for (size_t i = 0; i < cb->n; i++)
+        if (cb->f->buffers[i].is_output) memset(cb->buf[i].data, poison_byte, buf_bytes(&cb->buf[i]));
+}
+
+static bool outputs_all_poison(const case_buffers *cb, const char **which)
+{
+    for (size_t i = 0; i < cb->n; i++) {
+        if (!cb->f->buffers[i].is_output) continue;
+        const unsigned char *p = cb->buf[i].data;
+        for (size_t k = 0; k < buf_bytes(&cb->buf[i]); k++)
+            if (p[k] != poison_byte) {
+                *which = cb->f->buffers[i].name;
+                return false;
+            }
+    }
+    return true;
+}
+
+static const char *guard_broken(const case_buffers *cb)
+{
+    for (size_t i = 0; i < cb->n; i++)
+        if (!ug_guarded_intact(&cb->mem[i])) return cb->f->buffers[i].name;
+    return NULL;
+}
+
+static void set_failure(ug_case_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_failure(ug_case_result *r, const char *fmt, ...)
+{
+    if (!r->passed) return; /* keep the first reason */
+    r->passed = false;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->failure, sizeof r->failure, fmt, ap);
+    va_end(ap);
+}
+
+static uint32_t element_bits(const ug_buf *b, size_t i)
+{
+    if (b->dtype == UG_BF16) return ((const uint16_t *)b->data)[i];
+    return ((const uint32_t *)b->data)[i];
+}
+
+static bool element_is_poison(const ug_buf *b, size_t i)
+{
+    const unsigned char *p = (const unsigned char *)b->data + i * ug_dtype_size(b->dtype);
+    for (size_t k = 0; k < ug_dtype_size(b->dtype); k++)
+        if (p[k] != poison_byte) return false;
+    return true;
+}
+
+static ug_status run_kernel_on(const ug_case *c, case_buffers *cb, ug_isa isa, uint64_t input_hash,
+                               ug_case_result *r, ug_status *kernel_status)
+{
+    UG_TRY(ug_isa_select(isa));
+    poison_outputs(cb);
+    double t0 = now_seconds();
+    *kernel_status = c->family->run(&c->params, cb->buf);
+    r->kernel_seconds += now_seconds() - t0;
+    const char *broken = guard_broken(cb);
+    if (broken) set_failure(r, "[%s] guard zone of buffer %s overwritten", ug_isa_name(isa), broken);
+    if (hash_buffers(cb, false) != input_hash) set_failure(r, "[%s] the kernel modified an input buffer", ug_isa_name(isa));
+    return ug_ok();
+}
+
+static void check_rejection(const ug_case *c, case_buffers *cb, ug_isa isa, const ug_status *ks,
+                            ug_case_result *r)
+{
+    const char *which = NULL;
+    if (ks->code != UG_EINVAL) {
+        set_failure(r, "[%s] expected rejection (invalid-argument), kernel returned %s%s%s", ug_isa_name(isa),
+                    ug_code_name(ks->code), ks->msg[0] ? ": " : "", ks->msg);
+        return;
+    }
+    for (size_t e = 0; e < c->n_expect; e++)
+        if (!strstr(ks->msg, c->expect[e])) {
+            set_failure(r, "[%s] message lacks \"%s\": %s", ug_isa_name(isa), c->expect[e], ks->msg);
+            return;
+        }
+    if (!outputs_all_poison(cb, &which))
+        set_failure(r, "[%s] rejected call wrote to output %s", ug_isa_name(isa), which);
+}
+
+typedef struct {
+    ug_ref_value *ref[UG_MAX_BUFFERS][UG_REF_MODE_COUNT]; /* per output ordinal */
+    size_t n_outputs;
+    int out_buf[UG_MAX_BUFFERS];
+} case_reference;
+
+static void reference_free(case_reference *cr)
+{
+    for (size_t o = 0; o < cr->n_outputs; o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) free(cr->ref[o][m]);
+}
+
+static ug_status reference_compute(const ug_case *c, const case_buffers *cb, case_reference *cr)
+{
+    const ug_family *f = c->family;
+    memset(cr, 0, sizeof *cr);
+    for (size_t i = 0; i < f->n_buffers; i++)
+        if (f->buffers[i].is_output) cr->out_buf[cr->n_outputs++] = (int)i;
+    for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+        ug_ref_value *outs[UG_MAX_BUFFERS];
+        for (size_t o = 0; o < cr->n_outputs; o++) {
+            size_t n = cb->buf[cr->out_buf[o]].count;
+            cr->ref[o][m] = calloc(n ? n : 1, sizeof(ug_ref_value));
+            if (!cr->ref[o][m]) return ug_fail(UG_ENOMEM, "reference of %s: %zu elements", f->name, n);
+            outs[o] = cr->ref[o][m];
+        }
+        UG_TRY(f->reference(&c->params, cb->buf, (ug_ref_mode)m, outs));
+    }
+    return ug_ok();
+}
+
+/* Measures the outputs against the reference; merges into the family's
+ * aggregate; reports the first failing element. */
+static ug_status measure(const ug_case *c, const case_buffers *cb, const case_reference *cr, ug_isa isa,
+                         double moderate_cond, ug_case_result *r, ug_family_result *fr)
+{
+    for (size_t o = 0; o < cr->n_outputs; o++) {
+        const ug_buf *b = &cb->buf[cr->out_buf[o]];
+        const char *name = c->family->buffers[cr->out_buf[o]].name;
+        for (size_t i = 0; i < b->count; i++)
+            if (element_is_poison(b, i)) {
+                set_failure(r, "[%s] %s[%zu] was never written", ug_isa_name(isa), name, i);
+                break;
+            }
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            ug_stats st;
+            UG_TRY(ug_stats_init(&st));
+            const ug_ref_value *ref = cr->ref[o][m];
+            for (size_t i = 0; i < b->count; i++) {
+                ug_elem_error e = ug_measure(element_bits(b, i), b->dtype, &ref[i]);
+                ug_stats_add(&st, &e, ref[i].flagged, moderate_cond, i);
+                if (!e.class_ok || e.ratio > 1.0)
+                    set_failure(r, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", ug_isa_name(isa),
+                                name, i, ug_ref_mode_name((ug_ref_mode)m),
+                                b->dtype == UG_BF16 ? (double)ug_bf16_to_f32((ug_bf16)element_bits(b, i))
+                                                    : (double)ug_f32_from_bits(element_bits(b, i)),
+                                ref[i].r_hi, ref[i].bound, e.ratio, e.ulp_err,
+                                e.class_ok ? "" : " (non-finite rule)");
+            }
+            ug_summary s = ug_stats_summary(&st);
+            if (s.max_ratio > r->sum[o][m].max_ratio || r->sum[o][m].elements == 0) r->sum[o][m] = s;
+            ug_stats_merge(&fr->agg[o][m], &st);
+            ug_stats_free(&st);
+        }
+    }
+    return ug_ok();
+}
+
+static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_buffers *cb, ug_case_result *r,
+                              ug_family_result *fr, uint64_t *elements)
+{
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!rng) return ug_fail(UG_ENOMEM, "cannot allocate a random generator");
+    gsl_rng_set(rng, c->seed);
+    ug_status st = c->family->generate(&c->params, c->regime, rng, cb->buf);
+    gsl_rng_free(rng);
+    UG_TRY(st);
+    case_reference cr;
+    double t0 = now_seconds();
+    st = reference_compute(c, cb, &cr);
+    r->reference_seconds = now_seconds() - t0;
+    uint64_t input_hash = hash_buffers(cb, false);
+    bool first = true;
+    r->isa_bits_agree = true;
+    for (int isa = 0; isa < UG_ISA_COUNT && ug_is_ok(&st); isa++) {
+        if (!opt->isa_enabled[isa] || !ug_isa_supported((ug_isa)isa)) continue;
+        ug_status ks;
+        st = run_kernel_on(c, cb, (ug_isa)isa, input_hash, r, &ks);
+        if (!ug_is_ok(&st)) break;
+        if (ks.code != UG_OK) {
+            set_failure(r, "[%s] kernel returned %s: %s", ug_isa_name((ug_isa)isa), ug_code_name(ks.code), ks.msg);
+            r->kernel_status = ks;
+            continue;
+        }
+        uint64_t bits = hash_buffers(cb, true);
+        fr->isa_ran[isa] = true;
+        fr->bits_hash[isa] = fnv1a(fr->bits_hash[isa] ? fr->bits_hash[isa] : fnv_offset, &bits, sizeof bits);
+        if (first) {
+            r->bits_hash = bits;
+            r->kernel_status = ks;
+        } else if (bits == r->bits_hash) {
+            continue; /* same bits, same figures */
+        } else {
+            r->isa_bits_agree = false;
+        }
+        first = false;
+        st = measure(c, cb, &cr, (ug_isa)isa, opt->moderate_cond, r, fr);
+        for (size_t o = 0; o < cr.n_outputs; o++) *elements += cb->buf[cr.out_buf[o]].count;
+    }
+    reference_free(&cr);
+    return st;
+}
+
+static ug_status run_rejected(const ug_case *c, const ug_run_options *opt, case_buffers *cb, ug_case_result *r)
+{
+    uint64_t input_hash = hash_buffers(cb, false);
+    bool first = true;
+    for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
+        if (!opt->isa_enabled[isa] || !ug_isa_supported((ug_isa)isa)) continue;
+        ug_status ks;
+        UG_TRY(run_kernel_on(c, cb, (ug_isa)isa, input_hash, r, &ks));
+        if (first) r->kernel_status = ks;
+        first = false;
+        check_rejection(c, cb, (ug_isa)isa, &ks, r);
+    }
+    return ug_ok();
+}
+
+static ug_status run_case(const ug_case *c, const ug_run_options *opt, ug_case_result *r, ug_family_result *fr,
+                          uint64_t *elements)
+{
+    memset(r, 0, sizeof *r);
+    r->c = c;
+    r->passed = true;
+    case_buffers cb;
+    ug_status st = buffers_alloc(&cb, c, opt->max_case_bytes);
+    if (!ug_is_ok(&st)) {
+        set_failure(r, "%s", st.msg);
+        return st.code == UG_ENOMEM ? ug_ok() : st;
+    }
+    st = c->expect_reject ? run_rejected(c, opt, &cb, r) : run_accepted(c, opt, &cb, r, fr, elements);
+    ug_status freed = buffers_free(&cb);
+    if (!ug_is_ok(&freed)) set_failure(r, "%s", freed.msg);
+    return st;
+}
+
+static ug_status families_init(const ug_sweep *sw, ug_run_result *out)
+{
+    out->families = calloc(ug_family_count(), sizeof *out->families);
+    if (!out->families) return ug_fail(UG_ENOMEM, "cannot allocate %zu family results", ug_family_count());
+    for (size_t i = 0; i < ug_family_count(); i++) {
+        const ug_family *f = ug_family_at(i);
+        bool used = false;
+        for (size_t k = 0; k < sw->n_cases && !used; k++) used = sw->cases[k].family == f;
+        if (!used) continue;
+        ug_family_result *fr = &out->families[out->n_families++];
+        fr->family = f;
+        for (size_t b = 0; b < f->n_buffers; b++)
+            if (f->buffers[b].is_output) fr->output_buffer[fr->n_outputs++] = (int)b;
+        for (size_t o = 0; o < fr->n_outputs; o++)
+            for (int m = 0; m < UG_REF_MODE_COUNT; m++) UG_TRY(ug_stats_init(&fr->agg[o][m]));
+    }
+    return ug_ok();
+}
+
+static ug_family_result *family_result(ug_run_result *out, const ug_family *f)
+{
+    for (size_t i = 0; i < out->n_families; i++)
+        if (out->families[i].family == f) return &out->families[i];
+    return NULL;
+}
+
+ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->sweep = sw;
+    out->moderate_cond = opt->moderate_cond;
+    time_t now = time(NULL);
+    strftime(out->started_utc, sizeof out->started_utc, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    double t0 = now_seconds();
+    ug_isa saved = ug_isa_current();
+    ug_status st = families_init(sw, out);
+    if (ug_is_ok(&st)) {
+        out->cases = calloc(sw->n_cases ? sw->n_cases : 1, sizeof *out->cases);
+        if (!out->cases) st = ug_fail(UG_ENOMEM, "cannot allocate %zu case results", sw->n_cases);
+    }
+    for (size_t i = 0; i < sw->n_cases && ug_is_ok(&st); i++) {
+        const ug_case *c = &sw->cases[i];
+        ug_family_result *fr = family_result(out, c->family);
+        if (opt->progress)
+            fprintf(stderr, "\r[%zu/%zu] %s/%s\033[K", i + 1, sw->n_cases, c->family->name, c->label);
+        st = run_case(c, opt, &out->cases[i], fr, &out->elements_checked);
+        out->n_cases = i + 1;
+        if (c->expect_reject) fr->cases_rejected++;
+        else fr->cases_accepted++;
+        if (!out->cases[i].passed) fr->cases_failed++;
+    }
+    if (opt->progress) fprintf(stderr, "\r\033[K");
+    ug_isa_select(saved);
+    out->wall_seconds = now_seconds() - t0;
+    return st;
+}
+
+void ug_run_result_free(ug_run_result *r)
+{
+    for (size_t i = 0; i < r->n_families; i++)
+        for (size_t o = 0; o < r->families[i].n_outputs; o++)
+            for (int m = 0; m < UG_REF_MODE_COUNT; m++) ug_stats_free(&r->families[i].agg[o][m]);
+    free(r->families);
+    free(r->cases);
+    r->families = NULL;
+    r->cases = NULL;
+}

@@ -1,0 +1,29 @@
+/* Runs a sweep: every case of every family, on every ISA path this CPU
+ * supports, against the reference in both modes.
+ *
+ * Accepted case: inputs generated from the case seed; outputs poisoned before
+ * each run (an unwritten element fails); the kernel must return UG_OK, leave
+ * its inputs and every guard zone untouched, and every element must meet the
+ * non-finite rules and its bound (ratio <= 1). Paths whose bits differ from
+ * the first path's are measured too.
+ * Rejected case: the kernel must return UG_EINVAL with every expected
+ * substring in its message, and leave outputs bit-identical to their poison,
+ * inputs and guards untouched.
+ * Budgets and the baseline are the gate's business (gate.h). */
+#ifndef UG_RUNNER_H
+#define UG_RUNNER_H
+
+#include <stdbool.h>
+
+#include "results.h"
+
+typedef struct {
+    double moderate_cond;     /* from the budgets */
+    bool isa_enabled[UG_ISA_COUNT];
+    size_t max_case_bytes;    /* refuse cases whose buffers exceed this */
+    bool progress;            /* progress lines on stderr */
+} ug_run_options;
+
+ug_status ug_run_sweep(const ug_sweep *sweep, const ug_run_options *opt, ug_run_result *out);
+
+#endif

@@ -1,0 +1,293 @@
+#include "sweep.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+
+typedef struct {
+    const char *path;
+    ug_sweep *out;
+    size_t cap;
+} loader;
+
+static ug_status bad(const loader *ld, const char *where, const char *what)
+{
+    return ug_fail(UG_EPARSE, "%s: %s: %s", ld->path, where, what);
+}
+
+static ug_status push_case(loader *ld, const ug_case *c)
+{
+    ug_sweep *s = ld->out;
+    for (size_t i = 0; i < s->n_cases; i++)
+        if (s->cases[i].family == c->family && strcmp(s->cases[i].label, c->label) == 0)
+            return ug_fail(UG_EPARSE, "%s: %s: case '%s' is listed twice", ld->path, c->family->name, c->label);
+    if (s->n_cases == ld->cap) {
+        size_t cap = ld->cap ? 2 * ld->cap : 64;
+        ug_case *grown = realloc(s->cases, cap * sizeof *grown);
+        if (!grown) return ug_fail(UG_ENOMEM, "%s: out of memory at %zu cases", ld->path, s->n_cases);
+        s->cases = grown;
+        ld->cap = cap;
+    }
+    s->cases[s->n_cases++] = *c;
+    return ug_ok();
+}
+
+/* Shapes are non-negative integers below 2^32 (the kernels' u32 params). */
+static ug_status param_value(const loader *ld, const char *where, json_t *j, double *out)
+{
+    if (!json_is_number(j)) return bad(ld, where, "expected a number");
+    double x = json_number_value(j);
+    if (!(x >= 0 && x <= 4294967295.0 && x == floor(x)))
+        return ug_fail(UG_EPARSE, "%s: %s: %g is not an integer in [0, 2^32)", ld->path, where, x);
+    *out = x;
+    return ug_ok();
+}
+
+static void make_label(const ug_family *f, const ug_params *p, const char *regime, char *label)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < f->n_params; i++)
+        used += (size_t)snprintf(label + used, UG_LABEL_LEN - used, "%s%s=%.17g", i ? " " : "",
+                                 f->param_names[i], p->v[i]);
+    if (regime && used < UG_LABEL_LEN) snprintf(label + used, UG_LABEL_LEN - used, " %s", regime);
+}
+
+/* One axis of a grid: a parameter, a "p1/p2" tuple, or "regime". */
+typedef struct {
+    int params[UG_MAX_PARAMS];
+    size_t width; /* parameters per value (1, or the tuple's length) */
+    bool regime;
+    json_t *values;
+} axis;
+
+static ug_status parse_axis(const loader *ld, const ug_family *f, const char *key, json_t *values,
+                            char *where, axis *ax, bool *seen)
+{
+    ax->values = values;
+    ax->regime = strcmp(key, "regime") == 0;
+    ax->width = 0;
+    if (!json_is_array(values) || json_array_size(values) == 0)
+        return bad(ld, where, "expected a non-empty array of values");
+    if (ax->regime) return ug_ok();
+    char names[256];
+    snprintf(names, sizeof names, "%s", key);
+    for (char *save = NULL, *tok = strtok_r(names, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+        int idx = ug_family_param_index(f, tok);
+        if (idx < 0)
+            return ug_fail(UG_EPARSE, "%s: %s: '%s' is not a parameter of %s", ld->path, where, tok, f->name);
+        if (seen[idx]) return ug_fail(UG_EPARSE, "%s: %s: parameter '%s' given twice", ld->path, where, tok);
+        seen[idx] = true;
+        if (ax->width == UG_MAX_PARAMS) return bad(ld, where, "too many parameters in one tuple");
+        ax->params[ax->width++] = idx;
+    }
+    return ug_ok();
+}
+
+static ug_status regime_index(const loader *ld, const ug_family *f, const char *where, json_t *j,
+                              size_t *out)
+{
+    const char *name = json_string_value(j);
+    for (size_t r = 0; name && r < f->n_regimes; r++)
+        if (strcmp(f->regimes[r], name) == 0) {
+            *out = r;
+            return ug_ok();
+        }
+    return ug_fail(UG_EPARSE, "%s: %s: unknown regime '%s' for %s", ld->path, where,
+                   name ? name : "(not a string)", f->name);
+}
+
+/* Sets the parameters of value vi of an axis into c. */
+static ug_status apply_axis_value(const loader *ld, const ug_family *f, const axis *ax, size_t vi,
+                                  const char *where, ug_case *c)
+{
+    json_t *val = json_array_get(ax->values, vi);
+    if (ax->regime) return regime_index(ld, f, where, val, &c->regime);
+    if (ax->width == 1) return param_value(ld, where, val, &c->params.v[ax->params[0]]);
+    if (!json_is_array(val) || json_array_size(val) != ax->width)
+        return ug_fail(UG_EPARSE, "%s: %s: expected tuples of %zu numbers", ld->path, where, ax->width);
+    for (size_t k = 0; k < ax->width; k++)
+        UG_TRY(param_value(ld, where, json_array_get(val, k), &c->params.v[ax->params[k]]));
+    return ug_ok();
+}
+
+static ug_status expand_grid(loader *ld, const ug_family *f, json_t *grid, const char *where)
+{
+    axis axes[UG_MAX_PARAMS + 1];
+    size_t n_axes = 0;
+    bool seen[UG_MAX_PARAMS] = {false}, has_regime = false;
+    const char *key;
+    json_t *values;
+    char at[256];
+    if (!json_is_object(grid)) return bad(ld, where, "expected an object of axes");
+    json_object_foreach(grid, key, values) {
+        snprintf(at, sizeof at, "%s.%s", where, key);
+        if (n_axes == UG_MAX_PARAMS + 1) return bad(ld, at, "too many axes");
+        UG_TRY(parse_axis(ld, f, key, values, at, &axes[n_axes], seen));
+        has_regime |= axes[n_axes].regime;
+        n_axes++;
+    }
+    for (size_t i = 0; i < f->n_params; i++)
+        if (!seen[i])
+            return ug_fail(UG_EPARSE, "%s: %s: parameter '%s' is missing", ld->path, where, f->param_names[i]);
+    if (!has_regime) return bad(ld, where, "axis 'regime' is missing");
+    size_t odometer[UG_MAX_PARAMS + 1] = {0};
+    for (;;) {
+        ug_case c;
+        memset(&c, 0, sizeof c);
+        c.family = f;
+        c.override.buffer = -1;
+        for (size_t a = 0; a < n_axes; a++) UG_TRY(apply_axis_value(ld, f, &axes[a], odometer[a], where, &c));
+        make_label(f, &c.params, f->regimes[c.regime], c.label);
+        c.seed = ug_gen_case_seed(ld->out->seed, f->name, c.label);
+        UG_TRY(push_case(ld, &c));
+        size_t a = n_axes;
+        while (a > 0 && ++odometer[a - 1] == json_array_size(axes[a - 1].values)) odometer[--a] = 0;
+        if (a == 0) return ug_ok();
+    }
+}
+
+static ug_status parse_override(const loader *ld, const ug_family *f, json_t *j, const char *where,
+                                ug_buffer_override *o)
+{
+    const char *name = json_string_value(json_object_get(j, "name"));
+    o->buffer = name ? ug_family_buffer_index(f, name) : -1;
+    if (o->buffer < 0)
+        return ug_fail(UG_EPARSE, "%s: %s.name: '%s' is not a buffer of %s", ld->path, where,
+                       name ? name : "(missing)", f->name);
+    json_t *delta = json_object_get(j, "count_delta"), *dtype = json_object_get(j, "dtype");
+    if (delta && !json_is_integer(delta)) return bad(ld, where, "count_delta must be an integer");
+    o->count_delta = delta ? json_integer_value(delta) : 0;
+    o->dtype = UG_DTYPE_COUNT;
+    if (dtype) {
+        o->dtype = json_is_string(dtype) ? ug_dtype_parse(json_string_value(dtype)) : UG_DTYPE_COUNT;
+        if (o->dtype == UG_DTYPE_COUNT) return bad(ld, where, "dtype must be one of bf16, f32, f64, u32");
+    }
+    if (!delta && !dtype) return bad(ld, where, "give count_delta or dtype");
+    return ug_ok();
+}
+
+static ug_status parse_rejected(loader *ld, const ug_family *f, json_t *j, const char *where)
+{
+    ug_case c;
+    memset(&c, 0, sizeof c);
+    c.family = f;
+    c.expect_reject = true;
+    c.override.buffer = -1;
+    const char *name = json_string_value(json_object_get(j, "name"));
+    if (!name || !*name) return bad(ld, where, "a rejected case needs a non-empty \"name\"");
+    if (strlen(name) >= UG_LABEL_LEN) return bad(ld, where, "name is too long");
+    snprintf(c.label, sizeof c.label, "%s", name);
+    json_t *params = json_object_get(j, "params");
+    if (!json_is_object(params)) return bad(ld, where, "\"params\" must be an object");
+    char at[256];
+    for (size_t i = 0; i < f->n_params; i++) {
+        snprintf(at, sizeof at, "%s.params.%s", where, f->param_names[i]);
+        json_t *v = json_object_get(params, f->param_names[i]);
+        if (!v) return bad(ld, at, "missing");
+        UG_TRY(param_value(ld, at, v, &c.params.v[i]));
+    }
+    if (json_object_size(params) != f->n_params) return bad(ld, where, "params names an unknown parameter");
+    json_t *buffer = json_object_get(j, "buffer");
+    if (buffer) {
+        snprintf(at, sizeof at, "%s.buffer", where);
+        UG_TRY(parse_override(ld, f, buffer, at, &c.override));
+    }
+    json_t *expect = json_object_get(j, "expect");
+    if (!json_is_array(expect) || json_array_size(expect) == 0 || json_array_size(expect) > UG_MAX_EXPECT)
+        return ug_fail(UG_EPARSE, "%s: %s.expect: expected 1 to %d message substrings", ld->path, where, UG_MAX_EXPECT);
+    for (size_t i = 0; i < json_array_size(expect); i++) {
+        const char *s = json_string_value(json_array_get(expect, i));
+        if (!s || strlen(s) >= UG_EXPECT_LEN) return bad(ld, where, "expect entries must be strings under 96 bytes");
+        snprintf(c.expect[c.n_expect++], UG_EXPECT_LEN, "%s", s);
+    }
+    return push_case(ld, &c);
+}
+
+static ug_status parse_family(loader *ld, const char *name, json_t *j)
+{
+    const ug_family *f = ug_family_find(name);
+    if (!f) return ug_fail(UG_EPARSE, "%s: families.%s: no such kernel family", ld->path, name);
+    json_t *accepted = json_object_get(j, "accepted"), *rejected = json_object_get(j, "rejected");
+    if ((accepted && !json_is_array(accepted)) || (rejected && !json_is_array(rejected)))
+        return ug_fail(UG_EPARSE, "%s: families.%s: accepted/rejected must be arrays", ld->path, name);
+    char at[256];
+    for (size_t i = 0; i < json_array_size(accepted); i++) {
+        snprintf(at, sizeof at, "families.%s.accepted[%zu]", name, i);
+        UG_TRY(expand_grid(ld, f, json_array_get(accepted, i), at));
+    }
+    for (size_t i = 0; i < json_array_size(rejected); i++) {
+        snprintf(at, sizeof at, "families.%s.rejected[%zu]", name, i);
+        UG_TRY(parse_rejected(ld, f, json_array_get(rejected, i), at));
+    }
+    return ug_ok();
+}
+
+static uint64_t file_hash(const char *path, ug_status *st)
+{
+    FILE *fp = fopen(path, "rb");
+    uint64_t h = 0xcbf29ce484222325ull;
+    if (!fp) {
+        *st = ug_fail(UG_EIO, "cannot open sweep '%s'", path);
+        return 0;
+    }
+    for (int ch; (ch = getc(fp)) != EOF;) h = (h ^ (uint64_t)ch) * 0x100000001b3ull;
+    fclose(fp);
+    return h;
+}
+
+ug_status ug_sweep_load(const char *path, ug_sweep *out)
+{
+    memset(out, 0, sizeof *out);
+    if (strlen(path) >= sizeof out->path) return ug_fail(UG_EIO, "sweep path is too long: %s", path);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    ug_status st = ug_ok();
+    out->content_hash = file_hash(path, &st);
+    UG_TRY(st);
+    json_error_t err;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    if (!root) return ug_fail(UG_EPARSE, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+    loader ld = {path, out, 0};
+    const char *schema = json_string_value(json_object_get(root, "schema"));
+    json_t *seed = json_object_get(root, "seed"), *families = json_object_get(root, "families");
+    if (!schema || strcmp(schema, "ulpgate-sweep/1") != 0)
+        st = bad(&ld, "schema", "expected \"ulpgate-sweep/1\"");
+    else if (!json_is_integer(seed) || json_integer_value(seed) < 0)
+        st = bad(&ld, "seed", "expected a non-negative integer");
+    else if (!json_is_object(families) || json_object_size(families) == 0)
+        st = bad(&ld, "families", "expected a non-empty object");
+    if (ug_is_ok(&st)) {
+        out->seed = (uint64_t)json_integer_value(seed);
+        const char *name;
+        json_t *fam;
+        json_object_foreach(families, name, fam) {
+            st = parse_family(&ld, name, fam);
+            if (!ug_is_ok(&st)) break;
+        }
+    }
+    json_decref(root);
+    if (ug_is_ok(&st) && out->n_cases == 0) st = bad(&ld, "families", "the sweep has no case");
+    if (!ug_is_ok(&st)) ug_sweep_free(out);
+    return st;
+}
+
+void ug_sweep_free(ug_sweep *s)
+{
+    free(s->cases);
+    s->cases = NULL;
+    s->n_cases = 0;
+}
+
+void ug_sweep_filter(ug_sweep *s, const char *filter)
+{
+    size_t kept = 0;
+    char name[UG_LABEL_LEN + 80];
+    for (size_t i = 0; i < s->n_cases; i++) {
+        snprintf(name, sizeof name, "%s/%s", s->cases[i].family->name, s->cases[i].label);
+        if (strstr(name, filter)) s->cases[kept++] = s->cases[i];
+    }
+    s->n_cases = kept;
+}

@@ -1,0 +1,60 @@
+/* Sweep files (fixtures/sweeps/NAME.json): which shapes each family is run on.
+ *
+ * Format (schema "ulpgate-sweep/1"):
+ * { "schema": "ulpgate-sweep/1", "seed": 20261122,
+ *   "families": { "<family>": {
+ *       "accepted": [ { "<param>": [values...], "<p1>/<p2>": [[v1, v2], ...],
+ *                       "regime": ["realistic", ...] }, ... ],
+ *       "rejected": [ { "name": "K=256", "params": { "<param>": value, ... },
+ *                       "buffer": { "name": "k", "count_delta": -1, "dtype": "f32" },
+ *                       "expect": ["256", "MAX_K = 192"] }, ... ] } } }
+ * Each accepted entry is a grid: the Cartesian product of its axes; an axis
+ * named "p1/p2" lists tuples (so GQA pairs Hg/H are listed, not crossed).
+ * Every parameter of the family must be given exactly once per entry. A
+ * rejected entry gives one shape; "buffer" optionally makes one buffer's
+ * element count or dtype wrong; "expect" lists substrings the kernel's error
+ * message must contain. Cases are expanded in file order; each case's seed is
+ * derived from the sweep seed, the family name and the case label, so a case
+ * draws the same inputs whatever else the sweep holds. */
+#ifndef UG_SWEEP_H
+#define UG_SWEEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "family.h"
+
+enum { UG_MAX_EXPECT = 6, UG_EXPECT_LEN = 96, UG_LABEL_LEN = 192 };
+
+typedef struct {
+    int buffer;           /* index in the family's buffers; -1 when none */
+    long long count_delta;
+    ug_dtype dtype;       /* UG_DTYPE_COUNT: the expected dtype */
+} ug_buffer_override;
+
+typedef struct {
+    const ug_family *family;
+    char label[UG_LABEL_LEN];   /* unique within the family */
+    ug_params params;
+    size_t regime;              /* accepted cases */
+    bool expect_reject;
+    ug_buffer_override override;
+    size_t n_expect;
+    char expect[UG_MAX_EXPECT][UG_EXPECT_LEN];
+    uint64_t seed;
+} ug_case;
+
+typedef struct {
+    char path[512];
+    uint64_t seed;
+    uint64_t content_hash;      /* FNV-1a of the file's bytes */
+    size_t n_cases;
+    ug_case *cases;
+} ug_sweep;
+
+ug_status ug_sweep_load(const char *path, ug_sweep *out);
+void ug_sweep_free(ug_sweep *s);
+/* Keeps only cases whose "<family>/<label>" contains filter. */
+void ug_sweep_filter(ug_sweep *s, const char *filter);
+
+#endif

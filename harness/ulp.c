@@ -1,0 +1,62 @@
+/* Error of one output element against its reference (see ulp.h).
+ *
+ * r = r_hi + r_lo is a double-double. |y - r| is formed as (y - r_hi) - r_lo:
+ * y - r_hi is exact whenever y is within a factor 2 of r_hi (Sterbenz), which
+ * is every case that matters (a far-off y only needs a few correct digits), and
+ * the one rounding that follows is monotone, so an error of exactly half an ulp
+ * is never reported above it. ulp_T is taken at r, not at r_hi: when r_hi is a
+ * power of two and r_lo pulls r below it, r lies in the binade below.
+ *
+ * cond is abs_sum/|r| (0 when abs_sum is 0, +inf when r == 0 < abs_sum); where
+ * r is not finite it is +inf: no condition number exists, and such elements
+ * are judged by their class alone. */
+#include "ulp.h"
+
+#include <math.h>
+
+#include "../core/bf16.h"
+
+static const ug_elem_error class_fail = {INFINITY, UINT32_MAX, INFINITY, INFINITY, false};
+
+ug_elem_error ug_measure(uint32_t y_bits, ug_dtype t, const ug_ref_value *r)
+{
+    if (t != UG_BF16 && t != UG_F32) return class_fail;
+    const bool bf = t == UG_BF16;
+    const double y = bf ? ug_bf16_to_f32((ug_bf16)y_bits) : ug_f32_from_bits(y_bits);
+
+    ug_elem_error e = {0, 0, 0, INFINITY, true};
+
+    /* Non-finite reference: y must have its class, and a NaN its sign. */
+    if (isnan(r->r_hi)) {
+        e.class_ok = isnan(y) && !signbit(y) == !signbit(r->r_hi);
+    } else if (isinf(r->r_hi)) {
+        e.class_ok = y == r->r_hi;
+    } else {
+        const double rv = r->r_hi; /* r == 0 iff r_hi == 0 */
+        e.cond = r->abs_sum == 0 ? 0 : rv == 0 ? INFINITY : r->abs_sum / fabs(rv);
+        if (isnan(y)) {
+            e.class_ok = false;
+        } else if (isinf(y)) {
+            /* Allowed only where r rounds to that infinity. */
+            const uint32_t rn = bf ? r->rn_bits & 0xFFFFu : r->rn_bits;
+            e.class_ok = (bf ? y_bits & 0xFFFFu : y_bits) == rn;
+        } else {
+            const double d = fabs((y - r->r_hi) - r->r_lo);
+            double at = r->r_hi;
+            int ex;
+            if (r->r_lo != 0 && (r->r_lo < 0) != (at < 0) && fabs(frexp(at, &ex)) == 0.5)
+                at = nextafter(at, 0.0); /* |r| < |r_hi| = 2^k: the binade below */
+            e.ulp_err = d / (bf ? ug_ulp_bf16(at) : ug_ulp_f32(at));
+            e.ulp_dist = bf ? ug_ordered_dist_bf16((ug_bf16)y_bits, (ug_bf16)r->rn_bits)
+                            : ug_ordered_dist_f32(y_bits, r->rn_bits);
+            e.ratio = d == 0 ? 0 : r->bound == 0 ? INFINITY : d / r->bound;
+            return e;
+        }
+    }
+    if (!e.class_ok) {
+        e.ulp_err = INFINITY;
+        e.ulp_dist = UINT32_MAX;
+        e.ratio = INFINITY;
+    }
+    return e;
+}

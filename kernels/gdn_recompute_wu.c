@@ -1,0 +1,283 @@
+/* gdn_recompute_wu (SPEC §1.1). Validation is the seed's validate(), rule for
+ * rule; the computation follows the seed's shader: per (batch, head, chunk)
+ * the chunk's A rows go to ba_tile, then each 64-column tile of v (then k) is
+ * scaled in f32, rounded to bf16 into the stage, multiplied by ba_tile and
+ * rounded to bf16 on store. The scratch is the shader's threadgroup memory,
+ * exactly as large as the host plans it and guarded, so a short plan shows up
+ * as UG_EGUARD instead of silent corruption. */
+#include "gdn_recompute_wu.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../core/bf16.h"
+#include "../core/guard.h"
+#include "isa.h"
+
+#ifndef UG_MUTANT
+#define UG_MUTANT GDN_RECOMPUTE_WU_CORRECT
+#endif
+
+#define KERNEL "gated_delta_net_recompute_wu"
+
+/* Validation admits only bt == 64, and BK == BV == 64: one stage shape. */
+enum { BT = 64, TILE = 64 };
+_Static_assert(GDN_RECOMPUTE_WU_BK == TILE && GDN_RECOMPUTE_WU_BV == TILE, "one stage width");
+
+static const uint32_t stage_width = TILE; /* max(BV, BK) in the seed's plan */
+static const uint64_t threadgroup_memory_cap = 32 * 1024;
+
+/* ---- the seed's threadgroup plan ---------------------------------------- */
+
+/* ba_tile: f32 [BT][BT]; the stage (bf16 [BT][max(BV, BK)]) follows it. */
+static uint64_t ba_tile_bytes(uint32_t bt) { return (uint64_t)bt * bt * sizeof(float); }
+
+static uint64_t planned_threadgroup_bytes(uint32_t bt)
+{
+    return ba_tile_bytes(bt) + (uint64_t)bt * stage_width * sizeof(ug_bf16);
+}
+
+/* ---- validation ---------------------------------------------------------- */
+
+enum { MAX_RANK = 4 };
+
+/* What validate() demands of one buffer: dtype and shape. */
+typedef struct {
+    const char *name;
+    const ug_buf *buf;
+    ug_dtype dtype;
+    size_t rank;
+    const char *dim_names[MAX_RANK];
+    uint32_t dims[MAX_RANK];
+} tensor_spec;
+
+static ug_status check_dims_positive(const gdn_recompute_wu_params *p)
+{
+    const struct {
+        const char *name;
+        uint32_t value;
+    } dims[] = {{"B", p->b}, {"T", p->t}, {"Hg", p->hg}, {"H", p->h},
+                {"K", p->k}, {"V", p->v}, {"BT", p->bt}};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        if (dims[i].value == 0)
+            return ug_fail(UG_EINVAL, KERNEL ": all dims must be > 0: %s (0) must be > 0", dims[i].name);
+    return ug_ok();
+}
+
+/* The seed multiplies u32 dims, which can wrap; here a count that does not
+ * fit in size_t is itself a rejection, naming the shape. */
+static ug_status check_tensor(const tensor_spec *t)
+{
+    size_t expected = 1;
+    for (size_t i = 0; i < t->rank; i++) {
+        if (!__builtin_mul_overflow(expected, (size_t)t->dims[i], &expected)) continue;
+        char shape[128];
+        int len = 0;
+        for (size_t d = 0; d < t->rank; d++)
+            len += snprintf(shape + len, sizeof shape - (size_t)len, "%s%s=%u", d ? ", " : "",
+                            t->dim_names[d], t->dims[d]);
+        return ug_fail(UG_EINVAL, KERNEL ": %s shape [%s] has more elements than size_t can count",
+                       t->name, shape);
+    }
+    if (!t->buf)
+        return ug_fail(UG_EINVAL, KERNEL ": %s must be %s[%zu] (got no buffer)", t->name,
+                       ug_dtype_name(t->dtype), expected);
+    if (t->buf->count != expected || t->buf->dtype != t->dtype)
+        return ug_fail(UG_EINVAL, KERNEL ": %s must be %s[%zu] (got %zu %s)", t->name,
+                       ug_dtype_name(t->dtype), expected, t->buf->count, ug_dtype_name(t->buf->dtype));
+    if (!t->buf->data)
+        return ug_fail(UG_EINVAL, KERNEL ": %s has %zu elements but no data (NULL)", t->name, expected);
+    return ug_ok();
+}
+
+static ug_status validate(const gdn_recompute_wu_params *p, const ug_buf *k, const ug_buf *v,
+                          const ug_buf *beta, const ug_buf *g, const ug_buf *a, const ug_buf *w,
+                          const ug_buf *u)
+{
+    if (!p) return ug_fail(UG_EINVAL, KERNEL ": no params (NULL)");
+    UG_TRY(check_dims_positive(p));
+    if (p->h % p->hg != 0)
+        return ug_fail(UG_EINVAL, KERNEL ": h (%u) must be a multiple of hg (%u)", p->h, p->hg);
+    if (p->k > GDN_RECOMPUTE_WU_MAX_K)
+        return ug_fail(UG_EINVAL, KERNEL ": K (%u) exceeds the 32 KB threadgroup memory budget (MAX_K = %u)",
+                       p->k, GDN_RECOMPUTE_WU_MAX_K);
+    if (p->v > GDN_RECOMPUTE_WU_MAX_V)
+        return ug_fail(UG_EINVAL, KERNEL ": v (%u) must be <= MAX_V (%u)", p->v, GDN_RECOMPUTE_WU_MAX_V);
+    if (p->bt != BT) return ug_fail(UG_EINVAL, KERNEL ": bt must be %d (got %u)", BT, p->bt);
+    if (p->t % p->bt != 0)
+        return ug_fail(UG_EINVAL, KERNEL ": t (%u) must be a multiple of bt (%u)", p->t, p->bt);
+    if (p->k % GDN_RECOMPUTE_WU_BK != 0)
+        return ug_fail(UG_EINVAL, KERNEL ": k (%u) must be a multiple of BK (%u)", p->k, GDN_RECOMPUTE_WU_BK);
+    if (p->v % GDN_RECOMPUTE_WU_BV != 0)
+        return ug_fail(UG_EINVAL, KERNEL ": v (%u) must be a multiple of BV (%u)", p->v, GDN_RECOMPUTE_WU_BV);
+    /* Unreachable once bt == 64 (24576 bytes); kept because the seed keeps it. */
+    uint64_t shared_bytes = planned_threadgroup_bytes(p->bt);
+    if (shared_bytes > threadgroup_memory_cap)
+        return ug_fail(UG_EINVAL,
+                       KERNEL ": threadgroup memory %llu bytes exceeds the M5 Max cap of %llu bytes "
+                              "(bt=%u, stage_width=%u)",
+                       (unsigned long long)shared_bytes, (unsigned long long)threadgroup_memory_cap,
+                       p->bt, stage_width);
+
+    const tensor_spec tensors[] = {
+        {"k", k, UG_BF16, 4, {"B", "T", "Hg", "K"}, {p->b, p->t, p->hg, p->k}},
+        {"v", v, UG_BF16, 4, {"B", "T", "H", "V"}, {p->b, p->t, p->h, p->v}},
+        {"beta", beta, UG_F32, 3, {"B", "T", "H"}, {p->b, p->t, p->h}},
+        {"g", g, UG_F32, 3, {"B", "T", "H"}, {p->b, p->t, p->h}},
+        {"A", a, UG_F32, 4, {"B", "T", "H", "BT"}, {p->b, p->t, p->h, p->bt}},
+        {"w", w, UG_BF16, 4, {"B", "T", "H", "K"}, {p->b, p->t, p->h, p->k}},
+        {"u", u, UG_BF16, 4, {"B", "T", "H", "V"}, {p->b, p->t, p->h, p->v}},
+    };
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) UG_TRY(check_tensor(&tensors[i]));
+    return ug_ok();
+}
+
+/* ---- layouts -------------------------------------------------------------- */
+
+/* Element (b, t, head, d) of a [B, T, heads, dim] tensor: k, v, A, w, u. */
+static size_t at_bthd(const gdn_recompute_wu_params *p, size_t b, size_t t, size_t head,
+                      size_t heads, size_t d, size_t dim)
+{
+    return ((b * p->t + t) * heads + head) * dim + d;
+}
+
+/* Element (b, t, h) of a [B, T, H] tensor: beta, g. */
+static size_t at_bth(const gdn_recompute_wu_params *p, size_t b, size_t t, size_t h)
+{
+    return (b * p->t + t) * p->h + h;
+}
+
+/* ---- the computation ------------------------------------------------------ */
+
+/* Mutants TRUNCATE_STAGE_CAST and OUTPUT_TRUNCATED round this way. */
+static ug_bf16 bf16_truncated(float x) { return (ug_bf16)(ug_f32_bits(x) >> 16); }
+
+static ug_bf16 stage_cast(float x)
+{
+    return UG_MUTANT == GDN_RECOMPUTE_WU_MUT_TRUNCATE_STAGE_CAST ? bf16_truncated(x) : ug_bf16_from_f32(x);
+}
+
+static ug_bf16 output_cast(float x)
+{
+    return UG_MUTANT == GDN_RECOMPUTE_WU_MUT_OUTPUT_TRUNCATED ? bf16_truncated(x) : ug_bf16_from_f32(x);
+}
+
+static size_t key_head(const gdn_recompute_wu_params *p, size_t h)
+{
+    return UG_MUTANT == GDN_RECOMPUTE_WU_MUT_WRONG_GQA_HEAD ? h % p->hg : h / (p->h / p->hg);
+}
+
+/* exp(g), once per staged row. */
+static float exp_gate(float g)
+{
+    return UG_MUTANT == GDN_RECOMPUTE_WU_MUT_EXP_AS_ONE_PLUS_G ? 1.0f + g : expf(g);
+}
+
+/* One of the two products: u from v (staged as v*beta) or w from k (staged
+ * as (k*beta)*exp(g)). Source and destination rows are dim wide. */
+typedef struct {
+    const ug_bf16 *src;
+    size_t src_heads, src_head;
+    ug_bf16 *dst;
+    size_t dim;
+    bool gated;
+} wy_product;
+
+/* The (batch, value head, chunk) a threadgroup owns, and its scratch. */
+typedef struct {
+    const gdn_recompute_wu_params *p;
+    const float *beta, *g;
+    size_t b, h, t0;
+    float *ba_tile;  /* f32 [BT][BT] */
+    ug_bf16 *stage;  /* bf16 [BT][TILE] */
+} chunk_job;
+
+static void load_ba_tile(const chunk_job *job, const float *a)
+{
+    for (size_t i = 0; i < BT; i++) {
+        const float *a_row = a + at_bthd(job->p, job->b, job->t0 + i, job->h, job->p->h, 0, BT);
+        for (size_t j = 0; j < BT; j++) job->ba_tile[i * BT + j] = a_row[j];
+    }
+}
+
+/* stage[j][c] = bf16(x[t0 + j][col0 + c] * beta (* exp(g))), the f32 product
+ * formed left to right as the shader forms it. `unrounded` receives the f32
+ * values for mutant STAGE_CAST_DROPPED only. */
+static void stage_tile(const chunk_job *job, const wy_product *prod, size_t col0, float *unrounded)
+{
+    for (size_t j = 0; j < BT; j++) {
+        size_t row = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_ROW_OFF_BY_ONE ? (j + 1) % BT : j;
+        size_t t = job->t0 + row;
+        float beta_t = job->beta[at_bth(job->p, job->b, t, job->h)];
+        float gate = prod->gated ? exp_gate(job->g[at_bth(job->p, job->b, t, job->h)]) : 1.0f;
+        const ug_bf16 *x = prod->src + at_bthd(job->p, job->b, t, prod->src_head, prod->src_heads, col0, prod->dim);
+        for (size_t c = 0; c < TILE; c++) {
+            float scaled = ug_bf16_to_f32(x[c]) * beta_t;
+            if (prod->gated) scaled = scaled * gate;
+            job->stage[j * TILE + c] = stage_cast(scaled);
+            if (UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED) unrounded[j * TILE + c] = scaled;
+        }
+    }
+}
+
+/* Mutant STAGE_CAST_DROPPED only: ba_tile times the f32 stage. */
+static void multiply_unrounded(const float *ba_tile, const float *unrounded, size_t terms, float *product)
+{
+    for (size_t i = 0; i < BT; i++)
+        for (size_t c = 0; c < TILE; c++) {
+            float acc = 0.0f;
+            for (size_t j = 0; j < terms; j++) acc = fmaf(ba_tile[i * BT + j], unrounded[j * TILE + c], acc);
+            product[i * TILE + c] = acc;
+        }
+}
+
+static void column_tile(const chunk_job *job, const wy_product *prod, size_t col0)
+{
+    float product[BT * TILE];         /* the shader's per-thread accumulators */
+    float unrounded_stage[BT * TILE]; /* mutant STAGE_CAST_DROPPED only */
+    size_t terms = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_DROPPED_LAST_TERM ? BT - 1 : BT;
+
+    stage_tile(job, prod, col0, unrounded_stage);
+    if (UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED)
+        multiply_unrounded(job->ba_tile, unrounded_stage, terms, product);
+    else
+        ug_gemm_f32_bf16(BT, TILE, terms, job->ba_tile, BT, job->stage, TILE, product, TILE);
+
+    for (size_t i = 0; i < BT; i++) {
+        ug_bf16 *out = prod->dst + at_bthd(job->p, job->b, job->t0 + i, job->h, job->p->h, col0, prod->dim);
+        for (size_t c = 0; c < TILE; c++) out[c] = output_cast(product[i * TILE + c]);
+    }
+}
+
+ug_status gdn_recompute_wu(const gdn_recompute_wu_params *p, const ug_buf *k, const ug_buf *v,
+                           const ug_buf *beta, const ug_buf *g, const ug_buf *a, ug_buf *w, ug_buf *u)
+{
+    UG_TRY(validate(p, k, v, beta, g, a, w, u));
+
+    ug_guarded scratch;
+    UG_TRY(ug_guarded_alloc(&scratch, planned_threadgroup_bytes(p->bt)));
+    unsigned char *threadgroup_memory = ug_guarded_data(&scratch);
+    chunk_job job = {
+        .p = p,
+        .beta = beta->data,
+        .g = g->data,
+        .ba_tile = (float *)threadgroup_memory,
+        .stage = (ug_bf16 *)(threadgroup_memory + ba_tile_bytes(p->bt)),
+    };
+    wy_product u_from_v = {.src = v->data, .src_heads = p->h, .dst = u->data, .dim = p->v, .gated = false};
+    wy_product w_from_k = {.src = k->data, .src_heads = p->hg, .dst = w->data, .dim = p->k, .gated = true};
+
+    for (job.b = 0; job.b < p->b; job.b++)
+        for (job.h = 0; job.h < p->h; job.h++) {
+            u_from_v.src_head = job.h;
+            w_from_k.src_head = key_head(p, job.h);
+            for (job.t0 = 0; job.t0 < p->t; job.t0 += BT) {
+                load_ba_tile(&job, a->data);
+                for (size_t col0 = 0; col0 < p->v; col0 += TILE) column_tile(&job, &u_from_v, col0);
+                for (size_t col0 = 0; col0 < p->k; col0 += TILE) column_tile(&job, &w_from_k, col0);
+            }
+        }
+    return ug_guarded_free(&scratch, KERNEL " threadgroup scratch");
+}

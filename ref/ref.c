@@ -1,0 +1,58 @@
+#include "ref.h"
+
+#include <math.h>
+
+#include "../core/bf16.h"
+#include "round.h"
+
+const char *ug_ref_mode_name(ug_ref_mode mode)
+{
+    return mode == UG_REF_EXACT ? "exact" : mode == UG_REF_STAGED ? "staged" : "?";
+}
+
+/* |bf16 value - x|, rounded up to a double. */
+static double deviation_up(uint16_t candidate, const mpfr_t x)
+{
+    mpfr_t d;
+    mpfr_init2(d, mpfr_get_prec(x) + 160);
+    mpfr_sub_d(d, x, (double)ug_bf16_to_f32(candidate), MPFR_RNDU);
+    mpfr_abs(d, d, MPFR_RNDU);
+    double out = mpfr_get_d(d, MPFR_RNDU);
+    mpfr_clear(d);
+    return out;
+}
+
+void ug_stage_operand(const mpfr_t x, const mpfr_t radius, ug_staged *out)
+{
+    out->rn = ug_mpfr_to_bf16(x);
+    ug_mpfr_bf16_window(x, radius, &out->lo, &out->hi);
+    out->flagged = out->lo != out->hi;
+    double lo = ug_bf16_to_f32(out->lo), hi = ug_bf16_to_f32(out->hi);
+    out->mag = fmax(fabs(lo), fabs(hi));
+    out->gap = out->flagged ? fabs(hi - lo) : 0.0;
+    double dev_rn = deviation_up(out->rn, x);
+    out->dev = out->flagged ? fmax(dev_rn, fmax(deviation_up(out->lo, x), deviation_up(out->hi, x)))
+                            : dev_rn;
+}
+
+void ug_ref_finish(ug_ref_value *out, const mpfr_t r, double pre_round_bound, double abs_sum,
+                   uint32_t flagged, ug_dtype dtype)
+{
+    out->r_hi = mpfr_get_d(r, MPFR_RNDN);
+    out->r_lo = 0.0;
+    if (mpfr_number_p(r) && isfinite(out->r_hi)) {
+        mpfr_t rest;
+        mpfr_init2(rest, mpfr_get_prec(r));
+        mpfr_sub_d(rest, r, out->r_hi, MPFR_RNDN); /* exact: r_hi is r's leading bits */
+        out->r_lo = mpfr_get_d(rest, MPFR_RNDN);
+        mpfr_clear(rest);
+    }
+    out->rn_bits = dtype == UG_BF16 ? ug_mpfr_to_bf16(r) : ug_mpfr_to_f32_bits(r);
+    out->flagged = flagged;
+    out->abs_sum = abs_sum;
+    /* |RN(y) - r| <= |RN(y) - y| + |y - r| <= ulp(|r| + E)/2 + E, ulp monotone. */
+    double magnitude = fabs(out->r_hi) + fabs(out->r_lo) + pre_round_bound;
+    magnitude *= UG_REF_SUM_SLACK;
+    double half_ulp = 0.5 * (dtype == UG_BF16 ? ug_ulp_bf16(magnitude) : ug_ulp_f32(magnitude));
+    out->bound = isfinite(magnitude) ? (pre_round_bound + half_ulp) * UG_REF_SUM_SLACK : INFINITY;
+}

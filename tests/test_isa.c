@@ -1,0 +1,142 @@
+/* ISA paths: every path the CPU supports computes the documented FMA chain
+ * bit for bit, and path selection refuses what the CPU cannot run. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/isa.h"
+#include "tests.h"
+
+static uint64_t rng_state;
+
+static uint32_t next_u32(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 32);
+}
+
+static float uniform(float lo, float hi) { return lo + (hi - lo) * (float)(next_u32() >> 8) * 0x1p-24f; }
+
+/* Mostly U(-1, 1), with negative zeros, subnormals and large magnitudes mixed
+ * in: where a path that flushed, skipped the fusion or reordered the chain
+ * would differ. Large stays below 2^50 so that no sum overflows. */
+static float awkward_f32(void)
+{
+    uint32_t sign = next_u32() & 0x80000000u;
+    switch (next_u32() % 8) {
+    case 0: return -0.0f;
+    case 1: return ug_f32_from_bits(sign | (next_u32() % 0x7FFFFFu + 1u));
+    case 2: return ug_f32_from_bits(sign | ug_f32_bits(ldexpf(uniform(1.0f, 2.0f), 49)));
+    default: return uniform(-1.0f, 1.0f);
+    }
+}
+
+/* The contract of isa.h written out directly: an FMA chain from +0 in
+ * increasing kk. */
+static float naive_element(size_t kk, const float *A, size_t lda, const ug_bf16 *B, size_t ldb,
+                           size_t i, size_t j)
+{
+    float acc = 0.0f;
+    for (size_t p = 0; p < kk; p++)
+        acc = fmaf(A[i * lda + p], ug_f32_from_bits((uint32_t)B[p * ldb + j] << 16), acc);
+    return acc;
+}
+
+/* Runs the selected path on one shape with padded strides; counts elements
+ * that differ from the naive chain and padding columns of C it touched. */
+static size_t mismatches_on_shape(size_t m, size_t n, size_t kk)
+{
+    size_t lda = kk + 3, ldb = n + 5, ldc = n + 2;
+    float *A = malloc(m * lda * sizeof *A);
+    ug_bf16 *B = malloc(kk * ldb * sizeof *B);
+    float *C = malloc(m * ldc * sizeof *C);
+    CU_ASSERT_FATAL(A && B && C);
+    for (size_t i = 0; i < m * lda; i++) A[i] = awkward_f32();
+    for (size_t i = 0; i < kk * ldb; i++) B[i] = (ug_bf16)(ug_f32_bits(awkward_f32()) >> 16);
+    const uint32_t untouched = 0x7FBADBADu;
+    for (size_t i = 0; i < m * ldc; i++) C[i] = ug_f32_from_bits(untouched);
+
+    ug_gemm_f32_bf16(m, n, kk, A, lda, B, ldb, C, ldc);
+
+    size_t bad = 0;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < ldc; j++) {
+            uint32_t want = j < n ? ug_f32_bits(naive_element(kk, A, lda, B, ldb, i, j)) : untouched;
+            if (ug_f32_bits(C[i * ldc + j]) == want) continue;
+            if (bad++ == 0)
+                printf("\n  %s m=%zu n=%zu kk=%zu: C[%zu][%zu] = 0x%08x, want 0x%08x",
+                       ug_isa_name(ug_isa_current()), m, n, kk, i, j, ug_f32_bits(C[i * ldc + j]), want);
+        }
+    free(A);
+    free(B);
+    free(C);
+    return bad;
+}
+
+static void test_every_supported_path_matches_the_naive_fma_chain(void)
+{
+    static const size_t sizes[] = {1, 3, 17, 64, 65, 130};
+    const size_t n_sizes = sizeof sizes / sizeof sizes[0];
+    for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
+        if (!ug_isa_supported((ug_isa)isa)) continue;
+        CU_ASSERT_EQUAL_FATAL(ug_isa_select((ug_isa)isa).code, UG_OK);
+        rng_state = 0x9E3779B97F4A7C15u;
+        size_t bad = 0;
+        for (size_t a = 0; a < n_sizes; a++)
+            for (size_t b = 0; b < n_sizes; b++)
+                for (size_t c = 0; c < n_sizes; c++) bad += mismatches_on_shape(sizes[a], sizes[b], sizes[c]);
+        CU_ASSERT_EQUAL(bad, 0);
+    }
+    CU_ASSERT_EQUAL(ug_isa_select(ug_isa_best()).code, UG_OK);
+}
+
+static void test_select_rejects_a_path_the_cpu_lacks(void)
+{
+    ug_isa before = ug_isa_current();
+    for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
+        if (ug_isa_supported((ug_isa)isa)) continue;
+        ug_status s = ug_isa_select((ug_isa)isa);
+        CU_ASSERT_EQUAL(s.code, UG_EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, ug_isa_name((ug_isa)isa)));
+        CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, "lacks"));
+        CU_ASSERT_EQUAL(ug_isa_current(), before);
+    }
+    CU_ASSERT_EQUAL(ug_isa_select(UG_ISA_COUNT).code, UG_EINVAL);
+    CU_ASSERT_EQUAL(ug_isa_current(), before);
+}
+
+static void test_best_is_the_widest_supported_path(void)
+{
+    ug_isa best = ug_isa_best();
+    CU_ASSERT(ug_isa_supported(best));
+    CU_ASSERT(ug_isa_supported(UG_ISA_PORTABLE));
+    for (int isa = best + 1; isa < UG_ISA_COUNT; isa++) CU_ASSERT(!ug_isa_supported((ug_isa)isa));
+    CU_ASSERT_EQUAL(ug_isa_select(best).code, UG_OK);
+    CU_ASSERT_EQUAL(ug_isa_current(), best);
+}
+
+static void test_parse_round_trips_every_name(void)
+{
+    for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
+        ug_isa parsed = UG_ISA_COUNT;
+        CU_ASSERT(ug_isa_parse(ug_isa_name((ug_isa)isa), &parsed));
+        CU_ASSERT_EQUAL(parsed, isa);
+    }
+    ug_isa untouched = UG_ISA_AVX2;
+    CU_ASSERT(!ug_isa_parse("AVX2", &untouched));
+    CU_ASSERT(!ug_isa_parse("sse4", &untouched));
+    CU_ASSERT(!ug_isa_parse("", &untouched));
+    CU_ASSERT(!ug_isa_parse(NULL, &untouched));
+    CU_ASSERT_EQUAL(untouched, UG_ISA_AVX2);
+    CU_ASSERT_STRING_EQUAL(ug_isa_name(UG_ISA_COUNT), "?");
+}
+
+UG_TEST_SUITE(isa_suite, "isa",
+              UG_TEST(test_every_supported_path_matches_the_naive_fma_chain),
+              UG_TEST(test_select_rejects_a_path_the_cpu_lacks),
+              UG_TEST(test_best_is_the_widest_supported_path),
+              UG_TEST(test_parse_round_trips_every_name));
