@@ -31,7 +31,7 @@ while IFS=$' \t' read -r family id name what; do
   rc=$?
   if [ $rc -eq 1 ]; then
     caught=$((caught + 1))
-    reason=$(grep -m1 -E 'FAIL' "$log/$family-$id.log" | cut -c1-150)
+    reason=$(grep -m1 -E '^FAIL' "$log/$family-$id.log" | cut -c1-150)
     printf 'mutants: caught  %-18s %-22s %s\n' "$family" "$name" "$reason"
   else
     escaped+=("$family/$name (exit $rc)")

@@ -1,5 +1,6 @@
 #include "guard.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <valgrind/memcheck.h>

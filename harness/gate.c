@@ -32,9 +32,11 @@ static const char *output_name(const ug_family_result *fr, size_t o)
 /* ------------------------------------------------------------------------
  * Reading JSON: every error names the file and the JSON path of the item. */
 
+/* "where.key" (or "key" at the top level); an over-long path ends in "...". */
 static void join(char out[WHERE_LEN], const char *where, const char *key)
 {
-    snprintf(out, WHERE_LEN, "%s%s%s", where, *where ? "." : "", key);
+    if (snprintf(out, WHERE_LEN, "%s%s%s", where, *where ? "." : "", key) >= WHERE_LEN)
+        strcpy(out + WHERE_LEN - 4, "...");
 }
 
 static ug_status bad_item(const char *file, const char *where, const char *key, const char *fmt, ...)
@@ -184,11 +186,10 @@ static ug_status check_root(const char *file, const json_t *root, const char *co
 {
     const char *s;
     UG_TRY(check_object(file, "", "", root));
-    UG_TRY(check_keys(file, "", root, keys));
     UG_TRY(get_string(file, "", root, "schema", &s));
     if (strcmp(s, schema) != 0)
         return bad_item(file, "", "schema", "'%s' is not the expected '%s'", s, schema);
-    return ug_ok();
+    return check_keys(file, "", root, keys);
 }
 
 static ug_status copy_name(const char *file, const char *where, const char *name, char *dst,
@@ -255,18 +256,22 @@ static ug_status parse_budget(const char *file, const char *where, const json_t 
 static ug_status parse_output_budgets(const char *file, const char *where, const char *family,
                                       const char *output, const json_t *modes, ug_budgets *out)
 {
+    char name[sizeof out->entries->output], item[WHERE_LEN];
+    UG_TRY(copy_name(file, where, output, name, sizeof name));
+    join(item, where, output);
+    UG_TRY(check_object(file, where, output, modes));
     const char *mode;
     json_t *obj;
     json_object_foreach((json_t *)modes, mode, obj) {
-        char item[WHERE_LEN];
-        join(item, where, mode);
-        UG_TRY(check_object(file, where, mode, obj));
+        char mode_item[WHERE_LEN];
+        join(mode_item, item, mode);
+        UG_TRY(check_object(file, item, mode, obj));
         ug_budget_entry *e = append((void **)&out->entries, &out->n, sizeof *e);
         if (!e) return out_of_memory(file);
         strcpy(e->family, family);
-        strcpy(e->output, output);
-        UG_TRY(parse_mode(file, where, mode, &e->mode));
-        UG_TRY(parse_budget(file, item, obj, &e->budget));
+        strcpy(e->output, name);
+        UG_TRY(parse_mode(file, item, mode, &e->mode));
+        UG_TRY(parse_budget(file, mode_item, obj, &e->budget));
     }
     return ug_ok();
 }
@@ -280,13 +285,8 @@ static ug_status parse_family_budgets(const char *file, const char *family, cons
     UG_TRY(check_object(file, "families", family, outputs));
     const char *output;
     json_t *modes;
-    json_object_foreach((json_t *)outputs, output, modes) {
-        char item[WHERE_LEN], name[sizeof out->entries->output];
-        join(item, where, output);
-        UG_TRY(copy_name(file, where, output, name, sizeof name));
-        UG_TRY(check_object(file, where, output, modes));
-        UG_TRY(parse_output_budgets(file, item, fam, name, modes, out));
-    }
+    json_object_foreach((json_t *)outputs, output, modes)
+        UG_TRY(parse_output_budgets(file, where, fam, output, modes, out));
     return ug_ok();
 }
 
@@ -561,20 +561,23 @@ static json_t *baseline_json(const ug_run_result *run)
                      run->sweep->path, "content_hash", hash, "families", families);
 }
 
+/* Writes root to path atomically, pretty-printed with sorted keys. */
+static ug_status write_json_file(const char *path, const json_t *root)
+{
+    ug_atomic_file f;
+    UG_TRY(ug_atomic_open(&f, path));
+    if (json_dumpf(root, f.fp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || fputc('\n', f.fp) == EOF) {
+        ug_atomic_abort(&f);
+        return ug_fail(UG_EIO, "writing '%s' failed", path);
+    }
+    return ug_atomic_commit(&f);
+}
+
 ug_status ug_baseline_write(const char *path, const ug_run_result *run)
 {
     json_t *root = baseline_json(run);
     if (!root) return ug_fail(UG_ENOMEM, "%s: out of memory while building the baseline", path);
-    ug_atomic_file f;
-    ug_status s = ug_atomic_open(&f, path);
-    if (ug_is_ok(&s)) {
-        if (json_dumpf(root, f.fp, JSON_INDENT(2) | JSON_SORT_KEYS) == 0 && fputc('\n', f.fp) != EOF) {
-            s = ug_atomic_commit(&f);
-        } else {
-            ug_atomic_abort(&f);
-            s = ug_fail(UG_EIO, "writing '%s' failed", path);
-        }
-    }
+    ug_status s = write_json_file(path, root);
     json_decref(root);
     return s;
 }
@@ -708,8 +711,8 @@ static void check_bits(findings *fs, const ug_family_result *fr, const ug_baseli
     const ug_baseline_bits *b = baseline_bits_find(baseline, fr->family->name);
     for (int i = 0; b && i < UG_ISA_COUNT; i++) {
         if (!fr->isa_ran[i] || !b->has[i] || b->hash[i] == fr->bits_hash[i]) continue;
-        add(fs, UG_FINDING_INFO, "%s: bits changed on %s (baseline %016" PRIx64 ", now %016" PRIx64 ")",
-            fr->family->name, ug_isa_name((ug_isa)i), b->hash[i], fr->bits_hash[i]);
+        add(fs, UG_FINDING_INFO,
+            "%s: bits changed on %s (baseline %016" PRIx64 ", now %016" PRIx64 ")", fr->family->name, ug_isa_name((ug_isa)i), b->hash[i], fr->bits_hash[i]);
     }
 }
 

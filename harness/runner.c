@@ -11,10 +11,25 @@
 #include "../core/bf16.h"
 #include "../core/guard.h"
 
-/* Poison of unwritten outputs: signalling-NaN patterns no conversion produces
- * (kernels write quiet NaNs), repeated bytewise. */
-static const unsigned char poison_byte = 0xA7;
+/* Poison of unwritten outputs: the bytes A7 7F repeated read as the
+ * signalling NaN 0x7FA7 in bf16 and 0x7FA77FA7 in f32, values no rounding
+ * produces (kernels write quiet NaNs), so a poisoned element is unwritten. */
+static const unsigned char poison[2] = {0xA7, 0x7F};
 static const unsigned char input_fill_byte = 0x3C;
+
+static void fill_poison(void *data, size_t bytes)
+{
+    unsigned char *p = data;
+    for (size_t k = 0; k < bytes; k++) p[k] = poison[k % 2];
+}
+
+static bool is_poison(const void *data, size_t bytes)
+{
+    const unsigned char *p = data;
+    for (size_t k = 0; k < bytes; k++)
+        if (p[k] != poison[k % 2]) return false;
+    return true;
+}
 
 typedef struct {
     const ug_family *f;
@@ -82,7 +97,8 @@ static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_by
             return st;
         }
         cb->buf[i].data = ug_guarded_data(&cb->mem[i]);
-        memset(cb->buf[i].data, f->buffers[i].is_output ? poison_byte : input_fill_byte, buf_bytes(&cb->buf[i]));
+        if (f->buffers[i].is_output) fill_poison(cb->buf[i].data, buf_bytes(&cb->buf[i]));
+        else memset(cb->buf[i].data, input_fill_byte, buf_bytes(&cb->buf[i]));
     }
     return ug_ok();
 }
@@ -98,19 +114,17 @@ static uint64_t hash_buffers(const case_buffers *cb, bool outputs)
 static void poison_outputs(case_buffers *cb)
 {
     for (size_t i = 0; i < cb->n; i++)
-        if (cb->f->buffers[i].is_output) memset(cb->buf[i].data, poison_byte, buf_bytes(&cb->buf[i]));
+        if (cb->f->buffers[i].is_output) fill_poison(cb->buf[i].data, buf_bytes(&cb->buf[i]));
 }
 
 static bool outputs_all_poison(const case_buffers *cb, const char **which)
 {
     for (size_t i = 0; i < cb->n; i++) {
         if (!cb->f->buffers[i].is_output) continue;
-        const unsigned char *p = cb->buf[i].data;
-        for (size_t k = 0; k < buf_bytes(&cb->buf[i]); k++)
-            if (p[k] != poison_byte) {
-                *which = cb->f->buffers[i].name;
-                return false;
-            }
+        if (!is_poison(cb->buf[i].data, buf_bytes(&cb->buf[i]))) {
+            *which = cb->f->buffers[i].name;
+            return false;
+        }
     }
     return true;
 }
@@ -141,10 +155,8 @@ static uint32_t element_bits(const ug_buf *b, size_t i)
 
 static bool element_is_poison(const ug_buf *b, size_t i)
 {
-    const unsigned char *p = (const unsigned char *)b->data + i * ug_dtype_size(b->dtype);
-    for (size_t k = 0; k < ug_dtype_size(b->dtype); k++)
-        if (p[k] != poison_byte) return false;
-    return true;
+    size_t size = ug_dtype_size(b->dtype);
+    return is_poison((const unsigned char *)b->data + i * size, size);
 }
 
 static ug_status run_kernel_on(const ug_case *c, case_buffers *cb, ug_isa isa, uint64_t input_hash,

@@ -190,64 +190,66 @@ typedef struct {
     const gdn_recompute_wu_params *p;
     const float *beta, *g;
     size_t b, h, t0;
-    float *ba_tile;  /* f32 [BT][BT] */
-    ug_bf16 *stage;  /* bf16 [BT][TILE] */
+    float (*ba_tile)[BT];   /* the chunk's A rows */
+    ug_bf16 (*stage)[TILE]; /* the staged operand of one column tile */
 } chunk_job;
 
 static void load_ba_tile(const chunk_job *job, const float *a)
 {
     for (size_t i = 0; i < BT; i++) {
         const float *a_row = a + at_bthd(job->p, job->b, job->t0 + i, job->h, job->p->h, 0, BT);
-        for (size_t j = 0; j < BT; j++) job->ba_tile[i * BT + j] = a_row[j];
+        for (size_t j = 0; j < BT; j++) job->ba_tile[i][j] = a_row[j];
     }
 }
 
 /* stage[j][c] = bf16(x[t0 + j][col0 + c] * beta (* exp(g))), the f32 product
  * formed left to right as the shader forms it. `unrounded` receives the f32
  * values for mutant STAGE_CAST_DROPPED only. */
-static void stage_tile(const chunk_job *job, const wy_product *prod, size_t col0, float *unrounded)
+static void stage_tile(const chunk_job *job, const wy_product *prod, size_t col0, float unrounded[][TILE])
 {
     for (size_t j = 0; j < BT; j++) {
         size_t row = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_ROW_OFF_BY_ONE ? (j + 1) % BT : j;
         size_t t = job->t0 + row;
         float beta_t = job->beta[at_bth(job->p, job->b, t, job->h)];
         float gate = prod->gated ? exp_gate(job->g[at_bth(job->p, job->b, t, job->h)]) : 1.0f;
-        const ug_bf16 *x = prod->src + at_bthd(job->p, job->b, t, prod->src_head, prod->src_heads, col0, prod->dim);
+        const ug_bf16 *x =
+            prod->src + at_bthd(job->p, job->b, t, prod->src_head, prod->src_heads, col0, prod->dim);
         for (size_t c = 0; c < TILE; c++) {
             float scaled = ug_bf16_to_f32(x[c]) * beta_t;
             if (prod->gated) scaled = scaled * gate;
-            job->stage[j * TILE + c] = stage_cast(scaled);
-            if (UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED) unrounded[j * TILE + c] = scaled;
+            job->stage[j][c] = stage_cast(scaled);
+            if (UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED) unrounded[j][c] = scaled;
         }
     }
 }
 
 /* Mutant STAGE_CAST_DROPPED only: ba_tile times the f32 stage. */
-static void multiply_unrounded(const float *ba_tile, const float *unrounded, size_t terms, float *product)
+static void multiply_unrounded(float (*ba_tile)[BT], float unrounded[][TILE], size_t terms,
+                               float product[][TILE])
 {
     for (size_t i = 0; i < BT; i++)
         for (size_t c = 0; c < TILE; c++) {
             float acc = 0.0f;
-            for (size_t j = 0; j < terms; j++) acc = fmaf(ba_tile[i * BT + j], unrounded[j * TILE + c], acc);
-            product[i * TILE + c] = acc;
+            for (size_t j = 0; j < terms; j++) acc = fmaf(ba_tile[i][j], unrounded[j][c], acc);
+            product[i][c] = acc;
         }
 }
 
 static void column_tile(const chunk_job *job, const wy_product *prod, size_t col0)
 {
-    float product[BT * TILE];         /* the shader's per-thread accumulators */
-    float unrounded_stage[BT * TILE]; /* mutant STAGE_CAST_DROPPED only */
+    float product[BT][TILE];         /* the shader's per-thread accumulators */
+    float unrounded_stage[BT][TILE]; /* mutant STAGE_CAST_DROPPED only */
     size_t terms = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_DROPPED_LAST_TERM ? BT - 1 : BT;
 
     stage_tile(job, prod, col0, unrounded_stage);
     if (UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED)
         multiply_unrounded(job->ba_tile, unrounded_stage, terms, product);
     else
-        ug_gemm_f32_bf16(BT, TILE, terms, job->ba_tile, BT, job->stage, TILE, product, TILE);
+        ug_gemm_f32_bf16(BT, TILE, terms, job->ba_tile[0], BT, job->stage[0], TILE, product[0], TILE);
 
     for (size_t i = 0; i < BT; i++) {
         ug_bf16 *out = prod->dst + at_bthd(job->p, job->b, job->t0 + i, job->h, job->p->h, col0, prod->dim);
-        for (size_t c = 0; c < TILE; c++) out[c] = output_cast(product[i * TILE + c]);
+        for (size_t c = 0; c < TILE; c++) out[c] = output_cast(product[i][c]);
     }
 }
 
@@ -263,8 +265,8 @@ ug_status gdn_recompute_wu(const gdn_recompute_wu_params *p, const ug_buf *k, co
         .p = p,
         .beta = beta->data,
         .g = g->data,
-        .ba_tile = (float *)threadgroup_memory,
-        .stage = (ug_bf16 *)(threadgroup_memory + ba_tile_bytes(p->bt)),
+        .ba_tile = (float (*)[BT])threadgroup_memory,
+        .stage = (ug_bf16 (*)[TILE])(threadgroup_memory + ba_tile_bytes(p->bt)),
     };
     wy_product u_from_v = {.src = v->data, .src_heads = p->h, .dst = u->data, .dim = p->v, .gated = false};
     wy_product w_from_k = {.src = k->data, .src_heads = p->hg, .dst = w->data, .dim = p->k, .gated = true};

@@ -144,23 +144,26 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, size_t b,
         for (size_t col = 0; col < width; col++) {
             double abs_sum = 0, acc_mag = 0, cast_err = 0;
             uint32_t flagged = 0;
+            size_t n_terms = 0;
             for (size_t j = 0; j < bt; j++) {
+                if (arow[j] == 0) continue; /* the zero upper triangle adds nothing */
                 const ug_staged *st = &ws->staged[j * width + col];
                 double aij = arow[j], abs_a = fabs(aij);
+                mpfr_ptr term = ws->term_ptrs[n_terms++];
                 if (ca->mode == UG_REF_EXACT) {
-                    mpfr_mul_d(ws->terms[j], ws->x[j * width + col], aij, MPFR_RNDN); /* exact */
-                    abs_sum += abs_a * fabs(mpfr_get_d(ws->x[j * width + col], MPFR_RNDU));
+                    mpfr_mul_d(term, ws->x[j * width + col], aij, MPFR_RNDN); /* exact */
+                    abs_sum += abs_a * st->abs_x;
                     cast_err += abs_a * st->dev;
                 } else {
                     double sj = ug_bf16_to_f32(st->rn);
-                    mpfr_set_d(ws->terms[j], aij * sj, MPFR_RNDN); /* f32 x bf16: exact */
+                    mpfr_set_d(term, aij * sj, MPFR_RNDN); /* f32 x bf16: exact */
                     abs_sum += fabs(aij * sj);
                     cast_err += abs_a * st->gap;
                 }
                 acc_mag += abs_a * st->mag;
-                flagged += st->flagged && aij != 0;
+                flagged += st->flagged;
             }
-            mpfr_sum(ws->sum, ws->term_ptrs, bt, MPFR_RNDN);
+            mpfr_sum(ws->sum, ws->term_ptrs, n_terms, MPFR_RNDN);
             double bound = (gamma * acc_mag * UG_REF_SUM_SLACK + cast_err) * UG_REF_SUM_SLACK +
                            bt * 0x1p-149;
             ug_ref_finish(&out[at4(s, b, tok, s->h, h, width, col)], ws->sum, bound,

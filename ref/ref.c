@@ -25,6 +25,7 @@ static double deviation_up(uint16_t candidate, const mpfr_t x)
 void ug_stage_operand(const mpfr_t x, const mpfr_t radius, ug_staged *out)
 {
     out->rn = ug_mpfr_to_bf16(x);
+    out->abs_x = fabs(mpfr_get_d(x, MPFR_RNDA));
     ug_mpfr_bf16_window(x, radius, &out->lo, &out->hi);
     out->flagged = out->lo != out->hi;
     double lo = ug_bf16_to_f32(out->lo), hi = ug_bf16_to_f32(out->hi);

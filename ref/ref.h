@@ -44,6 +44,7 @@ typedef struct {
     double dev;      /* >= max |candidate - x| (rounded up) */
     double mag;      /* max |candidate| */
     double gap;      /* |hi - lo| when flagged, else 0 */
+    double abs_x;    /* |x| rounded up */
 } ug_staged;
 
 /* x exact (any precision); radius >= 0 an upper bound of the kernel's

@@ -81,6 +81,9 @@ static void test_every_supported_path_matches_the_naive_fma_chain(void)
 {
     static const size_t sizes[] = {1, 3, 17, 64, 65, 130};
     const size_t n_sizes = sizeof sizes / sizeof sizes[0];
+    /* Every size still meets every other in every position, 64^3 (the
+     * kernels' shape) included; the cap keeps valgrind runs short. */
+    const size_t max_fmas = 300000;
     for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
         if (!ug_isa_supported((ug_isa)isa)) continue;
         CU_ASSERT_EQUAL_FATAL(ug_isa_select((ug_isa)isa).code, UG_OK);
@@ -88,7 +91,9 @@ static void test_every_supported_path_matches_the_naive_fma_chain(void)
         size_t bad = 0;
         for (size_t a = 0; a < n_sizes; a++)
             for (size_t b = 0; b < n_sizes; b++)
-                for (size_t c = 0; c < n_sizes; c++) bad += mismatches_on_shape(sizes[a], sizes[b], sizes[c]);
+                for (size_t c = 0; c < n_sizes; c++)
+                    if (sizes[a] * sizes[b] * sizes[c] <= max_fmas)
+                        bad += mismatches_on_shape(sizes[a], sizes[b], sizes[c]);
         CU_ASSERT_EQUAL(bad, 0);
     }
     CU_ASSERT_EQUAL(ug_isa_select(ug_isa_best()).code, UG_OK);

@@ -475,6 +475,21 @@ static void test_window_fixed_cases(void)
     ug_mpfr_bf16_window(x, r, &lo, &hi);
     CU_ASSERT_EQUAL(lo, 0x3F81);
     CU_ASSERT_EQUAL(hi, 0x3F82);
+    /* minimal precisions: x the 9-bit midpoint 1 + 2^-8, radius 2^-1000 of
+     * precision 2; the ends must still round as the exact ends do */
+    mpfr_set_prec(x, 9);
+    mpfr_set_prec(r, 2);
+    mpfr_set_si_2exp(x, 257, -8, MPFR_RNDN);
+    mpfr_set_si_2exp(r, 1, -1000, MPFR_RNDN);
+    ug_mpfr_bf16_window(x, r, &lo, &hi);
+    CU_ASSERT_EQUAL(lo, 0x3F80);
+    CU_ASSERT_EQUAL(hi, 0x3F81);
+    mpfr_neg(x, x, MPFR_RNDN);
+    ug_mpfr_bf16_window(x, r, &lo, &hi);
+    CU_ASSERT_EQUAL(lo, 0xBF81);
+    CU_ASSERT_EQUAL(hi, 0xBF80);
+    mpfr_set_prec(x, 64);
+    mpfr_set_prec(r, 64);
     /* around zero */
     mpfr_set_zero(x, 1);
     mpfr_set_si_2exp(r, 1, -200, MPFR_RNDN);

@@ -1,0 +1,24 @@
+build/tests/test_report.o: tests/test_report.c tests/../harness/report.h \
+ tests/../harness/gate.h tests/../harness/results.h \
+ tests/../harness/../kernels/isa.h \
+ tests/../harness/../kernels/../core/bf16.h \
+ tests/../harness/../kernels/../core/status.h tests/../harness/family.h \
+ tests/../harness/../core/buf.h tests/../harness/../core/status.h \
+ tests/../harness/../ref/ref.h tests/../harness/../ref/../core/buf.h \
+ tests/../harness/stats.h tests/../harness/ulp.h tests/../harness/sweep.h \
+ tests/tests.h
+tests/../harness/report.h:
+tests/../harness/gate.h:
+tests/../harness/results.h:
+tests/../harness/../kernels/isa.h:
+tests/../harness/../kernels/../core/bf16.h:
+tests/../harness/../kernels/../core/status.h:
+tests/../harness/family.h:
+tests/../harness/../core/buf.h:
+tests/../harness/../core/status.h:
+tests/../harness/../ref/ref.h:
+tests/../harness/../ref/../core/buf.h:
+tests/../harness/stats.h:
+tests/../harness/ulp.h:
+tests/../harness/sweep.h:
+tests/tests.h:

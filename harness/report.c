@@ -1,0 +1,620 @@
+#include "report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../core/atomic_file.h"
+
+#define REPORT_SCHEMA "ulpgate-report/1"
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+typedef struct {
+    const ug_run_result *run;
+    const ug_budgets *budgets;
+    const ug_verdict *verdict;
+} report_in;
+
+static const char *kind_name(ug_finding_kind k)
+{
+    switch (k) {
+    case UG_FINDING_FAIL: return "FAIL";
+    case UG_FINDING_WORSE_OK: return "WORSE_OK";
+    case UG_FINDING_BETTER: return "BETTER";
+    case UG_FINDING_INFO: return "INFO";
+    }
+    return "?";
+}
+
+static size_t fail_count(const ug_verdict *v)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < v->n; i++) n += v->items[i].kind == UG_FINDING_FAIL;
+    return n;
+}
+
+static const char *output_name(const ug_family_result *fr, size_t o)
+{
+    return fr->family->buffers[fr->output_buffer[o]].name;
+}
+
+static const ug_family_result *family_result(const ug_run_result *run, const ug_family *f)
+{
+    for (size_t i = 0; i < run->n_families; i++)
+        if (run->families[i].family == f) return &run->families[i];
+    return NULL;
+}
+
+static const char *regime_name(const ug_case *c)
+{
+    if (c->expect_reject) return NULL;
+    return c->regime < c->family->n_regimes ? c->family->regimes[c->regime] : "?";
+}
+
+/* "B=1 T=64 ..." in the family's parameter order. */
+static void params_text(char *out, size_t cap, const ug_case *c)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < c->family->n_params && len < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%s=%.17g", i ? " " : "",
+                                c->family->param_names[i], c->params.v[i]);
+}
+
+typedef struct {
+    size_t accepted, rejected, failed;
+} case_counts;
+
+static case_counts count_cases(const ug_run_result *run)
+{
+    case_counts n = {0, 0, 0};
+    for (size_t i = 0; i < run->n_cases; i++) {
+        const ug_case_result *cr = &run->cases[i];
+        if (cr->c->expect_reject) n.rejected++;
+        else n.accepted++;
+        if (!cr->passed) n.failed++;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------------
+ * Summary rows (kernel x output x mode), shared by report.md and the terminal */
+
+typedef struct {
+    const char *family, *output, *mode, *verdict;
+    char elements[24], max[16], p99[16], share[16], ratio[24], budget[64];
+} row;
+
+typedef void row_printer(FILE *out, const row *r);
+
+static const char *budget_verdict(const ug_summary *s, const ug_budget *b)
+{
+    if (!b) return "no budget";
+    bool met = s->max_ratio <= b->max_ratio && s->max_ulp_dist <= b->max_ulp_dist &&
+               s->p99_ulp_dist <= b->p99_ulp_dist && ug_summary_share_cr(s) >= b->min_share_cr;
+    return met ? "pass" : "FAIL";
+}
+
+static void row_fill(row *r, const ug_summary *s, const ug_budget *b)
+{
+    r->verdict = budget_verdict(s, b);
+    snprintf(r->elements, sizeof r->elements, "%" PRIu64, s->elements);
+    snprintf(r->max, sizeof r->max, "%" PRIu32, s->max_ulp_dist);
+    snprintf(r->p99, sizeof r->p99, "%" PRIu32, s->p99_ulp_dist);
+    snprintf(r->share, sizeof r->share, "%.4f", ug_summary_share_cr(s));
+    snprintf(r->ratio, sizeof r->ratio, "%.4g", s->max_ratio);
+    if (b)
+        snprintf(r->budget, sizeof r->budget, "%" PRIu32 "/%" PRIu32 "/%g/%g", b->max_ulp_dist,
+                 b->p99_ulp_dist, b->min_share_cr, b->max_ratio);
+    else
+        snprintf(r->budget, sizeof r->budget, "-");
+}
+
+/* Calls print for every measured (family, output, mode), in run order. */
+static void each_row(FILE *out, const ug_run_result *run, const ug_budgets *budgets,
+                     row_printer *print)
+{
+    for (size_t i = 0; i < run->n_families; i++) {
+        const ug_family_result *fr = &run->families[i];
+        for (size_t o = 0; o < fr->n_outputs; o++) {
+            for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+                ug_summary s = ug_stats_summary(&fr->agg[o][m]);
+                if (s.elements == 0) continue;
+                row r = {.family = fr->family->name,
+                         .output = output_name(fr, o),
+                         .mode = ug_ref_mode_name((ug_ref_mode)m)};
+                row_fill(&r, &s, ug_budgets_find(budgets, r.family, r.output, (ug_ref_mode)m));
+                print(out, &r);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * report.md */
+
+/* A table cell: '|' escaped, line breaks flattened. */
+static void md_cell(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|') fputs("\\|", f);
+        else fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+    }
+}
+
+static void md_row(FILE *f, const row *r)
+{
+    fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r->family, r->output,
+            r->mode, r->elements, r->max, r->p99, r->share, r->ratio, r->budget, r->verdict);
+}
+
+static void md_head(FILE *f, const report_in *in)
+{
+    const ug_run_result *run = in->run;
+    double rate = run->wall_seconds > 0 ? (double)run->elements_checked / run->wall_seconds : 0;
+    fprintf(f, "# ulpgate report: %s\n\n", run->sweep->path);
+    fprintf(f, "- started: %s\n", run->started_utc);
+    fprintf(f, "- wall time: %.2f s\n", run->wall_seconds);
+    fprintf(f, "- elements checked: %" PRIu64 " (%.0f elements/s)\n", run->elements_checked, rate);
+    fprintf(f, "- moderate condition: <= %g\n", run->moderate_cond);
+    if (in->verdict->pass) fprintf(f, "- verdict: **PASS**\n\n");
+    else fprintf(f, "- verdict: **FAIL** (%zu findings)\n\n", fail_count(in->verdict));
+}
+
+static void md_summary(FILE *f, const report_in *in)
+{
+    fputs("## Accuracy\n\n"
+          "| kernel | output | mode | elements | max ulp_dist | p99 | share CR | max ratio "
+          "| budget (max/p99/CR/ratio) | verdict |\n"
+          "|---|---|---|---:|---:|---:|---:|---:|---|---|\n",
+          f);
+    each_row(f, in->run, in->budgets, md_row);
+}
+
+static void md_rejected(FILE *f, const ug_run_result *run)
+{
+    fputs("\n## Rejected shapes\n\n"
+          "| kernel | case | expected | kernel said | result |\n|---|---|---|---|---|\n",
+          f);
+    for (size_t i = 0; i < run->n_cases; i++) {
+        const ug_case_result *cr = &run->cases[i];
+        if (!cr->c->expect_reject) continue;
+        fprintf(f, "| %s | ", cr->c->family->name);
+        md_cell(f, cr->c->label);
+        fputs(" | ", f);
+        for (size_t e = 0; e < cr->c->n_expect; e++) {
+            fputs(e ? ", \"" : "\"", f);
+            md_cell(f, cr->c->expect[e]);
+            fputc('"', f);
+        }
+        fputs(" | ", f);
+        md_cell(f, cr->kernel_status.code == UG_OK ? "(accepted the shape)" : cr->kernel_status.msg);
+        fputs(cr->passed ? " | rejected as expected |\n" : " | FAIL |\n", f);
+    }
+}
+
+static void md_failures(FILE *f, const ug_run_result *run)
+{
+    fputs("\n## Failures\n\n", f);
+    size_t n = 0;
+    for (size_t i = 0; i < run->n_cases; i++) {
+        const ug_case_result *cr = &run->cases[i];
+        if (cr->passed) continue;
+        fprintf(f, "- `%s/%s`: %s\n", cr->c->family->name, cr->c->label, cr->failure);
+        n++;
+    }
+    if (n == 0) fputs("None.\n", f);
+}
+
+static void md_findings(FILE *f, const ug_verdict *v)
+{
+    fputs("\n## Findings\n\n", f);
+    for (size_t i = 0; i < v->n; i++)
+        fprintf(f, "- **%s** %s\n", kind_name(v->items[i].kind), v->items[i].text);
+    if (v->n == 0) fputs("None.\n", f);
+}
+
+static ug_status write_md(FILE *f, const report_in *in)
+{
+    md_head(f, in);
+    md_summary(f, in);
+    md_rejected(f, in->run);
+    md_failures(f, in->run);
+    md_findings(f, in->verdict);
+    return ug_ok();
+}
+
+/* ------------------------------------------------------------------------
+ * cases.csv */
+
+static const char *const csv_case_cols[] = {"family", "case", "kind", "regime", "params"};
+static const char *const csv_stat_cols[] = {
+    "output", "mode", "elements", "moderate", "correctly_rounded", "share_cr",
+    "max_ulp_dist", "p99_ulp_dist", "max_ulp_dist_all", "max_ulp_err", "max_ratio", "max_cond",
+    "over_bound", "class_failures", "flagged"};
+static const char *const csv_tail_cols[] = {"passed", "failure"};
+
+/* One field, quoted per RFC 4180 when it holds a comma, quote or line break. */
+static void csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_names(FILE *f, const char *const *names, size_t n, bool last)
+{
+    for (size_t i = 0; i < n; i++) {
+        fputs(names[i], f);
+        fputc(last && i + 1 == n ? '\n' : ',', f);
+    }
+}
+
+static void csv_case_head(FILE *f, const ug_case_result *cr)
+{
+    const ug_case *c = cr->c;
+    char params[512];
+    params_text(params, sizeof params, c);
+    const char *regime = regime_name(c);
+    csv_field(f, c->family->name);
+    fputc(',', f);
+    csv_field(f, c->label);
+    fprintf(f, ",%s,", c->expect_reject ? "rejected" : "accepted");
+    csv_field(f, regime ? regime : "");
+    fputc(',', f);
+    csv_field(f, params);
+    fputc(',', f);
+}
+
+static void csv_stats(FILE *f, const char *output, const char *mode, const ug_summary *s)
+{
+    csv_field(f, output);
+    fprintf(f, ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.17g,%" PRIu32 ",%" PRIu32 ",%" PRIu32
+               ",%.17g,%.17g,%.17g,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",",
+            mode, s->elements, s->moderate, s->correctly_rounded, ug_summary_share_cr(s),
+            s->max_ulp_dist, s->p99_ulp_dist, s->max_ulp_dist_all, s->max_ulp_err, s->max_ratio,
+            s->max_cond, s->over_bound, s->class_failures, s->flagged);
+}
+
+static void csv_case_tail(FILE *f, const ug_case_result *cr)
+{
+    fputs(cr->passed ? "true," : "false,", f);
+    csv_field(f, cr->passed ? "" : cr->failure);
+    fputc('\n', f);
+}
+
+static void csv_case(FILE *f, const ug_run_result *run, const ug_case_result *cr)
+{
+    const ug_family_result *fr = family_result(run, cr->c->family);
+    if (cr->c->expect_reject || !fr) {
+        csv_case_head(f, cr);
+        for (size_t i = 0; i < ARRAY_LEN(csv_stat_cols); i++) fputc(',', f);
+        csv_case_tail(f, cr);
+        return;
+    }
+    for (size_t o = 0; o < fr->n_outputs; o++) {
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            csv_case_head(f, cr);
+            csv_stats(f, output_name(fr, o), ug_ref_mode_name((ug_ref_mode)m), &cr->sum[o][m]);
+            csv_case_tail(f, cr);
+        }
+    }
+}
+
+static ug_status write_csv(FILE *f, const report_in *in)
+{
+    csv_names(f, csv_case_cols, ARRAY_LEN(csv_case_cols), false);
+    csv_names(f, csv_stat_cols, ARRAY_LEN(csv_stat_cols), false);
+    csv_names(f, csv_tail_cols, ARRAY_LEN(csv_tail_cols), true);
+    for (size_t i = 0; i < in->run->n_cases; i++) csv_case(f, in->run, &in->run->cases[i]);
+    return ug_ok();
+}
+
+/* ------------------------------------------------------------------------
+ * report.json. Builders return NULL when out of memory; jansson's setters
+ * and json_pack accept (and release) NULL values, so a failure propagates. */
+
+/* JSON has no literal for inf/NaN: those are written as strings. */
+static json_t *real_json(double x)
+{
+    if (isfinite(x)) return json_real(x);
+    return json_string(isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
+}
+
+static json_t *hex_json(uint64_t h)
+{
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016" PRIx64, h);
+    return json_string(hex);
+}
+
+/* Sets obj[key] = v; on failure releases obj and returns NULL. */
+static json_t *set(json_t *obj, const char *key, json_t *v)
+{
+    if (json_object_set_new(obj, key, v) == 0) return obj;
+    json_decref(obj);
+    return NULL;
+}
+
+static json_t *append(json_t *arr, json_t *v)
+{
+    if (json_array_append_new(arr, v) == 0) return arr;
+    json_decref(arr);
+    return NULL;
+}
+
+static json_t *summary_json(const ug_summary *s)
+{
+    return json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:I}", "elements",
+        (json_int_t)s->elements, "moderate", (json_int_t)s->moderate, "correctly_rounded",
+        (json_int_t)s->correctly_rounded, "class_failures", (json_int_t)s->class_failures,
+        "over_bound", (json_int_t)s->over_bound, "flagged", (json_int_t)s->flagged,
+        "max_ulp_dist", (json_int_t)s->max_ulp_dist, "p99_ulp_dist", (json_int_t)s->p99_ulp_dist,
+        "max_ulp_dist_all", (json_int_t)s->max_ulp_dist_all, "max_ulp_err",
+        real_json(s->max_ulp_err), "max_ratio", real_json(s->max_ratio), "max_cond",
+        real_json(s->max_cond), "share_cr", real_json(ug_summary_share_cr(s)), "worst_index",
+        (json_int_t)s->worst_index);
+}
+
+static json_t *budget_json(const ug_budget *b)
+{
+    if (!b) return json_null();
+    return json_pack("{s:o, s:I, s:I, s:o}", "max_ratio", real_json(b->max_ratio), "max_ulp_dist",
+                     (json_int_t)b->max_ulp_dist, "p99_ulp_dist", (json_int_t)b->p99_ulp_dist,
+                     "min_share_cr", real_json(b->min_share_cr));
+}
+
+/* The case holding the aggregate's worst element: the first whose max_ratio
+ * and worst_index are the aggregate's (ug_stats_merge keeps the first). */
+static json_t *worst_case_json(const ug_run_result *run, const ug_family_result *fr, size_t o,
+                               ug_ref_mode m, const ug_summary *agg)
+{
+    for (size_t i = 0; i < run->n_cases; i++) {
+        const ug_case_result *cr = &run->cases[i];
+        const ug_summary *s = &cr->sum[o][m];
+        if (cr->c->family != fr->family || cr->c->expect_reject || s->elements == 0) continue;
+        if (s->max_ratio == agg->max_ratio && s->worst_index == agg->worst_index)
+            return json_pack("{s:s, s:I}", "label", cr->c->label, "index",
+                             (json_int_t)agg->worst_index);
+    }
+    return json_null();
+}
+
+static json_t *aggregate_json(const report_in *in, const ug_family_result *fr, size_t o,
+                              ug_ref_mode m)
+{
+    ug_summary s = ug_stats_summary(&fr->agg[o][m]);
+    const ug_budget *b = ug_budgets_find(in->budgets, fr->family->name, output_name(fr, o), m);
+    json_t *j = summary_json(&s);
+    j = set(j, "budget", budget_json(b));
+    j = set(j, "budget_verdict", json_string(budget_verdict(&s, b)));
+    return set(j, "worst_case", worst_case_json(in->run, fr, o, m, &s));
+}
+
+static json_t *family_outputs_json(const report_in *in, const ug_family_result *fr)
+{
+    json_t *outputs = json_array();
+    for (size_t o = 0; outputs && o < fr->n_outputs; o++) {
+        const ug_buffer_desc *d = &fr->family->buffers[fr->output_buffer[o]];
+        json_t *modes = json_object();
+        for (int m = 0; modes && m < UG_REF_MODE_COUNT; m++)
+            modes = set(modes, ug_ref_mode_name((ug_ref_mode)m),
+                        aggregate_json(in, fr, o, (ug_ref_mode)m));
+        outputs = append(outputs, json_pack("{s:s, s:s, s:o}", "name", d->name, "dtype",
+                                            ug_dtype_name(d->dtype), "modes", modes));
+    }
+    return outputs;
+}
+
+static json_t *bits_json(const ug_family_result *fr)
+{
+    json_t *bits = json_object();
+    for (int i = 0; bits && i < UG_ISA_COUNT; i++)
+        if (fr->isa_ran[i]) bits = set(bits, ug_isa_name((ug_isa)i), hex_json(fr->bits_hash[i]));
+    return bits;
+}
+
+static json_t *families_json(const report_in *in)
+{
+    json_t *families = json_array();
+    for (size_t i = 0; families && i < in->run->n_families; i++) {
+        const ug_family_result *fr = &in->run->families[i];
+        families = append(families,
+                          json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o}", "name", fr->family->name,
+                                    "spec_section", fr->family->spec_section, "cases_accepted",
+                                    (json_int_t)fr->cases_accepted, "cases_rejected",
+                                    (json_int_t)fr->cases_rejected, "cases_failed",
+                                    (json_int_t)fr->cases_failed, "bits", bits_json(fr),
+                                    "outputs", family_outputs_json(in, fr)));
+    }
+    return families;
+}
+
+/* Shapes are integers (stored exactly, below 2^53): written as JSON integers. */
+static json_t *param_json(double v)
+{
+    if (v == trunc(v) && fabs(v) < 0x1p53) return json_integer((json_int_t)v);
+    return real_json(v);
+}
+
+static json_t *case_params_json(const ug_case *c)
+{
+    json_t *params = json_object();
+    for (size_t i = 0; params && i < c->family->n_params; i++)
+        params = set(params, c->family->param_names[i], param_json(c->params.v[i]));
+    return params;
+}
+
+static json_t *case_outputs_json(const ug_run_result *run, const ug_case_result *cr)
+{
+    const ug_family_result *fr = family_result(run, cr->c->family);
+    json_t *outputs = json_object();
+    for (size_t o = 0; outputs && fr && !cr->c->expect_reject && o < fr->n_outputs; o++) {
+        json_t *modes = json_object();
+        for (int m = 0; modes && m < UG_REF_MODE_COUNT; m++)
+            modes = set(modes, ug_ref_mode_name((ug_ref_mode)m), summary_json(&cr->sum[o][m]));
+        outputs = set(outputs, output_name(fr, o), modes);
+    }
+    return outputs;
+}
+
+static json_t *expect_json(const ug_case *c)
+{
+    json_t *expect = json_array();
+    for (size_t i = 0; expect && i < c->n_expect; i++)
+        expect = append(expect, json_string(c->expect[i]));
+    return expect;
+}
+
+static json_t *case_json(const ug_run_result *run, const ug_case_result *cr)
+{
+    const ug_case *c = cr->c;
+    json_t *status = json_pack("{s:s, s:s}", "code", ug_code_name(cr->kernel_status.code),
+                               "message", cr->kernel_status.msg);
+    json_t *j = json_pack("{s:s, s:s, s:s, s:s?, s:o, s:b, s:s?, s:o, s:o}", "family",
+                          c->family->name, "label", c->label, "kind",
+                          c->expect_reject ? "rejected" : "accepted", "regime", regime_name(c),
+                          "params", case_params_json(c), "passed", cr->passed, "failure",
+                          cr->passed ? NULL : cr->failure, "kernel_status", status, "expect",
+                          expect_json(c));
+    j = set(j, "bits_hash", c->expect_reject ? json_null() : hex_json(cr->bits_hash));
+    j = set(j, "isa_bits_agree", json_boolean(cr->isa_bits_agree));
+    j = set(j, "kernel_seconds", real_json(cr->kernel_seconds));
+    j = set(j, "reference_seconds", real_json(cr->reference_seconds));
+    return set(j, "outputs", case_outputs_json(run, cr));
+}
+
+static json_t *cases_json(const ug_run_result *run)
+{
+    json_t *cases = json_array();
+    for (size_t i = 0; cases && i < run->n_cases; i++)
+        cases = append(cases, case_json(run, &run->cases[i]));
+    return cases;
+}
+
+static json_t *run_json(const ug_run_result *run)
+{
+    case_counts n = count_cases(run);
+    double rate = run->wall_seconds > 0 ? (double)run->elements_checked / run->wall_seconds : 0;
+    json_t *sweep = json_pack("{s:s, s:o, s:I}", "path", run->sweep->path, "content_hash",
+                              hex_json(run->sweep->content_hash), "seed",
+                              (json_int_t)run->sweep->seed);
+    return json_pack("{s:o, s:s, s:o, s:I, s:o, s:o, s:I, s:I, s:I}", "sweep", sweep,
+                     "started_utc", run->started_utc, "wall_seconds", real_json(run->wall_seconds),
+                     "elements_checked", (json_int_t)run->elements_checked, "elements_per_second",
+                     real_json(rate), "moderate_condition", real_json(run->moderate_cond),
+                     "cases_accepted", (json_int_t)n.accepted, "cases_rejected",
+                     (json_int_t)n.rejected, "cases_failed", (json_int_t)n.failed);
+}
+
+static json_t *verdict_json(const ug_verdict *v)
+{
+    json_t *findings = json_array();
+    for (size_t i = 0; findings && i < v->n; i++)
+        findings = append(findings, json_pack("{s:s, s:s}", "kind", kind_name(v->items[i].kind),
+                                              "text", v->items[i].text));
+    return json_pack("{s:b, s:I, s:o}", "pass", v->pass, "fail_count",
+                     (json_int_t)fail_count(v), "findings", findings);
+}
+
+static ug_status write_json(FILE *f, const report_in *in)
+{
+    json_t *root = json_pack("{s:s, s:o, s:o, s:o, s:o}", "schema", REPORT_SCHEMA, "run",
+                             run_json(in->run), "verdict", verdict_json(in->verdict), "families",
+                             families_json(in), "cases", cases_json(in->run));
+    if (!root) return ug_fail(UG_ENOMEM, "out of memory while building report.json");
+    int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(root);
+    if (rc != 0 || fputc('\n', f) == EOF) return ug_fail(UG_EIO, "writing report.json failed");
+    return ug_ok();
+}
+
+/* ------------------------------------------------------------------------
+ * Files */
+
+typedef ug_status file_writer(FILE *f, const report_in *in);
+
+/* mkdir -p; fails naming the directory that could not be made. */
+static ug_status make_dirs(const char *dir)
+{
+    char p[1024];
+    if (!*dir || strlen(dir) >= sizeof p)
+        return ug_fail(UG_EIO, "report directory '%s': empty or too long", dir);
+    strcpy(p, dir);
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0') continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            return ug_fail(UG_EIO, "cannot create report directory '%s': %s", p, strerror(errno));
+        *s = c;
+        if (!c) break;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return ug_fail(UG_EIO, "report directory '%s' is not a directory", dir);
+    return ug_ok();
+}
+
+static ug_status write_file(const char *dir, const char *name, file_writer *write,
+                            const report_in *in)
+{
+    char path[1024];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return ug_fail(UG_EIO, "report path '%s/%s' is too long", dir, name);
+    ug_atomic_file f;
+    UG_TRY(ug_atomic_open(&f, path));
+    ug_status s = write(f.fp, in);
+    if (ug_is_ok(&s)) return ug_atomic_commit(&f);
+    ug_atomic_abort(&f);
+    return s;
+}
+
+ug_status ug_report_write_all(const char *dir, const ug_run_result *run,
+                              const ug_budgets *budgets, const ug_verdict *verdict)
+{
+    report_in in = {run, budgets, verdict};
+    UG_TRY(make_dirs(dir));
+    UG_TRY(write_file(dir, "report.md", write_md, &in));
+    UG_TRY(write_file(dir, "report.json", write_json, &in));
+    return write_file(dir, "cases.csv", write_csv, &in);
+}
+
+/* ------------------------------------------------------------------------
+ * Terminal summary */
+
+#define SUMMARY_FMT "%-24s %-8s %-7s %12s %5s %5s %9s %10s %-20s %s\n"
+
+static void summary_row(FILE *out, const row *r)
+{
+    fprintf(out, SUMMARY_FMT, r->family, r->output, r->mode, r->elements, r->max, r->p99,
+            r->share, r->ratio, r->budget, r->verdict);
+}
+
+void ug_report_print_summary(FILE *out, const ug_run_result *run, const ug_budgets *budgets,
+                             const ug_verdict *verdict)
+{
+    fprintf(out, SUMMARY_FMT, "kernel", "output", "mode", "elements", "max", "p99", "share_cr",
+            "max_ratio", "budget", "verdict");
+    each_row(out, run, budgets, summary_row);
+    case_counts n = count_cases(run);
+    fprintf(out, "%zu cases, %zu rejected shapes checked, %zu failed\n", n.accepted, n.rejected,
+            n.failed);
+    for (size_t i = 0; i < verdict->n; i++) {
+        const ug_finding *f = &verdict->items[i];
+        if (f->kind != UG_FINDING_WORSE_OK) fprintf(out, "%s: %s\n", kind_name(f->kind), f->text);
+    }
+    if (verdict->pass) fputs("ulpgate: PASS\n", out);
+    else fprintf(out, "ulpgate: FAIL (%zu findings)\n", fail_count(verdict));
+}

@@ -1,0 +1,572 @@
+/* The gate (harness/gate.c): budgets and baseline files, and the verdict on a
+ * synthetic run of one family with two outputs. Every run figure starts within
+ * the budgets below; each test changes one thing. */
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../harness/gate.h"
+#include "tests.h"
+
+enum { N_CASES = 60, W = 0, U = 1 };
+
+static const char *const toy_params[] = {"B", "T"};
+static const char *const toy_regimes[] = {"realistic"};
+static const ug_buffer_desc toy_buffers[] = {
+    {"x", UG_BF16, false, "[B,T]"},
+    {"w", UG_BF16, true, "[B,T]"},
+    {"u", UG_BF16, true, "[B,T]"},
+};
+/* Never run: the gate reads only names and results. */
+static const ug_family toy = {
+    .name = "toyfam", .spec_section = "SPEC 0", .n_params = 2, .param_names = toy_params,
+    .n_buffers = 3, .buffers = toy_buffers, .n_regimes = 1, .regimes = toy_regimes,
+};
+
+#define BUDGET "{\"max_ratio\": 1, \"max_ulp_dist\": 4, \"p99_ulp_dist\": 1, \"min_share_cr\": 0.9}"
+#define U_BUDGETS "\"u\": {\"exact\": " BUDGET ", \"staged\": " BUDGET "}"
+static const char budgets_text[] =
+    "{\"schema\": \"ulpgate-budgets/1\", \"moderate_condition\": 64,\n"
+    " \"regression_tolerance\": {\"max_ulp_dist\": 0, \"p99_ulp_dist\": 0, \"share_cr\": 0.002,\n"
+    "                          \"max_ratio\": 0.05},\n"
+    " \"families\": {\n"
+    "  \"toyfam\": {\"w\": {\"exact\": " BUDGET ", \"staged\": " BUDGET "},\n"
+    "             " U_BUDGETS "},\n"
+    "  \"otherfam\": {\"y\": {\"exact\": " BUDGET "}}}}\n";
+
+typedef struct {
+    char dir[64], budgets_path[96], baseline_path[96];
+    ug_sweep sweep;
+    ug_case cases[N_CASES];
+    ug_case_result results[N_CASES];
+    ug_family_result fam;
+    ug_run_result run;
+    ug_budgets budgets;
+    ug_baseline baseline;
+    ug_verdict verdict;
+} fixture;
+
+/* The gate's view of one (output, mode): 1000 moderate elements, all of the
+ * ulp_dist histogram at p99. */
+static void set_figures(ug_stats *s, uint32_t max, uint32_t p99, uint64_t correctly_rounded,
+                        double ratio)
+{
+    s->sum = (ug_summary){.elements = 1000, .moderate = 1000,
+                          .correctly_rounded = correctly_rounded, .max_ulp_dist = max,
+                          .max_ulp_dist_all = max, .max_ulp_err = max + 0.5,
+                          .max_ratio = ratio, .max_cond = 3};
+    gsl_histogram_reset(s->dist);
+    gsl_histogram_accumulate(s->dist, p99 + 0.5, 1000);
+}
+
+static void stats_init(ug_stats *s)
+{
+    ug_status st = ug_stats_init(s);
+    CU_ASSERT_FATAL(ug_is_ok(&st));
+}
+
+static ug_stats *agg(fixture *fx, int output, ug_ref_mode mode)
+{
+    return &fx->fam.agg[output][mode];
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The budgets above with the first occurrence of from replaced by to. */
+static void write_budgets_edited(fixture *fx, const char *from, const char *to)
+{
+    char text[sizeof budgets_text + 256];
+    const char *at = strstr(budgets_text, from);
+    CU_ASSERT_FATAL(at != NULL);
+    snprintf(text, sizeof text, "%.*s%s%s", (int)(at - budgets_text), budgets_text, to,
+             at + strlen(from));
+    write_text(fx->budgets_path, text);
+}
+
+static void init_case(fixture *fx, size_t i)
+{
+    ug_case *c = &fx->cases[i];
+    c->family = &toy;
+    snprintf(c->label, sizeof c->label, "B=1 T=%zu", 64 * (i + 1));
+    c->params.v[0] = 1;
+    c->params.v[1] = 64.0 * (double)(i + 1);
+    c->override.buffer = -1;
+    fx->results[i].c = c;
+    fx->results[i].passed = true;
+    fx->results[i].isa_bits_agree = true;
+}
+
+static void init_family(fixture *fx)
+{
+    ug_family_result *fr = &fx->fam;
+    fr->family = &toy;
+    fr->n_outputs = 2;
+    fr->output_buffer[W] = 1;
+    fr->output_buffer[U] = 2;
+    for (int o = 0; o < 2; o++) {
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            stats_init(&fr->agg[o][m]);
+            set_figures(&fr->agg[o][m], 2, 1, 950, 0.5);
+        }
+    }
+    fr->isa_ran[UG_ISA_PORTABLE] = fr->isa_ran[UG_ISA_AVX2] = true;
+    fr->bits_hash[UG_ISA_PORTABLE] = fr->bits_hash[UG_ISA_AVX2] = 0x0123456789abcdefULL;
+    fr->cases_accepted = 2;
+}
+
+static fixture *fixture_new(void)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    CU_ASSERT_FATAL(fx != NULL);
+    strcpy(fx->dir, "/tmp/ug_gate_XXXXXX");
+    CU_ASSERT_FATAL(mkdtemp(fx->dir) != NULL);
+    snprintf(fx->budgets_path, sizeof fx->budgets_path, "%s/budgets.json", fx->dir);
+    snprintf(fx->baseline_path, sizeof fx->baseline_path, "%s/baseline.json", fx->dir);
+    strcpy(fx->sweep.path, "fixtures/sweeps/toy.json");
+    fx->sweep.content_hash = 0xfedcba9876543210ULL;
+    for (size_t i = 0; i < N_CASES; i++) init_case(fx, i);
+    init_family(fx);
+    fx->run = (ug_run_result){.sweep = &fx->sweep, .moderate_cond = 64, .n_cases = 2,
+                              .cases = fx->results, .n_families = 1, .families = &fx->fam};
+    write_text(fx->budgets_path, budgets_text);
+    return fx;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static void fixture_free(fixture *fx)
+{
+    for (int o = 0; o < 2; o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) ug_stats_free(&fx->fam.agg[o][m]);
+    ug_budgets_free(&fx->budgets);
+    ug_baseline_free(&fx->baseline);
+    ug_verdict_free(&fx->verdict);
+    nftw(fx->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    free(fx);
+}
+
+static ug_status load_budgets(fixture *fx)
+{
+    return ug_budgets_load(fx->budgets_path, &fx->budgets);
+}
+
+/* Records the current figures as the baseline. */
+static void record_baseline(fixture *fx)
+{
+    ug_status s = ug_baseline_write(fx->baseline_path, &fx->run);
+    CU_ASSERT_FATAL(ug_is_ok(&s));
+    s = ug_baseline_load(fx->baseline_path, &fx->baseline);
+    CU_ASSERT_FATAL(ug_is_ok(&s));
+}
+
+static void evaluate(fixture *fx, bool with_baseline)
+{
+    ug_status s = load_budgets(fx);
+    CU_ASSERT_FATAL(ug_is_ok(&s));
+    s = ug_gate_evaluate(&fx->run, &fx->budgets, with_baseline ? &fx->baseline : NULL,
+                         &fx->verdict);
+    CU_ASSERT_FATAL(ug_is_ok(&s));
+}
+
+/* Index of the first finding of that kind whose text contains text, or -1. */
+static int find(const ug_verdict *v, ug_finding_kind kind, const char *text)
+{
+    for (size_t i = 0; i < v->n; i++)
+        if (v->items[i].kind == kind && strstr(v->items[i].text, text)) return (int)i;
+    return -1;
+}
+
+static size_t count(const ug_verdict *v, ug_finding_kind kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < v->n; i++) n += v->items[i].kind == kind;
+    return n;
+}
+
+/* Loads an edited budgets file; expects UG_EPARSE with every needle in the message. */
+static void expect_budgets_error(const char *from, const char *to, const char *needle1,
+                                 const char *needle2)
+{
+    fixture *fx = fixture_new();
+    write_budgets_edited(fx, from, to);
+    ug_status s = load_budgets(fx);
+    CU_ASSERT_EQUAL(s.code, UG_EPARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, "budgets.json"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, needle1));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, needle2));
+    CU_ASSERT_EQUAL(fx->budgets.n, 0);
+    fixture_free(fx);
+}
+
+/* ---- budgets ---- */
+
+static void test_budgets_load_every_field(void)
+{
+    fixture *fx = fixture_new();
+    ug_status s = load_budgets(fx);
+    CU_ASSERT_FATAL(ug_is_ok(&s));
+    CU_ASSERT_EQUAL(fx->budgets.n, 5);
+    CU_ASSERT_EQUAL(fx->budgets.moderate_cond, 64);
+    CU_ASSERT_EQUAL(fx->budgets.tolerance.share_cr, 0.002);
+    CU_ASSERT_EQUAL(fx->budgets.tolerance.max_ratio, 0.05);
+    const ug_budget *b = ug_budgets_find(&fx->budgets, "toyfam", "u", UG_REF_STAGED);
+    CU_ASSERT_FATAL(b != NULL);
+    CU_ASSERT(b->max_ratio == 1 && b->max_ulp_dist == 4 && b->p99_ulp_dist == 1);
+    CU_ASSERT_EQUAL(b->min_share_cr, 0.9);
+    CU_ASSERT_PTR_NULL(ug_budgets_find(&fx->budgets, "otherfam", "y", UG_REF_STAGED));
+    fixture_free(fx);
+}
+
+static void test_budgets_bad_json(void)
+{
+    expect_budgets_error("\"moderate_condition\": 64,", "\"moderate_condition\": 64,,", ":1:",
+                         "budgets.json");
+}
+
+static void test_budgets_wrong_schema(void)
+{
+    expect_budgets_error("ulpgate-budgets/1", "ulpgate-budgets/2", "schema: 'ulpgate-budgets/2'",
+                         "ulpgate-budgets/1");
+}
+
+static void test_budgets_missing_field(void)
+{
+    expect_budgets_error("\"p99_ulp_dist\": 1, ", "", "families.toyfam.w.exact.p99_ulp_dist",
+                         "missing");
+}
+
+static void test_budgets_missing_moderate_condition(void)
+{
+    expect_budgets_error("\"moderate_condition\": 64,", "", "moderate_condition", "missing");
+}
+
+static void test_budgets_ratio_above_one(void)
+{
+    expect_budgets_error("\"max_ratio\": 1,", "\"max_ratio\": 1.5,",
+                         "families.toyfam.w.exact.max_ratio", "1.5 exceeds the maximum 1");
+}
+
+static void test_budgets_unknown_mode(void)
+{
+    expect_budgets_error("\"staged\"", "\"fast\"", "families.toyfam.w.fast",
+                         "unknown mode 'fast'");
+}
+
+static void test_budgets_negative(void)
+{
+    expect_budgets_error("\"max_ulp_dist\": 4", "\"max_ulp_dist\": -1",
+                         "families.toyfam.w.exact.max_ulp_dist", "non-negative integer");
+}
+
+static void test_budgets_not_a_number(void)
+{
+    expect_budgets_error("\"max_ratio\": 1,", "\"max_ratio\": \"1\",",
+                         "families.toyfam.w.exact.max_ratio", "expected a number");
+}
+
+static void test_budgets_unknown_key(void)
+{
+    expect_budgets_error("\"min_share_cr\"", "\"min_share\"", "families.toyfam.w.exact.min_share",
+                         "unknown key");
+}
+
+static void test_budgets_missing_file_is_eio(void)
+{
+    fixture *fx = fixture_new();
+    unlink(fx->budgets_path);
+    ug_status s = load_budgets(fx);
+    CU_ASSERT_EQUAL(s.code, UG_EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, fx->budgets_path));
+    fixture_free(fx);
+}
+
+/* ---- verdict against budgets ---- */
+
+static void test_pass_within_budget(void)
+{
+    fixture *fx = fixture_new();
+    evaluate(fx, false);
+    CU_ASSERT_TRUE(fx->verdict.pass);
+    CU_ASSERT_EQUAL(fx->verdict.n, 0);
+    fixture_free(fx);
+}
+
+static void test_fail_max_ratio(void)
+{
+    fixture *fx = fixture_new();
+    agg(fx, W, UG_REF_EXACT)->sum.max_ratio = 1.25;
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
+                   "toyfam w exact: max_ratio 1.25 exceeds budget 1") >= 0);
+    fixture_free(fx);
+}
+
+static void test_fail_nan_ratio(void)
+{
+    fixture *fx = fixture_new();
+    agg(fx, W, UG_REF_EXACT)->sum.max_ratio = NAN;
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "max_ratio nan exceeds budget 1") >= 0);
+    fixture_free(fx);
+}
+
+static void test_fail_max_ulp_dist(void)
+{
+    fixture *fx = fixture_new();
+    set_figures(agg(fx, U, UG_REF_STAGED), 5, 1, 950, 0.5);
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
+                   "toyfam u staged: max_ulp_dist 5 exceeds budget 4") >= 0);
+    fixture_free(fx);
+}
+
+static void test_fail_p99_ulp_dist(void)
+{
+    fixture *fx = fixture_new();
+    set_figures(agg(fx, U, UG_REF_EXACT), 2, 2, 950, 0.5);
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
+                   "toyfam u exact: p99_ulp_dist 2 exceeds budget 1") >= 0);
+    fixture_free(fx);
+}
+
+static void test_fail_share_cr(void)
+{
+    fixture *fx = fixture_new();
+    set_figures(agg(fx, W, UG_REF_STAGED), 2, 1, 850, 0.5);
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
+                   "toyfam w staged: share_cr 0.85 is below budget 0.9") >= 0);
+    fixture_free(fx);
+}
+
+static void test_fail_missing_budget(void)
+{
+    fixture *fx = fixture_new();
+    write_budgets_edited(fx, U_BUDGETS, "\"u\": {\"exact\": " BUDGET "}");
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT_EQUAL(count(&fx->verdict, UG_FINDING_FAIL), 1);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "toyfam u staged: no budget") >= 0);
+    fixture_free(fx);
+}
+
+static void test_budget_of_unmeasured_output_ignored(void)
+{
+    fixture *fx = fixture_new();
+    evaluate(fx, false);
+    for (size_t i = 0; i < fx->verdict.n; i++)
+        CU_ASSERT_PTR_NULL(strstr(fx->verdict.items[i].text, "otherfam"));
+    fixture_free(fx);
+}
+
+static void test_findings_in_family_output_mode_order(void)
+{
+    fixture *fx = fixture_new();
+    agg(fx, U, UG_REF_EXACT)->sum.max_ratio = 2;
+    agg(fx, W, UG_REF_STAGED)->sum.max_ratio = 2;
+    agg(fx, W, UG_REF_EXACT)->sum.max_ratio = 2;
+    evaluate(fx, false);
+    CU_ASSERT_EQUAL_FATAL(fx->verdict.n, 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fx->verdict.items[0].text, "toyfam w exact:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fx->verdict.items[1].text, "toyfam w staged:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fx->verdict.items[2].text, "toyfam u exact:"));
+    fixture_free(fx);
+}
+
+static void test_failed_case_is_a_finding(void)
+{
+    fixture *fx = fixture_new();
+    fx->results[1].passed = false;
+    strcpy(fx->results[1].failure, "w[3]: ratio 7 > 1");
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "toyfam/B=1 T=128: w[3]: ratio 7 > 1") >= 0);
+    fixture_free(fx);
+}
+
+static void test_failed_cases_capped_at_50(void)
+{
+    fixture *fx = fixture_new();
+    fx->run.n_cases = N_CASES;
+    for (size_t i = 0; i < N_CASES; i++) fx->results[i].passed = false;
+    evaluate(fx, false);
+    CU_ASSERT_EQUAL(count(&fx->verdict, UG_FINDING_FAIL), 51);
+    CU_ASSERT_EQUAL(find(&fx->verdict, UG_FINDING_FAIL, "and 10 more failed cases"), 50);
+    fixture_free(fx);
+}
+
+/* ---- verdict against a baseline ---- */
+
+static void test_unchanged_baseline_passes_silently(void)
+{
+    fixture *fx = fixture_new();
+    record_baseline(fx);
+    evaluate(fx, true);
+    CU_ASSERT_TRUE(fx->verdict.pass);
+    CU_ASSERT_EQUAL(fx->verdict.n, 0);
+    fixture_free(fx);
+}
+
+static void test_regression_beyond_tolerance_fails(void)
+{
+    fixture *fx = fixture_new();
+    set_figures(agg(fx, W, UG_REF_EXACT), 2, 0, 950, 0.5);
+    record_baseline(fx);
+    set_figures(agg(fx, W, UG_REF_EXACT), 2, 1, 950, 0.5);
+    evaluate(fx, true);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
+                   "toyfam w exact: p99_ulp_dist worsened 0 -> 1 (tolerance 0)") >= 0);
+    fixture_free(fx);
+}
+
+static void test_ratio_regression_is_relative(void)
+{
+    fixture *fx = fixture_new();
+    record_baseline(fx);
+    agg(fx, U, UG_REF_STAGED)->sum.max_ratio = 0.53; /* > 0.5 * 1.05 */
+    evaluate(fx, true);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
+                   "toyfam u staged: max_ratio worsened 0.5 -> 0.53 (tolerance 0.05 relative)") >= 0);
+    fixture_free(fx);
+}
+
+static void test_regression_within_tolerance_passes(void)
+{
+    fixture *fx = fixture_new();
+    record_baseline(fx);
+    agg(fx, U, UG_REF_STAGED)->sum.max_ratio = 0.52;
+    set_figures(agg(fx, W, UG_REF_STAGED), 2, 1, 949, 0.5); /* share_cr -0.001 */
+    evaluate(fx, true);
+    CU_ASSERT_TRUE(fx->verdict.pass);
+    CU_ASSERT_EQUAL(count(&fx->verdict, UG_FINDING_WORSE_OK), 2);
+    fixture_free(fx);
+}
+
+static void test_improvement_reported_better(void)
+{
+    fixture *fx = fixture_new();
+    record_baseline(fx);
+    set_figures(agg(fx, W, UG_REF_EXACT), 1, 1, 950, 0.5);
+    evaluate(fx, true);
+    CU_ASSERT_TRUE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_BETTER,
+                   "toyfam w exact: max_ulp_dist improved 2 -> 1") >= 0);
+    fixture_free(fx);
+}
+
+static void test_bits_change_is_info_not_failure(void)
+{
+    fixture *fx = fixture_new();
+    record_baseline(fx);
+    fx->fam.bits_hash[UG_ISA_AVX2] = 0x4567456745674567ULL;
+    evaluate(fx, true);
+    CU_ASSERT_TRUE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_INFO,
+                   "toyfam: bits changed on avx2 (baseline 0123456789abcdef, now "
+                   "4567456745674567)") >= 0);
+    fixture_free(fx);
+}
+
+static void test_new_output_mode_is_info(void)
+{
+    fixture *fx = fixture_new();
+    ug_stats_free(agg(fx, U, UG_REF_STAGED));
+    stats_init(agg(fx, U, UG_REF_STAGED));
+    record_baseline(fx); /* u staged measured nothing: not in the baseline */
+    set_figures(agg(fx, U, UG_REF_STAGED), 2, 1, 950, 0.5);
+    evaluate(fx, true);
+    CU_ASSERT_TRUE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_INFO, "toyfam u staged: not in the baseline") >= 0);
+    fixture_free(fx);
+}
+
+static void test_other_sweep_baseline_fails(void)
+{
+    fixture *fx = fixture_new();
+    record_baseline(fx);
+    fx->sweep.content_hash ^= 1;
+    evaluate(fx, true);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "re-baseline") >= 0);
+    fixture_free(fx);
+}
+
+static void test_baseline_round_trips_every_figure(void)
+{
+    fixture *fx = fixture_new();
+    set_figures(agg(fx, W, UG_REF_STAGED), 7, 3, 333, 0.1 + 1.0 / 3.0);
+    agg(fx, W, UG_REF_STAGED)->sum.max_ulp_err = nextafter(2.5, 3);
+    agg(fx, U, UG_REF_EXACT)->sum.max_ratio = INFINITY;
+    record_baseline(fx);
+    CU_ASSERT_STRING_EQUAL(fx->baseline.sweep_path, fx->sweep.path);
+    CU_ASSERT_EQUAL(fx->baseline.sweep_hash, fx->sweep.content_hash);
+    CU_ASSERT_EQUAL_FATAL(fx->baseline.n, 4);
+    for (size_t i = 0; i < fx->baseline.n; i++) {
+        const ug_baseline_entry *e = &fx->baseline.entries[i];
+        CU_ASSERT_STRING_EQUAL(e->family, "toyfam");
+        ug_summary s = ug_stats_summary(agg(fx, strcmp(e->output, "w") ? U : W, e->mode));
+        CU_ASSERT(e->elements == s.elements && e->max_ulp_dist == s.max_ulp_dist &&
+                  e->p99_ulp_dist == s.p99_ulp_dist);
+        CU_ASSERT(e->share_cr == ug_summary_share_cr(&s) && e->max_ratio == s.max_ratio &&
+                  e->max_ulp_err == s.max_ulp_err);
+    }
+    CU_ASSERT_EQUAL_FATAL(fx->baseline.n_bits, 1);
+    CU_ASSERT(fx->baseline.bits[0].has[UG_ISA_PORTABLE] && fx->baseline.bits[0].has[UG_ISA_AVX2]);
+    CU_ASSERT_FALSE(fx->baseline.bits[0].has[UG_ISA_AVX512]);
+    CU_ASSERT_EQUAL(fx->baseline.bits[0].hash[UG_ISA_AVX2], fx->fam.bits_hash[UG_ISA_AVX2]);
+    fixture_free(fx);
+}
+
+static void test_baseline_bad_hash_is_parse_error(void)
+{
+    fixture *fx = fixture_new();
+    write_text(fx->baseline_path, "{\"schema\": \"ulpgate-baseline/1\", \"families\": {},\n"
+                                  " \"sweep\": {\"path\": \"s.json\", \"content_hash\": \"12g4\"}}");
+    ug_status s = ug_baseline_load(fx->baseline_path, &fx->baseline);
+    CU_ASSERT_EQUAL(s.code, UG_EPARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, "sweep.content_hash: '12g4' is not 16 hex digits"));
+    fixture_free(fx);
+}
+
+UG_TEST_SUITE(gate_suite, "gate",
+              UG_TEST(test_budgets_load_every_field), UG_TEST(test_budgets_bad_json),
+              UG_TEST(test_budgets_wrong_schema), UG_TEST(test_budgets_missing_field),
+              UG_TEST(test_budgets_missing_moderate_condition),
+              UG_TEST(test_budgets_ratio_above_one), UG_TEST(test_budgets_unknown_mode),
+              UG_TEST(test_budgets_negative), UG_TEST(test_budgets_not_a_number),
+              UG_TEST(test_budgets_unknown_key), UG_TEST(test_budgets_missing_file_is_eio),
+              UG_TEST(test_pass_within_budget), UG_TEST(test_fail_max_ratio),
+              UG_TEST(test_fail_nan_ratio), UG_TEST(test_fail_max_ulp_dist),
+              UG_TEST(test_fail_p99_ulp_dist), UG_TEST(test_fail_share_cr),
+              UG_TEST(test_fail_missing_budget), UG_TEST(test_budget_of_unmeasured_output_ignored),
+              UG_TEST(test_findings_in_family_output_mode_order),
+              UG_TEST(test_failed_case_is_a_finding), UG_TEST(test_failed_cases_capped_at_50),
+              UG_TEST(test_unchanged_baseline_passes_silently),
+              UG_TEST(test_regression_beyond_tolerance_fails),
+              UG_TEST(test_ratio_regression_is_relative),
+              UG_TEST(test_regression_within_tolerance_passes),
+              UG_TEST(test_improvement_reported_better),
+              UG_TEST(test_bits_change_is_info_not_failure), UG_TEST(test_new_output_mode_is_info),
+              UG_TEST(test_other_sweep_baseline_fails),
+              UG_TEST(test_baseline_round_trips_every_figure),
+              UG_TEST(test_baseline_bad_hash_is_parse_error));
