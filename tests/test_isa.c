@@ -129,7 +129,7 @@ static void test_parse_round_trips_every_name(void)
     for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
         ug_isa parsed = UG_ISA_COUNT;
         CU_ASSERT(ug_isa_parse(ug_isa_name((ug_isa)isa), &parsed));
-        CU_ASSERT_EQUAL(parsed, isa);
+        CU_ASSERT_EQUAL(parsed, (ug_isa)isa);
     }
     ug_isa untouched = UG_ISA_AVX2;
     CU_ASSERT(!ug_isa_parse("AVX2", &untouched));

@@ -282,7 +282,7 @@ static void test_round_overflow_threshold(void)
     mpfr_t x;
     mpfr_init2(x, 200);
     for (int s = 1; s >= -1; s -= 2) {
-        const uint16_t sb = s < 0 ? 0x8000 : 0;
+        const uint16_t sb = (uint16_t)(s < 0 ? 0x8000 : 0);
         const uint32_t sf = s < 0 ? 0x80000000u : 0;
         mpfr_set_si_2exp(x, s * ((1 << 9) - 1), 119, MPFR_RNDN); /* 2^128 - 2^119 */
         CU_ASSERT_EQUAL(ug_mpfr_to_bf16(x), sb | 0x7F80);
@@ -313,7 +313,7 @@ static void test_round_underflow_keeps_sign(void)
     mpfr_t x;
     mpfr_init2(x, 200);
     for (int s = 1; s >= -1; s -= 2) {
-        const uint16_t sb = s < 0 ? 0x8000 : 0;
+        const uint16_t sb = (uint16_t)(s < 0 ? 0x8000 : 0);
         const uint32_t sf = s < 0 ? 0x80000000u : 0;
         mpfr_set_si_2exp(x, s, -134, MPFR_RNDN);
         CU_ASSERT_EQUAL(ug_mpfr_to_bf16(x), sb);
