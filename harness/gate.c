@@ -700,10 +700,14 @@ static void check_output_mode(findings *fs, const ug_family_result *fr, size_t o
             family, output, mode);
     if (!baseline) return;
     const ug_baseline_entry *e = baseline_find(baseline, family, output, m);
-    if (e)
-        check_regression(fs, what, &s, e, budgets);
-    else
+    if (!e)
         add(fs, UG_FINDING_INFO, "%s: not in the baseline (new)", what);
+    else if (e->elements != s.elements)
+        add(fs, UG_FINDING_FAIL,
+            "%s: %" PRIu64 " elements measured, the baseline has %" PRIu64 ": the run covers "
+            "other cases (a filtered run?), figures not compared", what, s.elements, e->elements);
+    else
+        check_regression(fs, what, &s, e, budgets);
 }
 
 static void check_bits(findings *fs, const ug_family_result *fr, const ug_baseline *baseline)

@@ -511,6 +511,18 @@ static void test_other_sweep_baseline_fails(void)
     fixture_free(fx);
 }
 
+static void test_baseline_of_other_cases_fails(void)
+{
+    fixture *fx = fixture_new();
+    record_baseline(fx);
+    agg(fx, W, UG_REF_EXACT)->sum.elements = 500;
+    evaluate(fx, true);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
+                   "toyfam w exact: 500 elements measured, the baseline has 1000") >= 0);
+    fixture_free(fx);
+}
+
 static void test_baseline_round_trips_every_figure(void)
 {
     fixture *fx = fixture_new();
@@ -568,5 +580,6 @@ UG_TEST_SUITE(gate_suite, "gate",
               UG_TEST(test_improvement_reported_better),
               UG_TEST(test_bits_change_is_info_not_failure), UG_TEST(test_new_output_mode_is_info),
               UG_TEST(test_other_sweep_baseline_fails),
+              UG_TEST(test_baseline_of_other_cases_fails),
               UG_TEST(test_baseline_round_trips_every_figure),
               UG_TEST(test_baseline_bad_hash_is_parse_error));

@@ -1,4 +1,0 @@
-build/core/atomic_file.o: core/atomic_file.c core/atomic_file.h \
- core/status.h
-core/atomic_file.h:
-core/status.h:

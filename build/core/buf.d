@@ -1,2 +1,0 @@
-build/core/buf.o: core/buf.c core/buf.h
-core/buf.h:

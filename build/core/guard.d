@@ -1,3 +1,0 @@
-build/core/guard.o: core/guard.c core/guard.h core/status.h
-core/guard.h:
-core/status.h:

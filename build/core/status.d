@@ -1,2 +1,0 @@
-build/core/status.o: core/status.c core/status.h
-core/status.h:

@@ -1,0 +1,226 @@
+/* Error statistics (harness/stats.c): counts, maxima over the moderate and
+ * over all elements, the ulp_dist histogram and its quantiles, merging. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../harness/stats.h"
+#include "tests.h"
+
+static const double moderate = 16.0;
+
+/* A well-conditioned element at ulp_dist d (ulp_err d + 0.25, 0 when d == 0). */
+static ug_elem_error elem(uint32_t d, double ratio, double cond)
+{
+    ug_elem_error e = {d ? d + 0.25 : 0.25, d, ratio, cond, true};
+    return e;
+}
+
+static void add(ug_stats *s, uint32_t d, double ratio, double cond, size_t index)
+{
+    ug_elem_error e = elem(d, ratio, cond);
+    ug_stats_add(s, &e, 0, moderate, index);
+}
+
+static void test_empty_stats(void)
+{
+    ug_stats s;
+    CU_ASSERT_FATAL(ug_stats_init(&s).code == UG_OK);
+    ug_summary m = ug_stats_summary(&s);
+    CU_ASSERT_EQUAL(m.elements, 0);
+    CU_ASSERT_EQUAL(m.moderate, 0);
+    CU_ASSERT_EQUAL(m.p99_ulp_dist, 0);
+    CU_ASSERT_EQUAL(m.max_ulp_dist, 0);
+    CU_ASSERT_DOUBLE_EQUAL(ug_summary_share_cr(&m), 1.0, 0);
+    ug_stats_free(&s);
+}
+
+static void test_counts(void)
+{
+    ug_stats s;
+    CU_ASSERT_FATAL(ug_stats_init(&s).code == UG_OK);
+    add(&s, 0, 0.1, 1, 0);         /* moderate, correctly rounded */
+    add(&s, 2, 0.5, 100, 1);       /* ill-conditioned */
+    add(&s, 1, 1.5, 2, 2);         /* over its bound */
+    ug_elem_error bad = {INFINITY, UINT32_MAX, INFINITY, 1, false};
+    ug_stats_add(&s, &bad, 1, moderate, 3); /* non-finite rule, flagged */
+    ug_elem_error flagged = elem(0, 0.0, 16); /* cond exactly at the limit */
+    ug_stats_add(&s, &flagged, 7, moderate, 4);
+    ug_summary m = ug_stats_summary(&s);
+    CU_ASSERT_EQUAL(m.elements, 5);
+    CU_ASSERT_EQUAL(m.moderate, 4);
+    CU_ASSERT_EQUAL(m.correctly_rounded, 2);
+    CU_ASSERT_EQUAL(m.class_failures, 1);
+    CU_ASSERT_EQUAL(m.over_bound, 2);
+    CU_ASSERT_EQUAL(m.flagged, 2);
+    CU_ASSERT_DOUBLE_EQUAL(m.max_cond, 100, 0);
+    ug_stats_free(&s);
+}
+
+static void test_max_dist_moderate_vs_all(void)
+{
+    ug_stats s;
+    CU_ASSERT_FATAL(ug_stats_init(&s).code == UG_OK);
+    add(&s, 5, 0.1, 1, 0);
+    add(&s, 50, 0.2, 1e6, 1); /* ill-conditioned: counts only for _all */
+    add(&s, 3, 0.1, 16, 2);
+    ug_summary m = ug_stats_summary(&s);
+    CU_ASSERT_EQUAL(m.max_ulp_dist, 5);
+    CU_ASSERT_EQUAL(m.max_ulp_dist_all, 50);
+    CU_ASSERT_DOUBLE_EQUAL(m.max_ulp_err, 5.25, 0);
+    CU_ASSERT_EQUAL(m.p99_ulp_dist, 5);
+    ug_stats_free(&s);
+}
+
+static void test_max_ratio_and_worst_index(void)
+{
+    ug_stats s;
+    CU_ASSERT_FATAL(ug_stats_init(&s).code == UG_OK);
+    add(&s, 0, 0.25, 1, 10);
+    add(&s, 0, 0.75, 1e9, 11); /* ratio counts every element */
+    add(&s, 0, 0.5, 1, 12);
+    ug_summary m = ug_stats_summary(&s);
+    CU_ASSERT_DOUBLE_EQUAL(m.max_ratio, 0.75, 0);
+    CU_ASSERT_EQUAL(m.worst_index, 11);
+    ug_stats_free(&s);
+}
+
+static void test_p99_from_histogram(void)
+{
+    ug_stats s;
+    CU_ASSERT_FATAL(ug_stats_init(&s).code == UG_OK);
+    for (size_t i = 0; i < 98; i++) add(&s, 0, 0, 1, i);
+    add(&s, 3, 0, 1, 98);
+    add(&s, 7, 0, 1, 99);
+    ug_summary m = ug_stats_summary(&s);
+    CU_ASSERT_EQUAL(m.moderate, 100);
+    CU_ASSERT_EQUAL(m.p99_ulp_dist, 3);
+    CU_ASSERT_EQUAL(m.max_ulp_dist, 7);
+    CU_ASSERT_EQUAL(ug_stats_dist_quantile(&s, 0.98), 0);
+    CU_ASSERT_EQUAL(ug_stats_dist_quantile(&s, 1.0), 7);
+    ug_stats_free(&s);
+}
+
+static void test_p99_ignores_ill_conditioned(void)
+{
+    ug_stats s;
+    CU_ASSERT_FATAL(ug_stats_init(&s).code == UG_OK);
+    for (size_t i = 0; i < 10; i++) add(&s, 1, 0, 1, i);
+    for (size_t i = 0; i < 10; i++) add(&s, 900, 0, 1e4, 10 + i);
+    ug_summary m = ug_stats_summary(&s);
+    CU_ASSERT_EQUAL(m.p99_ulp_dist, 1);
+    ug_stats_free(&s);
+}
+
+static void test_share_cr(void)
+{
+    ug_stats s;
+    CU_ASSERT_FATAL(ug_stats_init(&s).code == UG_OK);
+    add(&s, 0, 0, 1, 0);
+    add(&s, 0, 0, 1e6, 1); /* counts although ill-conditioned */
+    add(&s, 0, 0, 1, 2);
+    add(&s, 1, 0, 1, 3);
+    ug_summary m = ug_stats_summary(&s);
+    CU_ASSERT_DOUBLE_EQUAL(ug_summary_share_cr(&m), 0.75, 0);
+    ug_stats_free(&s);
+}
+
+static void test_last_bin_collects_large_distances(void)
+{
+    ug_stats s;
+    CU_ASSERT_FATAL(ug_stats_init(&s).code == UG_OK);
+    add(&s, 1022, 0, 1, 0);
+    CU_ASSERT_EQUAL(ug_stats_dist_quantile(&s, 1.0), 1022);
+    add(&s, 1023, 0, 1, 1);
+    add(&s, 5000, 0, 1, 2);
+    add(&s, UINT32_MAX - 1, 0, 1, 3);
+    CU_ASSERT_DOUBLE_EQUAL(gsl_histogram_get(s.dist, UG_DIST_BINS - 1), 3, 0);
+    CU_ASSERT_DOUBLE_EQUAL(gsl_histogram_get(s.dist, UG_DIST_BINS - 2), 1, 0);
+    CU_ASSERT_DOUBLE_EQUAL(gsl_histogram_sum(s.dist), 4, 0);
+    CU_ASSERT_EQUAL(ug_stats_dist_quantile(&s, 1.0), UG_DIST_BINS - 1);
+    CU_ASSERT_EQUAL(ug_stats_summary(&s).max_ulp_dist, UINT32_MAX - 1); /* exact, not binned */
+    ug_stats_free(&s);
+}
+
+static void assert_same_summary(const ug_summary *a, const ug_summary *b)
+{
+    CU_ASSERT_EQUAL(a->elements, b->elements);
+    CU_ASSERT_EQUAL(a->moderate, b->moderate);
+    CU_ASSERT_EQUAL(a->correctly_rounded, b->correctly_rounded);
+    CU_ASSERT_EQUAL(a->class_failures, b->class_failures);
+    CU_ASSERT_EQUAL(a->over_bound, b->over_bound);
+    CU_ASSERT_EQUAL(a->flagged, b->flagged);
+    CU_ASSERT_EQUAL(a->max_ulp_dist, b->max_ulp_dist);
+    CU_ASSERT_EQUAL(a->p99_ulp_dist, b->p99_ulp_dist);
+    CU_ASSERT_EQUAL(a->max_ulp_dist_all, b->max_ulp_dist_all);
+    CU_ASSERT_DOUBLE_EQUAL(a->max_ulp_err, b->max_ulp_err, 0);
+    CU_ASSERT_DOUBLE_EQUAL(a->max_ratio, b->max_ratio, 0);
+    CU_ASSERT_DOUBLE_EQUAL(a->max_cond, b->max_cond, 0);
+    CU_ASSERT_EQUAL(a->worst_index, b->worst_index);
+}
+
+/* Element i of a small deterministic set: a mix of distances, conditions,
+ * ratios, flags and one class failure. */
+static void add_element(ug_stats *s, size_t i)
+{
+    uint32_t d = (uint32_t)((i * 37) % 11);
+    if (i % 50 == 13) d = 2000;
+    double cond = i % 7 == 3 ? 1e5 : 1.0 + (double)(i % 5);
+    ug_elem_error e = {d + 0.125, d, (double)((i * 53) % 97) / 64.0, cond, i != 77};
+    ug_stats_add(s, &e, i % 9 == 0, moderate, i);
+}
+
+static void test_merge_equals_adding_all(void)
+{
+    ug_stats a, b, all;
+    CU_ASSERT_FATAL(ug_stats_init(&a).code == UG_OK);
+    CU_ASSERT_FATAL(ug_stats_init(&b).code == UG_OK);
+    CU_ASSERT_FATAL(ug_stats_init(&all).code == UG_OK);
+    for (size_t i = 0; i < 300; i++) {
+        add_element(i < 120 ? &a : &b, i);
+        add_element(&all, i);
+    }
+    ug_stats_merge(&a, &b);
+    ug_summary ma = ug_stats_summary(&a), mall = ug_stats_summary(&all);
+    assert_same_summary(&ma, &mall);
+    for (size_t bin = 0; bin < UG_DIST_BINS; bin++)
+        CU_ASSERT_DOUBLE_EQUAL(gsl_histogram_get(a.dist, bin), gsl_histogram_get(all.dist, bin), 0);
+    ug_stats_free(&a);
+    ug_stats_free(&b);
+    ug_stats_free(&all);
+}
+
+static void test_merge_into_empty(void)
+{
+    ug_stats empty, b;
+    CU_ASSERT_FATAL(ug_stats_init(&empty).code == UG_OK);
+    CU_ASSERT_FATAL(ug_stats_init(&b).code == UG_OK);
+    for (size_t i = 0; i < 40; i++) add_element(&b, i);
+    ug_stats_merge(&empty, &b);
+    ug_summary me = ug_stats_summary(&empty), mb = ug_stats_summary(&b);
+    assert_same_summary(&me, &mb);
+    ug_stats_free(&empty);
+    ug_stats_free(&b);
+}
+
+static void test_free_twice_is_safe(void)
+{
+    ug_stats s;
+    CU_ASSERT_FATAL(ug_stats_init(&s).code == UG_OK);
+    ug_stats_free(&s);
+    CU_ASSERT_PTR_NULL(s.dist);
+    ug_stats_free(&s);
+}
+
+UG_TEST_SUITE(stats_suite, "stats",
+              UG_TEST(test_empty_stats),
+              UG_TEST(test_counts),
+              UG_TEST(test_max_dist_moderate_vs_all),
+              UG_TEST(test_max_ratio_and_worst_index),
+              UG_TEST(test_p99_from_histogram),
+              UG_TEST(test_p99_ignores_ill_conditioned),
+              UG_TEST(test_share_cr),
+              UG_TEST(test_last_bin_collects_large_distances),
+              UG_TEST(test_merge_equals_adding_all),
+              UG_TEST(test_merge_into_empty),
+              UG_TEST(test_free_twice_is_safe));
