@@ -27,6 +27,9 @@ VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes
 
 .PHONY: all test verify baseline memcheck mutants clean deps
+# $(call timed,WHAT,COMMAND): runs COMMAND, prints its wall time, keeps its status.
+timed = start=$$(date +%s%N); $(2); rc=$$?; \
+	echo "make: $(1): $$(( ($$(date +%s%N) - start) / 1000000 )) ms wall (exit $$rc)"; exit $$rc
 all: $(BUILD)/ulpgate $(BUILD)/tests/run_tests
 
 $(BUILD)/%.o: %.c
@@ -48,14 +51,17 @@ $(BUILD)/mutants/ulpgate-%: $(BUILD)/mutants/%.o $(BUILD)/harness/main.o $(LIB_O
 	$(CC) $(CFLAGS) $(BUILD)/mutants/$*.o $(BUILD)/harness/main.o \
 	    $(filter-out $(BUILD)/kernels/$(firstword $(subst -, ,$*)).o,$(LIB_OBJ)) -o $@ $(LDLIBS)
 
-test: $(BUILD)/tests/run_tests
-	@start=$$(date +%s.%N); $(BUILD)/tests/run_tests; rc=$$?; \
-	 printf 'make test: %.1f s\n' $$(echo "$$(date +%s.%N) - $$start" | bc); exit $$rc
+# The README's test command: unit tests, then the end-to-end smoke sweep
+# through the gate, then the proof that the gate catches every mutant.
+test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate
+	@$(call timed,unit tests,$(BUILD)/tests/run_tests)
+	@$(call timed,smoke sweep,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke.json \
+	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
+	@$(MAKE) --no-print-directory mutants
 
 verify: $(BUILD)/ulpgate
-	@start=$$(date +%s.%N); \
-	 $(BUILD)/ulpgate verify --sweep $(SWEEP) --budgets $(BUDGETS) --baseline $(BASELINE) --reports $(REPORTS); rc=$$?; \
-	 printf 'make verify: %.1f s wall\n' $$(echo "$$(date +%s.%N) - $$start" | bc); exit $$rc
+	@$(call timed,verify,$(BUILD)/ulpgate verify --sweep $(SWEEP) --budgets $(BUDGETS) \
+	    --baseline $(BASELINE) --reports $(REPORTS))
 
 # Accepting a new baseline is deliberate: it rewrites fixtures/baseline.json
 # from a full verify run; review and commit the diff.
@@ -64,11 +70,9 @@ baseline: $(BUILD)/ulpgate
 	    --write-baseline $(BASELINE)
 
 memcheck: $(BUILD)/ulpgate $(BUILD)/tests/run_tests
-	@start=$$(date +%s.%N); \
-	 $(VALGRIND) $(BUILD)/tests/run_tests && \
-	 $(VALGRIND) $(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke.json --budgets $(BUDGETS) \
-	     --reports $(BUILD)/memcheck-reports; rc=$$?; \
-	 printf 'make memcheck: %.1f s wall\n' $$(echo "$$(date +%s.%N) - $$start" | bc); exit $$rc
+	@$(call timed,memcheck,$(VALGRIND) $(BUILD)/tests/run_tests && \
+	    $(VALGRIND) $(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke.json --budgets $(BUDGETS) \
+	    --reports $(BUILD)/memcheck-reports --quiet)
 
 mutants: $(BUILD)/ulpgate
 	@ci/mutants.sh $(BUILD) fixtures/sweeps/mutants.json $(BUDGETS)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 ug_status ug_atomic_open(ug_atomic_file *f, const char *path)
@@ -14,6 +15,10 @@ ug_status ug_atomic_open(ug_atomic_file *f, const char *path)
     snprintf(f->tmp_path, sizeof f->tmp_path, "%s.tmpXXXXXX", path);
     int fd = mkstemp(f->tmp_path);
     if (fd < 0) return ug_fail(UG_EIO, "cannot create a temporary file for '%s': %s", path, strerror(errno));
+    /* mkstemp creates 0600; a report or baseline is an ordinary file. */
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
     f->fp = fdopen(fd, "w");
     if (!f->fp) {
         int err = errno;

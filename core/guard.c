@@ -12,14 +12,22 @@ static unsigned char *tail_guard(const ug_guarded *g)
     return g->block + UG_GUARD_BYTES + g->bytes;
 }
 
+/* The tail guard runs from the end of the data over the alignment padding
+ * and one full guard zone. */
+static size_t tail_guard_bytes(const ug_guarded *g)
+{
+    size_t padded = (g->bytes + UG_GUARD_BYTES - 1) / UG_GUARD_BYTES * UG_GUARD_BYTES;
+    return padded - g->bytes + UG_GUARD_BYTES;
+}
+
 static void guards_set_access(const ug_guarded *g, bool accessible)
 {
     if (accessible) {
         VALGRIND_MAKE_MEM_DEFINED(g->block, UG_GUARD_BYTES);
-        VALGRIND_MAKE_MEM_DEFINED(tail_guard(g), UG_GUARD_BYTES);
+        VALGRIND_MAKE_MEM_DEFINED(tail_guard(g), tail_guard_bytes(g));
     } else {
         VALGRIND_MAKE_MEM_NOACCESS(g->block, UG_GUARD_BYTES);
-        VALGRIND_MAKE_MEM_NOACCESS(tail_guard(g), UG_GUARD_BYTES);
+        VALGRIND_MAKE_MEM_NOACCESS(tail_guard(g), tail_guard_bytes(g));
     }
 }
 
@@ -37,8 +45,7 @@ ug_status ug_guarded_alloc(ug_guarded *g, size_t bytes)
     g->block = p;
     g->bytes = bytes;
     memset(g->block, guard_pattern, UG_GUARD_BYTES);
-    /* The padding after the data belongs to the tail guard. */
-    memset(tail_guard(g), guard_pattern, padded - bytes + UG_GUARD_BYTES);
+    memset(tail_guard(g), guard_pattern, tail_guard_bytes(g));
     guards_set_access(g, false);
     return ug_ok();
 }
@@ -54,7 +61,7 @@ bool ug_guarded_intact(const ug_guarded *g)
 {
     if (!g->block) return true;
     guards_set_access(g, true);
-    bool ok = all_pattern(g->block, UG_GUARD_BYTES) && all_pattern(tail_guard(g), UG_GUARD_BYTES);
+    bool ok = all_pattern(g->block, UG_GUARD_BYTES) && all_pattern(tail_guard(g), tail_guard_bytes(g));
     guards_set_access(g, false);
     return ok;
 }

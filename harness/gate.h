@@ -82,7 +82,7 @@ typedef enum { UG_FINDING_FAIL, UG_FINDING_WORSE_OK, UG_FINDING_BETTER, UG_FINDI
 
 typedef struct {
     ug_finding_kind kind;
-    char text[400];
+    char text[UG_LABEL_LEN + UG_MSG_MAX + 64];
 } ug_finding;
 
 typedef struct {

@@ -154,7 +154,10 @@ static int cmd_verify(int argc, char **argv)
         if (a.reports) st = ug_report_write_all(a.reports, &run, &budgets, &verdict);
     }
     if (ug_is_ok(&st) && a.write_baseline) {
-        st = ug_baseline_write(a.write_baseline, &run);
+        if (!verdict.pass)
+            st = ug_fail(UG_EINVAL, "refusing to write baseline %s from a run that fails the gate",
+                         a.write_baseline);
+        else st = ug_baseline_write(a.write_baseline, &run);
         if (ug_is_ok(&st)) printf("ulpgate: wrote baseline %s\n", a.write_baseline);
     }
     rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);

@@ -181,6 +181,7 @@ static ug_status parse_rejected(loader *ld, const ug_family *f, json_t *j, const
     if (!name || !*name) return bad(ld, where, "a rejected case needs a non-empty \"name\"");
     if (strlen(name) >= UG_LABEL_LEN) return bad(ld, where, "name is too long");
     snprintf(c.label, sizeof c.label, "%s", name);
+    c.seed = ug_gen_case_seed(ld->out->seed, f->name, c.label);
     json_t *params = json_object_get(j, "params");
     if (!json_is_object(params)) return bad(ld, where, "\"params\" must be an object");
     char at[256];

@@ -1,0 +1,287 @@
+/* The runner (harness/runner.c) on the real gdn_recompute_wu family, with
+ * cases built by hand: an accepted case is measured and passes within its
+ * bounds; a rejected case passes only when the kernel rejects it with every
+ * expected substring; a case over the byte cap fails without stopping the
+ * run; and a run is deterministic. Shapes are the smallest the kernel takes
+ * (one 64-token chunk), so the suite stays quick under valgrind. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../harness/runner.h"
+#include "tests.h"
+
+enum { B = 1, T = 64, HG = 1, H = 2, K = 64, V = 64, BT = 64 };
+
+#define ASSERT_CONTAINS(msg, needle) assert_contains((msg), (needle), __LINE__)
+static void assert_contains(const char *msg, const char *needle, unsigned line)
+{
+    char what[UG_MSG_MAX + 160];
+    snprintf(what, sizeof what, "message lacks \"%s\": %s", needle, msg);
+    CU_assertImplementation(strstr(msg, needle) != NULL, line, what, __FILE__, "", CU_FALSE);
+}
+
+static const ug_family *family(void)
+{
+    const ug_family *f = ug_family_find("gdn_recompute_wu");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    return f;
+}
+
+static void set_param(ug_case *c, const char *name, double value)
+{
+    int i = ug_family_param_index(c->family, name);
+    CU_ASSERT_FATAL(i >= 0);
+    c->params.v[i] = value;
+}
+
+static ug_case accepted_case(const char *label, uint64_t seed)
+{
+    ug_case c;
+    memset(&c, 0, sizeof c);
+    c.family = family();
+    snprintf(c.label, sizeof c.label, "%s", label);
+    set_param(&c, "B", B);
+    set_param(&c, "T", T);
+    set_param(&c, "Hg", HG);
+    set_param(&c, "H", H);
+    set_param(&c, "K", K);
+    set_param(&c, "V", V);
+    set_param(&c, "BT", BT);
+    c.regime = 0; /* realistic */
+    c.override.buffer = -1;
+    c.override.dtype = UG_DTYPE_COUNT;
+    c.seed = seed;
+    return c;
+}
+
+/* The small shape with K changed, expected to be rejected with `expect`. */
+static ug_case rejected_case(const char *label, double k, const char *expect)
+{
+    ug_case c = accepted_case(label, 0);
+    set_param(&c, "K", k);
+    c.expect_reject = true;
+    c.n_expect = 1;
+    snprintf(c.expect[0], UG_EXPECT_LEN, "%s", expect);
+    return c;
+}
+
+static ug_run_options options(size_t max_case_bytes)
+{
+    ug_run_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.moderate_cond = 16;
+    for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
+    opt.max_case_bytes = max_case_bytes;
+    opt.progress = false;
+    return opt;
+}
+
+/* Runs the given cases as a sweep (which must outlive the result). */
+static void run_cases(ug_sweep *sweep, ug_case *cases, size_t n, size_t max_case_bytes, ug_run_result *out)
+{
+    memset(sweep, 0, sizeof *sweep);
+    snprintf(sweep->path, sizeof sweep->path, "(test_runner)");
+    sweep->seed = 1;
+    sweep->n_cases = n;
+    sweep->cases = cases; /* not owned: never ug_sweep_free'd */
+    ug_run_options opt = options(max_case_bytes);
+    ug_status st = ug_run_sweep(sweep, &opt, out);
+    CU_assertImplementation(st.code == UG_OK, __LINE__, st.msg, __FILE__, "", CU_TRUE);
+    CU_ASSERT_EQUAL_FATAL(out->n_cases, n);
+}
+
+static const size_t outputs_per_case = (size_t)B * T * H * K + (size_t)B * T * H * V; /* w, u */
+
+/* ---- accepted ---------------------------------------------------------- */
+
+static void test_accepted_case_passes(void)
+{
+    ug_case c = accepted_case("small", 12345);
+    ug_sweep sw;
+    ug_run_result r;
+    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    const ug_case_result *cr = &r.cases[0];
+    CU_assertImplementation(cr->passed, __LINE__, cr->failure, __FILE__, "", CU_FALSE);
+    CU_ASSERT_STRING_EQUAL(cr->failure, "");
+    CU_ASSERT_EQUAL(cr->kernel_status.code, UG_OK);
+    CU_ASSERT_PTR_EQUAL(cr->c, &c);
+    ug_run_result_free(&r);
+}
+
+static void test_accepted_case_within_bounds(void)
+{
+    ug_case c = accepted_case("small", 12345);
+    ug_sweep sw;
+    ug_run_result r;
+    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    const ug_case_result *cr = &r.cases[0];
+    uint64_t elements = 0;
+    for (size_t o = 0; o < 2; o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            CU_ASSERT(cr->sum[o][m].max_ratio <= 1.0);
+            CU_ASSERT_EQUAL(cr->sum[o][m].over_bound, 0);
+            CU_ASSERT_EQUAL(cr->sum[o][m].class_failures, 0);
+            if (m == UG_REF_EXACT) elements += cr->sum[o][m].elements;
+        }
+    CU_ASSERT_EQUAL(cr->sum[0][UG_REF_EXACT].elements, (uint64_t)B * T * H * K); /* w */
+    CU_ASSERT_EQUAL(cr->sum[1][UG_REF_EXACT].elements, (uint64_t)B * T * H * V); /* u */
+    CU_ASSERT_EQUAL(elements, outputs_per_case);
+    ug_run_result_free(&r);
+}
+
+static void test_accepted_case_isa_paths_agree(void)
+{
+    ug_case c = accepted_case("small", 12345);
+    ug_sweep sw;
+    ug_run_result r;
+    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    CU_ASSERT_TRUE(r.cases[0].isa_bits_agree);
+    CU_ASSERT_NOT_EQUAL(r.cases[0].bits_hash, 0);
+    /* Agreeing paths are measured once. */
+    CU_ASSERT_EQUAL(r.elements_checked, outputs_per_case);
+    ug_run_result_free(&r);
+}
+
+static void test_family_aggregate_counts_case_elements(void)
+{
+    ug_case c = accepted_case("small", 12345);
+    ug_sweep sw;
+    ug_run_result r;
+    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    CU_ASSERT_FATAL(r.n_families == 1);
+    const ug_family_result *fr = &r.families[0];
+    CU_ASSERT_PTR_EQUAL(fr->family, family());
+    CU_ASSERT_EQUAL_FATAL(fr->n_outputs, 2);
+    CU_ASSERT_EQUAL(fr->output_buffer[0], ug_family_buffer_index(fr->family, "w"));
+    CU_ASSERT_EQUAL(fr->output_buffer[1], ug_family_buffer_index(fr->family, "u"));
+    for (size_t o = 0; o < 2; o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            CU_ASSERT_EQUAL(fr->agg[o][m].sum.elements, r.cases[0].sum[o][m].elements);
+            CU_ASSERT_DOUBLE_EQUAL(fr->agg[o][m].sum.max_ratio, r.cases[0].sum[o][m].max_ratio, 0);
+        }
+    CU_ASSERT_EQUAL(fr->cases_accepted, 1);
+    CU_ASSERT_EQUAL(fr->cases_rejected, 0);
+    CU_ASSERT_EQUAL(fr->cases_failed, 0);
+    CU_ASSERT_TRUE(fr->isa_ran[UG_ISA_PORTABLE]);
+    ug_run_result_free(&r);
+}
+
+/* ---- rejected ---------------------------------------------------------- */
+
+static void test_rejected_case_with_expected_message_passes(void)
+{
+    ug_case c = rejected_case("K=256", 256, "MAX_K = 192");
+    ug_sweep sw;
+    ug_run_result r;
+    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    CU_assertImplementation(r.cases[0].passed, __LINE__, r.cases[0].failure, __FILE__, "", CU_FALSE);
+    CU_ASSERT_EQUAL(r.cases[0].kernel_status.code, UG_EINVAL);
+    ASSERT_CONTAINS(r.cases[0].kernel_status.msg, "MAX_K = 192");
+    CU_ASSERT_EQUAL(r.families[0].cases_rejected, 1);
+    CU_ASSERT_EQUAL(r.families[0].cases_failed, 0);
+    CU_ASSERT_EQUAL(r.elements_checked, 0);
+    ug_run_result_free(&r);
+}
+
+static void test_rejected_case_with_missing_text_fails(void)
+{
+    ug_case c = rejected_case("K=256", 256, "no such text");
+    ug_sweep sw;
+    ug_run_result r;
+    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    CU_ASSERT_FALSE(r.cases[0].passed);
+    ASSERT_CONTAINS(r.cases[0].failure, "\"no such text\"");
+    CU_ASSERT_EQUAL(r.families[0].cases_failed, 1);
+    ug_run_result_free(&r);
+}
+
+static void test_valid_shape_expected_to_reject_fails(void)
+{
+    ug_case c = rejected_case("K=64 valid", K, "MAX_K");
+    ug_sweep sw;
+    ug_run_result r;
+    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    CU_ASSERT_FALSE(r.cases[0].passed);
+    ASSERT_CONTAINS(r.cases[0].failure, "expected rejection");
+    CU_ASSERT_EQUAL(r.cases[0].kernel_status.code, UG_OK);
+    CU_ASSERT_EQUAL(r.families[0].cases_failed, 1);
+    ug_run_result_free(&r);
+}
+
+/* A rejected case whose buffer is one element short: the kernel names it. */
+static void test_rejected_buffer_override_passes(void)
+{
+    ug_case c = rejected_case("k short", K, "k must be bf16[");
+    c.override.buffer = ug_family_buffer_index(c.family, "k");
+    c.override.count_delta = -1;
+    ug_sweep sw;
+    ug_run_result r;
+    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    CU_assertImplementation(r.cases[0].passed, __LINE__, r.cases[0].failure, __FILE__, "", CU_FALSE);
+    ug_run_result_free(&r);
+}
+
+/* ---- byte cap ---------------------------------------------------------- */
+
+static void test_case_over_byte_cap_fails_naming_cap(void)
+{
+    ug_case c = accepted_case("small", 12345);
+    ug_sweep sw;
+    ug_run_result r;
+    run_cases(&sw, &c, 1, 1024, &r);
+    CU_ASSERT_FALSE(r.cases[0].passed);
+    ASSERT_CONTAINS(r.cases[0].failure, "1024-byte cap");
+    CU_ASSERT_EQUAL(r.families[0].cases_failed, 1);
+    CU_ASSERT_EQUAL(r.elements_checked, 0);
+    ug_run_result_free(&r);
+}
+
+/* The capped case fails; the run goes on to the next case (B = 0: no
+ * buffer bytes at all), which passes. */
+static void test_case_over_byte_cap_does_not_abort_run(void)
+{
+    ug_case cases[2] = {accepted_case("small", 12345), rejected_case("B=0", K, "B (0)")};
+    set_param(&cases[1], "B", 0);
+    ug_sweep sw;
+    ug_run_result r;
+    run_cases(&sw, cases, 2, 1024, &r);
+    CU_ASSERT_FALSE(r.cases[0].passed);
+    CU_assertImplementation(r.cases[1].passed, __LINE__, r.cases[1].failure, __FILE__, "", CU_FALSE);
+    CU_ASSERT_EQUAL(r.families[0].cases_accepted, 1);
+    CU_ASSERT_EQUAL(r.families[0].cases_rejected, 1);
+    CU_ASSERT_EQUAL(r.families[0].cases_failed, 1);
+    ug_run_result_free(&r);
+}
+
+/* ---- determinism ------------------------------------------------------- */
+
+static void test_same_sweep_twice_same_bits(void)
+{
+    ug_case cases[2] = {accepted_case("seed 1", 1), accepted_case("seed 2", 2)};
+    ug_sweep sw;
+    ug_run_result a, b;
+    run_cases(&sw, cases, 2, (size_t)1 << 30, &a);
+    run_cases(&sw, cases, 2, (size_t)1 << 30, &b);
+    for (size_t i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(a.cases[i].bits_hash, b.cases[i].bits_hash);
+        CU_ASSERT_TRUE(a.cases[i].passed && b.cases[i].passed);
+    }
+    CU_ASSERT_NOT_EQUAL(a.cases[0].bits_hash, a.cases[1].bits_hash); /* the seed matters */
+    for (int isa = 0; isa < UG_ISA_COUNT; isa++)
+        CU_ASSERT_EQUAL(a.families[0].bits_hash[isa], b.families[0].bits_hash[isa]);
+    ug_run_result_free(&a);
+    ug_run_result_free(&b);
+}
+
+UG_TEST_SUITE(runner_suite, "runner",
+              UG_TEST(test_accepted_case_passes),
+              UG_TEST(test_accepted_case_within_bounds),
+              UG_TEST(test_accepted_case_isa_paths_agree),
+              UG_TEST(test_family_aggregate_counts_case_elements),
+              UG_TEST(test_rejected_case_with_expected_message_passes),
+              UG_TEST(test_rejected_case_with_missing_text_fails),
+              UG_TEST(test_valid_shape_expected_to_reject_fails),
+              UG_TEST(test_rejected_buffer_override_passes),
+              UG_TEST(test_case_over_byte_cap_fails_naming_cap),
+              UG_TEST(test_case_over_byte_cap_does_not_abort_run),
+              UG_TEST(test_same_sweep_twice_same_bits));
