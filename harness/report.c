@@ -611,6 +611,9 @@ void ug_report_print_summary(FILE *out, const ug_run_result *run, const ug_budge
     case_counts n = count_cases(run);
     fprintf(out, "%zu cases, %zu rejected shapes checked, %zu failed\n", n.accepted, n.rejected,
             n.failed);
+    fprintf(out, "%" PRIu64 " elements checked in %.1f s (%.0f elements/s, every ISA path, both modes)\n",
+            run->elements_checked, run->wall_seconds,
+            run->wall_seconds > 0 ? (double)run->elements_checked / run->wall_seconds : 0.0);
     for (size_t i = 0; i < verdict->n; i++) {
         const ug_finding *f = &verdict->items[i];
         if (f->kind != UG_FINDING_WORSE_OK) fprintf(out, "%s: %s\n", kind_name(f->kind), f->text);

@@ -253,6 +253,27 @@ static void test_case_over_byte_cap_does_not_abort_run(void)
     ug_run_result_free(&r);
 }
 
+/* A rejected shape whose buffer counts do not fit in size_t (the kernel's
+ * own validation rejects such shapes) cannot be allocated: the case fails,
+ * naming the buffer, and the run goes on to the next case. */
+static void test_case_with_overflowing_counts_does_not_abort_run(void)
+{
+    ug_case cases[2] = {rejected_case("huge", K, "size_t"), rejected_case("B=0", K, "B (0)")};
+    set_param(&cases[0], "B", 4294967295.0);
+    set_param(&cases[0], "T", 4294967232.0);
+    set_param(&cases[0], "H", 4294967295.0);
+    set_param(&cases[1], "B", 0);
+    ug_sweep sw = {.n_cases = 2, .cases = cases};
+    ug_run_options opt = options((size_t)1 << 30);
+    ug_run_result r;
+    ug_status st = ug_run_sweep(&sw, &opt, &r);
+    CU_assertImplementation(st.code == UG_OK, __LINE__, st.msg, __FILE__, "", CU_FALSE);
+    CU_ASSERT_EQUAL(r.n_cases, 2);
+    CU_ASSERT_FALSE(r.n_cases > 0 && r.cases[0].passed);
+    CU_ASSERT_TRUE(r.n_cases > 1 && r.cases[1].passed);
+    ug_run_result_free(&r);
+}
+
 /* ---- determinism ------------------------------------------------------- */
 
 static void test_same_sweep_twice_same_bits(void)
@@ -284,4 +305,5 @@ UG_TEST_SUITE(runner_suite, "runner",
               UG_TEST(test_rejected_buffer_override_passes),
               UG_TEST(test_case_over_byte_cap_fails_naming_cap),
               UG_TEST(test_case_over_byte_cap_does_not_abort_run),
+              UG_TEST(test_case_with_overflowing_counts_does_not_abort_run),
               UG_TEST(test_same_sweep_twice_same_bits));
