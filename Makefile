@@ -24,7 +24,7 @@ BUDGETS  ?= fixtures/budgets.json
 BASELINE ?= fixtures/baseline.json
 REPORTS  ?= reports
 VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
-            --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes
+            --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
 .PHONY: all test verify baseline memcheck mutants clean deps
 # $(call timed,WHAT,COMMAND): runs COMMAND, prints its wall time, keeps its status.
@@ -71,7 +71,7 @@ baseline: $(BUILD)/ulpgate
 
 memcheck: $(BUILD)/ulpgate $(BUILD)/tests/run_tests
 	@$(call timed,memcheck,$(VALGRIND) $(BUILD)/tests/run_tests && \
-	    $(VALGRIND) $(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke.json --budgets $(BUDGETS) \
+	    $(VALGRIND) $(BUILD)/ulpgate verify --sweep fixtures/sweeps/memcheck.json --budgets $(BUDGETS) \
 	    --reports $(BUILD)/memcheck-reports --quiet)
 
 mutants: $(BUILD)/ulpgate

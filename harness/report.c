@@ -611,7 +611,7 @@ void ug_report_print_summary(FILE *out, const ug_run_result *run, const ug_budge
     case_counts n = count_cases(run);
     fprintf(out, "%zu cases, %zu rejected shapes checked, %zu failed\n", n.accepted, n.rejected,
             n.failed);
-    fprintf(out, "%" PRIu64 " elements checked in %.1f s (%.0f elements/s, every ISA path, both modes)\n",
+    fprintf(out, "%" PRIu64 " elements checked in %.1f s (%.0f elements/s; each against both reference modes)\n",
             run->elements_checked, run->wall_seconds,
             run->wall_seconds > 0 ? (double)run->elements_checked / run->wall_seconds : 0.0);
     for (size_t i = 0; i < verdict->n; i++) {
