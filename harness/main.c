@@ -4,6 +4,7 @@
  * failed, a regression); 2 bad usage or bad input file; 3 an internal error
  * (out of memory, I/O, the reference could not compute). */
 #include <getopt.h>
+#include <mpfr.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,7 @@ static int cmd_verify(int argc, char **argv)
     ug_sweep_free(&sweep);
     ug_baseline_free(&baseline);
     ug_budgets_free(&budgets);
+    mpfr_free_cache();
     return rc;
 }
 

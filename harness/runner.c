@@ -327,9 +327,9 @@ static ug_status run_case(const ug_case *c, const ug_run_options *opt, ug_case_r
     r->passed = true;
     case_buffers cb;
     ug_status st = buffers_alloc(&cb, c, opt->max_case_bytes);
-    if (!ug_is_ok(&st)) {
+    if (!ug_is_ok(&st)) { /* a shape too large to allocate fails its case, not the run */
         set_failure(r, "%s", st.msg);
-        return st.code == UG_ENOMEM ? ug_ok() : st;
+        return ug_ok();
     }
     st = c->expect_reject ? run_rejected(c, opt, &cb, r) : run_accepted(c, opt, &cb, r, fr, elements);
     ug_status freed = buffers_free(&cb);

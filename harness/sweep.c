@@ -58,6 +58,7 @@ static void make_label(const ug_family *f, const ug_params *p, const char *regim
 
 /* One axis of a grid: a parameter, a "p1/p2" tuple, or "regime". */
 typedef struct {
+    char where[256]; /* JSON path of the axis, for messages */
     int params[UG_MAX_PARAMS];
     size_t width; /* parameters per value (1, or the tuple's length) */
     bool regime;
@@ -68,6 +69,7 @@ static ug_status parse_axis(const loader *ld, const ug_family *f, const char *ke
                             char *where, axis *ax, bool *seen)
 {
     ax->values = values;
+    snprintf(ax->where, sizeof ax->where, "%s", where);
     ax->regime = strcmp(key, "regime") == 0;
     ax->width = 0;
     if (!json_is_array(values) || json_array_size(values) == 0)
@@ -102,8 +104,9 @@ static ug_status regime_index(const loader *ld, const ug_family *f, const char *
 
 /* Sets the parameters of value vi of an axis into c. */
 static ug_status apply_axis_value(const loader *ld, const ug_family *f, const axis *ax, size_t vi,
-                                  const char *where, ug_case *c)
+                                  ug_case *c)
 {
+    const char *where = ax->where;
     json_t *val = json_array_get(ax->values, vi);
     if (ax->regime) return regime_index(ld, f, where, val, &c->regime);
     if (ax->width == 1) return param_value(ld, where, val, &c->params.v[ax->params[0]]);
@@ -140,7 +143,7 @@ static ug_status expand_grid(loader *ld, const ug_family *f, json_t *grid, const
         memset(&c, 0, sizeof c);
         c.family = f;
         c.override.buffer = -1;
-        for (size_t a = 0; a < n_axes; a++) UG_TRY(apply_axis_value(ld, f, &axes[a], odometer[a], where, &c));
+        for (size_t a = 0; a < n_axes; a++) UG_TRY(apply_axis_value(ld, f, &axes[a], odometer[a], &c));
         make_label(f, &c.params, f->regimes[c.regime], c.label);
         c.seed = ug_gen_case_seed(ld->out->seed, f->name, c.label);
         UG_TRY(push_case(ld, &c));
@@ -191,7 +194,13 @@ static ug_status parse_rejected(loader *ld, const ug_family *f, json_t *j, const
         if (!v) return bad(ld, at, "missing");
         UG_TRY(param_value(ld, at, v, &c.params.v[i]));
     }
-    if (json_object_size(params) != f->n_params) return bad(ld, where, "params names an unknown parameter");
+    const char *key;
+    json_t *value;
+    json_object_foreach(params, key, value) {
+        if (ug_family_param_index(f, key) < 0)
+            return ug_fail(UG_EPARSE, "%s: %s.params: '%s' is not a parameter of %s", ld->path, where, key,
+                           f->name);
+    }
     json_t *buffer = json_object_get(j, "buffer");
     if (buffer) {
         snprintf(at, sizeof at, "%s.buffer", where);

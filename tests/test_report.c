@@ -476,7 +476,7 @@ static void test_summary_counts_and_verdict_line(void)
     char *text = summary_text(fx);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "2 cases, 2 rejected shapes checked, 2 failed\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nulpgate: FAIL (1 findings)\n"));
-    CU_ASSERT_EQUAL(count_char(text, '\n'), 1 + 4 + 1 + 2 + 1);
+    CU_ASSERT_EQUAL(count_char(text, '\n'), 1 + 4 + 1 + 1 + 2 + 1);
     free(text);
     fixture_free(fx);
 }
