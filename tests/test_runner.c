@@ -4,7 +4,9 @@
  * expected substring; a case over the byte cap fails without stopping the
  * run; and a run is deterministic. Shapes are the smallest the kernel takes
  * (one 64-token chunk), so the suite stays quick under valgrind. */
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../harness/runner.h"
@@ -94,27 +96,40 @@ static const size_t outputs_per_case = (size_t)B * T * H * K + (size_t)B * T * H
 
 /* ---- accepted ---------------------------------------------------------- */
 
+/* The accepted small case is run once and its result shared by the tests
+ * below (the reference dominates the time under valgrind); freed at exit. */
+static ug_case small_case;
+static ug_sweep small_sweep;
+static ug_run_result small_result;
+static bool small_ran;
+
+static void small_free(void) { ug_run_result_free(&small_result); }
+
+static const ug_run_result *small_run(void)
+{
+    if (!small_ran) {
+        small_case = accepted_case("small", 12345);
+        run_cases(&small_sweep, &small_case, 1, (size_t)1 << 30, &small_result);
+        small_ran = true;
+        atexit(small_free);
+    }
+    return &small_result;
+}
+
 static void test_accepted_case_passes(void)
 {
-    ug_case c = accepted_case("small", 12345);
-    ug_sweep sw;
-    ug_run_result r;
-    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
-    const ug_case_result *cr = &r.cases[0];
+    const ug_run_result *r = small_run();
+    const ug_case_result *cr = &r->cases[0];
     CU_assertImplementation(cr->passed, __LINE__, cr->failure, __FILE__, "", CU_FALSE);
     CU_ASSERT_STRING_EQUAL(cr->failure, "");
     CU_ASSERT_EQUAL(cr->kernel_status.code, UG_OK);
-    CU_ASSERT_PTR_EQUAL(cr->c, &c);
-    ug_run_result_free(&r);
+    CU_ASSERT_PTR_EQUAL(cr->c, &small_case);
 }
 
 static void test_accepted_case_within_bounds(void)
 {
-    ug_case c = accepted_case("small", 12345);
-    ug_sweep sw;
-    ug_run_result r;
-    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
-    const ug_case_result *cr = &r.cases[0];
+    const ug_run_result *r = small_run();
+    const ug_case_result *cr = &r->cases[0];
     uint64_t elements = 0;
     for (size_t o = 0; o < 2; o++)
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
@@ -126,44 +141,35 @@ static void test_accepted_case_within_bounds(void)
     CU_ASSERT_EQUAL(cr->sum[0][UG_REF_EXACT].elements, (uint64_t)B * T * H * K); /* w */
     CU_ASSERT_EQUAL(cr->sum[1][UG_REF_EXACT].elements, (uint64_t)B * T * H * V); /* u */
     CU_ASSERT_EQUAL(elements, outputs_per_case);
-    ug_run_result_free(&r);
 }
 
 static void test_accepted_case_isa_paths_agree(void)
 {
-    ug_case c = accepted_case("small", 12345);
-    ug_sweep sw;
-    ug_run_result r;
-    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
-    CU_ASSERT_TRUE(r.cases[0].isa_bits_agree);
-    CU_ASSERT_NOT_EQUAL(r.cases[0].bits_hash, 0);
+    const ug_run_result *r = small_run();
+    CU_ASSERT_TRUE(r->cases[0].isa_bits_agree);
+    CU_ASSERT_NOT_EQUAL(r->cases[0].bits_hash, 0);
     /* Agreeing paths are measured once. */
-    CU_ASSERT_EQUAL(r.elements_checked, outputs_per_case);
-    ug_run_result_free(&r);
+    CU_ASSERT_EQUAL(r->elements_checked, outputs_per_case);
 }
 
 static void test_family_aggregate_counts_case_elements(void)
 {
-    ug_case c = accepted_case("small", 12345);
-    ug_sweep sw;
-    ug_run_result r;
-    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
-    CU_ASSERT_FATAL(r.n_families == 1);
-    const ug_family_result *fr = &r.families[0];
+    const ug_run_result *r = small_run();
+    CU_ASSERT_FATAL(r->n_families == 1);
+    const ug_family_result *fr = &r->families[0];
     CU_ASSERT_PTR_EQUAL(fr->family, family());
     CU_ASSERT_EQUAL_FATAL(fr->n_outputs, 2);
     CU_ASSERT_EQUAL(fr->output_buffer[0], ug_family_buffer_index(fr->family, "w"));
     CU_ASSERT_EQUAL(fr->output_buffer[1], ug_family_buffer_index(fr->family, "u"));
     for (size_t o = 0; o < 2; o++)
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
-            CU_ASSERT_EQUAL(fr->agg[o][m].sum.elements, r.cases[0].sum[o][m].elements);
-            CU_ASSERT_DOUBLE_EQUAL(fr->agg[o][m].sum.max_ratio, r.cases[0].sum[o][m].max_ratio, 0);
+            CU_ASSERT_EQUAL(fr->agg[o][m].sum.elements, r->cases[0].sum[o][m].elements);
+            CU_ASSERT_DOUBLE_EQUAL(fr->agg[o][m].sum.max_ratio, r->cases[0].sum[o][m].max_ratio, 0);
         }
     CU_ASSERT_EQUAL(fr->cases_accepted, 1);
     CU_ASSERT_EQUAL(fr->cases_rejected, 0);
     CU_ASSERT_EQUAL(fr->cases_failed, 0);
     CU_ASSERT_TRUE(fr->isa_ran[UG_ISA_PORTABLE]);
-    ug_run_result_free(&r);
 }
 
 /* ---- rejected ---------------------------------------------------------- */
@@ -276,21 +282,18 @@ static void test_case_with_overflowing_counts_does_not_abort_run(void)
 
 /* ---- determinism ------------------------------------------------------- */
 
+/* A second run of the shared small case gives the same bits. */
 static void test_same_sweep_twice_same_bits(void)
 {
-    ug_case cases[2] = {accepted_case("seed 1", 1), accepted_case("seed 2", 2)};
+    const ug_run_result *a = small_run();
+    ug_case c = accepted_case("small", 12345);
     ug_sweep sw;
-    ug_run_result a, b;
-    run_cases(&sw, cases, 2, (size_t)1 << 30, &a);
-    run_cases(&sw, cases, 2, (size_t)1 << 30, &b);
-    for (size_t i = 0; i < 2; i++) {
-        CU_ASSERT_EQUAL(a.cases[i].bits_hash, b.cases[i].bits_hash);
-        CU_ASSERT_TRUE(a.cases[i].passed && b.cases[i].passed);
-    }
-    CU_ASSERT_NOT_EQUAL(a.cases[0].bits_hash, a.cases[1].bits_hash); /* the seed matters */
+    ug_run_result b;
+    run_cases(&sw, &c, 1, (size_t)1 << 30, &b);
+    CU_ASSERT_TRUE(a->cases[0].passed && b.cases[0].passed);
+    CU_ASSERT_EQUAL(a->cases[0].bits_hash, b.cases[0].bits_hash);
     for (int isa = 0; isa < UG_ISA_COUNT; isa++)
-        CU_ASSERT_EQUAL(a.families[0].bits_hash[isa], b.families[0].bits_hash[isa]);
-    ug_run_result_free(&a);
+        CU_ASSERT_EQUAL(a->families[0].bits_hash[isa], b.families[0].bits_hash[isa]);
     ug_run_result_free(&b);
 }
 
