@@ -372,6 +372,9 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     strftime(out->started_utc, sizeof out->started_utc, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     double t0 = now_seconds();
     ug_isa saved = ug_isa_current();
+    bool any_isa = false;
+    for (int isa = 0; isa < UG_ISA_COUNT; isa++) any_isa |= opt->isa_enabled[isa] && ug_isa_supported((ug_isa)isa);
+    if (!any_isa) return ug_fail(UG_EINVAL, "no enabled ISA path is supported by this CPU: nothing would run");
     ug_status st = families_init(sw, out);
     if (ug_is_ok(&st)) {
         out->cases = calloc(sw->n_cases ? sw->n_cases : 1, sizeof *out->cases);

@@ -50,10 +50,25 @@ static ug_status param_value(const loader *ld, const char *where, json_t *j, dou
 static void make_label(const ug_family *f, const ug_params *p, const char *regime, char *label)
 {
     size_t used = 0;
-    for (size_t i = 0; i < f->n_params; i++)
+    label[0] = '\0';
+    for (size_t i = 0; i < f->n_params && used < UG_LABEL_LEN; i++)
         used += (size_t)snprintf(label + used, UG_LABEL_LEN - used, "%s%s=%.17g", i ? " " : "",
                                  f->param_names[i], p->v[i]);
     if (regime && used < UG_LABEL_LEN) snprintf(label + used, UG_LABEL_LEN - used, " %s", regime);
+}
+
+/* A misspelt key would silently drop cases: every key must be known. */
+static ug_status check_keys(const loader *ld, const char *where, json_t *obj, const char *const *known)
+{
+    if (!json_is_object(obj)) return bad(ld, where, "expected an object");
+    const char *key;
+    json_t *value;
+    json_object_foreach(obj, key, value) {
+        bool ok = false;
+        for (const char *const *k = known; *k && !ok; k++) ok = strcmp(*k, key) == 0;
+        if (!ok) return ug_fail(UG_EPARSE, "%s: %s: unknown key '%s'", ld->path, where[0] ? where : "(top level)", key);
+    }
+    return ug_ok();
 }
 
 /* One axis of a grid: a parameter, a "p1/p2" tuple, or "regime". */
@@ -175,6 +190,8 @@ static ug_status parse_override(const loader *ld, const ug_family *f, json_t *j,
 
 static ug_status parse_rejected(loader *ld, const ug_family *f, json_t *j, const char *where)
 {
+    static const char *const keys[] = {"name", "params", "buffer", "expect", NULL};
+    UG_TRY(check_keys(ld, where, j, keys));
     ug_case c;
     memset(&c, 0, sizeof c);
     c.family = f;
@@ -221,10 +238,13 @@ static ug_status parse_family(loader *ld, const char *name, json_t *j)
 {
     const ug_family *f = ug_family_find(name);
     if (!f) return ug_fail(UG_EPARSE, "%s: families.%s: no such kernel family", ld->path, name);
+    static const char *const keys[] = {"accepted", "rejected", NULL};
+    char at[256];
+    snprintf(at, sizeof at, "families.%s", name);
+    UG_TRY(check_keys(ld, at, j, keys));
     json_t *accepted = json_object_get(j, "accepted"), *rejected = json_object_get(j, "rejected");
     if ((accepted && !json_is_array(accepted)) || (rejected && !json_is_array(rejected)))
         return ug_fail(UG_EPARSE, "%s: families.%s: accepted/rejected must be arrays", ld->path, name);
-    char at[256];
     for (size_t i = 0; i < json_array_size(accepted); i++) {
         snprintf(at, sizeof at, "families.%s.accepted[%zu]", name, i);
         UG_TRY(expand_grid(ld, f, json_array_get(accepted, i), at));
@@ -263,11 +283,13 @@ ug_status ug_sweep_load(const char *path, ug_sweep *out)
     loader ld = {path, out, 0};
     const char *schema = json_string_value(json_object_get(root, "schema"));
     json_t *seed = json_object_get(root, "seed"), *families = json_object_get(root, "families");
-    if (!schema || strcmp(schema, "ulpgate-sweep/1") != 0)
+    static const char *const keys[] = {"schema", "seed", "families", "comment", NULL};
+    st = check_keys(&ld, "", root, keys);
+    if (ug_is_ok(&st) && (!schema || strcmp(schema, "ulpgate-sweep/1") != 0))
         st = bad(&ld, "schema", "expected \"ulpgate-sweep/1\"");
-    else if (!json_is_integer(seed) || json_integer_value(seed) < 0)
+    if (ug_is_ok(&st) && (!json_is_integer(seed) || json_integer_value(seed) < 0))
         st = bad(&ld, "seed", "expected a non-negative integer");
-    else if (!json_is_object(families) || json_object_size(families) == 0)
+    if (ug_is_ok(&st) && (!json_is_object(families) || json_object_size(families) == 0))
         st = bad(&ld, "families", "expected a non-empty object");
     if (ug_is_ok(&st)) {
         out->seed = (uint64_t)json_integer_value(seed);

@@ -380,6 +380,17 @@ static void test_error_negative_seed(void)
     expect_parse_error(HEAD_SEED(-1) ACCEPTED(GRID1) TAIL, "seed", NULL);
 }
 
+/* A misspelt key would silently drop cases. */
+static void test_error_unknown_keys(void)
+{
+    expect_parse_error("{\"schema\": \"ulpgate-sweep/1\", \"sede\": 1, \"seed\": 7, \"families\": "
+                       "{\"gdn_recompute_wu\": " ACCEPTED(GRID1) "}}",
+                       "unknown key 'sede'", NULL);
+    expect_parse_error("{\"schema\": \"ulpgate-sweep/1\", \"seed\": 7, \"families\": "
+                       "{\"gdn_recompute_wu\": {\"rejectd\": []}}}",
+                       "families.gdn_recompute_wu", "unknown key 'rejectd'");
+}
+
 static void test_error_unknown_family(void)
 {
     expect_parse_error("{\"schema\": \"ulpgate-sweep/1\", \"seed\": 7, \"families\": {\"no_such_kernel\": "
@@ -601,6 +612,7 @@ UG_TEST_SUITE(sweep_suite, "sweep",
               UG_TEST(test_error_missing_seed),
               UG_TEST(test_error_negative_seed),
               UG_TEST(test_error_unknown_family),
+              UG_TEST(test_error_unknown_keys),
               UG_TEST(test_error_unknown_parameter_in_grid),
               UG_TEST(test_error_unknown_parameter_in_tuple),
               UG_TEST(test_error_unknown_parameter_in_rejected),
