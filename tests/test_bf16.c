@@ -19,19 +19,10 @@
 
 enum { SEED = 20240611 };
 
-static unsigned long random_samples(void) { return RUNNING_ON_VALGRIND ? 100000ul : 1000000ul; }
 
 static int is_nan_bf16(uint32_t h) { return (h & 0x7FFFu) > 0x7F80u; }
 static int is_nan_f32(uint32_t u) { return (u & 0x7FFFFFFFu) > 0x7F800000u; }
 
-/* Counts mismatches; reports the first few. */
-#define MISMATCH(count, ...)                           \
-    do {                                               \
-        if ((count)++ < 5) {                           \
-            printf("\n    mismatch: ");                \
-            printf(__VA_ARGS__);                       \
-        }                                              \
-    } while (0)
 
 /* RN of the finite or infinite x to precision 8 with the bf16 exponent range,
  * by MPFR's emulation recipe: round to 8 bits, then mpfr_check_range and
@@ -78,7 +69,7 @@ static void test_bf16_decode_is_exact(void)
 {
     unsigned bad = 0;
     for (uint32_t h = 0; h < 0x10000u; h++)
-        if (ug_f32_bits(ug_bf16_to_f32((ug_bf16)h)) != h << 16) MISMATCH(bad, "decode(%04x)", h);
+        if (ug_f32_bits(ug_bf16_to_f32((ug_bf16)h)) != h << 16) UG_TEST_MISMATCH(bad, "decode(%04x)", h);
     CU_ASSERT_EQUAL(bad, 0);
 }
 
@@ -88,7 +79,7 @@ static void test_bf16_encode_decode_roundtrip(void)
     for (uint32_t h = 0; h < 0x10000u; h++) {
         const uint16_t want = is_nan_bf16(h) ? (uint16_t)((h & 0x8000u) | 0x7FC0u) : (uint16_t)h;
         const uint16_t got = ug_bf16_from_f32(ug_bf16_to_f32((ug_bf16)h));
-        if (got != want) MISMATCH(bad, "encode(decode(%04x)) = %04x, want %04x", h, got, want);
+        if (got != want) UG_TEST_MISMATCH(bad, "encode(decode(%04x)) = %04x, want %04x", h, got, want);
     }
     CU_ASSERT_EQUAL(bad, 0);
 }
@@ -108,7 +99,7 @@ static void test_bf16_ulp_is_spacing(void)
         const double want = mag == 0x7F7Fu ? ldexp(1, 120)
                                            : (double)ug_bf16_to_f32((ug_bf16)(mag + 1)) -
                                                  fabs(x);
-        if (ug_ulp_bf16(x) != want) MISMATCH(bad, "ulp_bf16(%04x) = %a, want %a", h, ug_ulp_bf16(x), want);
+        if (ug_ulp_bf16(x) != want) UG_TEST_MISMATCH(bad, "ulp_bf16(%04x) = %a, want %a", h, ug_ulp_bf16(x), want);
     }
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT_EQUAL(ug_ulp_bf16(0.0), ldexp(1, -133));
@@ -127,7 +118,7 @@ static void test_bf16_ulp_between_values(void)
         for (int i = 0; i < 3; i++)
             for (int s = -1; s <= 1; s += 2)
                 if (ug_ulp_bf16(s * inner[i]) != ug_ulp_bf16(a))
-                    MISMATCH(bad, "ulp_bf16(%a) = %a, want %a", s * inner[i], ug_ulp_bf16(s * inner[i]),
+                    UG_TEST_MISMATCH(bad, "ulp_bf16(%a) = %a, want %a", s * inner[i], ug_ulp_bf16(s * inner[i]),
                              ug_ulp_bf16(a));
     }
     CU_ASSERT_EQUAL(bad, 0);
@@ -142,13 +133,13 @@ static void test_f32_ulp_is_spacing(void)
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, SEED);
     unsigned bad = 0;
-    const unsigned long n = random_samples();
+    const unsigned long n = ug_test_random_samples();
     for (unsigned long i = 0; i < n; i++) {
         const uint32_t u = (uint32_t)gsl_rng_get(rng);
         const float x = ug_f32_from_bits(u);
         if (!isfinite(x) || fabsf(x) == FLT_MAX) continue;
         const double want = (double)nextafterf(fabsf(x), INFINITY) - fabsf(x);
-        if (ug_ulp_f32(x) != want) MISMATCH(bad, "ulp_f32(%a) = %a, want %a", (double)x, ug_ulp_f32(x), want);
+        if (ug_ulp_f32(x) != want) UG_TEST_MISMATCH(bad, "ulp_f32(%a) = %a, want %a", (double)x, ug_ulp_f32(x), want);
     }
     gsl_rng_free(rng);
     CU_ASSERT_EQUAL(bad, 0);
@@ -170,7 +161,7 @@ static void test_bf16_ordered_dist_consecutive(void)
         for (uint32_t s = 0; s <= 0x8000u; s += 0x8000u) {
             const ug_bf16 a = (ug_bf16)(s | mag), b = (ug_bf16)(s | (mag + 1));
             if (ug_ordered_dist_bf16(a, b) != 1 || ug_ordered_dist_bf16(b, a) != 1)
-                MISMATCH(bad, "dist(%04x, %04x) = %u", a, b, ug_ordered_dist_bf16(a, b));
+                UG_TEST_MISMATCH(bad, "dist(%04x, %04x) = %u", a, b, ug_ordered_dist_bf16(a, b));
         }
     CU_ASSERT_EQUAL(bad, 0);
 }
@@ -222,17 +213,17 @@ static void test_bf16_ordered_dist_is_rank_difference(void)
             const ug_bf16 a = sorted[i], b = anchors[k];
             const uint32_t want = (uint32_t)abs(rank[a] - rank[b]);
             if (ug_ordered_dist_bf16(a, b) != want || ug_ordered_dist_bf16(b, a) != want)
-                MISMATCH(bad, "dist(%04x, %04x) = %u / %u, want %u", a, b, ug_ordered_dist_bf16(a, b),
+                UG_TEST_MISMATCH(bad, "dist(%04x, %04x) = %u / %u, want %u", a, b, ug_ordered_dist_bf16(a, b),
                          ug_ordered_dist_bf16(b, a), want);
         }
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, SEED + 1);
-    const unsigned long samples = random_samples();
+    const unsigned long samples = ug_test_random_samples();
     for (unsigned long i = 0; i < samples; i++) {
         const ug_bf16 a = sorted[gsl_rng_uniform_int(rng, n)], b = sorted[gsl_rng_uniform_int(rng, n)];
         const uint32_t want = (uint32_t)abs(rank[a] - rank[b]);
         if (ug_ordered_dist_bf16(a, b) != want || ug_ordered_dist_bf16(b, a) != want)
-            MISMATCH(bad, "dist(%04x, %04x) = %u, want %u", a, b, ug_ordered_dist_bf16(a, b), want);
+            UG_TEST_MISMATCH(bad, "dist(%04x, %04x) = %u, want %u", a, b, ug_ordered_dist_bf16(a, b), want);
     }
     gsl_rng_free(rng);
     CU_ASSERT_EQUAL(bad, 0);
@@ -245,7 +236,7 @@ static void test_f32_ordered_dist_counts_steps(void)
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, SEED + 2);
     unsigned bad = 0;
-    const unsigned long n = random_samples() / 10;
+    const unsigned long n = ug_test_random_samples() / 10;
     for (unsigned long i = 0; i < n; i++) {
         float x = ug_f32_from_bits((uint32_t)gsl_rng_get(rng));
         if (isnan(x)) continue;
@@ -260,12 +251,12 @@ static void test_f32_ordered_dist_counts_steps(void)
         }
         const uint32_t xb = ug_f32_bits(x), yb = ug_f32_bits(y);
         if (ug_ordered_dist_f32(xb, yb) != steps || ug_ordered_dist_f32(yb, xb) != steps)
-            MISMATCH(bad, "dist_f32(%08x, %08x) = %u, want %u", xb, yb, ug_ordered_dist_f32(xb, yb), steps);
+            UG_TEST_MISMATCH(bad, "dist_f32(%08x, %08x) = %u, want %u", xb, yb, ug_ordered_dist_f32(xb, yb), steps);
         const uint32_t zb = (uint32_t)gsl_rng_get(rng);
         const float z = ug_f32_from_bits(zb);
         if (!isnan(z) && ((z <= x && x <= y) || (y <= x && x <= z)) &&
             ug_ordered_dist_f32(zb, yb) != ug_ordered_dist_f32(zb, xb) + steps)
-            MISMATCH(bad, "dist_f32 not additive at %08x %08x %08x", zb, xb, yb);
+            UG_TEST_MISMATCH(bad, "dist_f32 not additive at %08x %08x %08x", zb, xb, yb);
     }
     gsl_rng_free(rng);
     CU_ASSERT_EQUAL(bad, 0);
@@ -357,7 +348,7 @@ static void test_bf16_from_f32_edge_cases(void)
     for (size_t i = 0; i < N_EDGE; i++) {
         const uint16_t got = ug_bf16_from_f32(ug_f32_from_bits(edge_cases[i].f32));
         if (got != edge_cases[i].bf16)
-            MISMATCH(bad, "%s: bf16(%08x) = %04x, want %04x", edge_cases[i].what, edge_cases[i].f32, got,
+            UG_TEST_MISMATCH(bad, "%s: bf16(%08x) = %04x, want %04x", edge_cases[i].what, edge_cases[i].f32, got,
                      edge_cases[i].bf16);
     }
     CU_ASSERT_EQUAL(bad, 0);
@@ -371,7 +362,7 @@ static void test_bf16_edge_cases_match_mpfr(void)
     for (size_t i = 0; i < N_EDGE; i++) {
         const uint16_t want = expected_bf16(edge_cases[i].f32, &exact);
         if (want != edge_cases[i].bf16)
-            MISMATCH(bad, "%s: MPFR gives %04x, table %04x", edge_cases[i].what, want, edge_cases[i].bf16);
+            UG_TEST_MISMATCH(bad, "%s: MPFR gives %04x, table %04x", edge_cases[i].what, want, edge_cases[i].bf16);
     }
     mpfr_free_cache();
     CU_ASSERT_EQUAL(bad, 0);
@@ -391,7 +382,7 @@ static void test_bf16_from_f32_every_boundary_vs_mpfr(void)
             const uint32_t u = h << 16 | low[k];
             const uint16_t want = expected_bf16(u, &exact);
             const uint16_t got = ug_bf16_from_f32(ug_f32_from_bits(u));
-            if (got != want) MISMATCH(bad, "bf16(%08x) = %04x, MPFR %04x", u, got, want);
+            if (got != want) UG_TEST_MISMATCH(bad, "bf16(%08x) = %04x, MPFR %04x", u, got, want);
         }
     mpfr_free_cache();
     CU_ASSERT_EQUAL(n, 6ul * 65536);
@@ -406,12 +397,12 @@ static void test_bf16_from_f32_random_vs_mpfr(void)
     gsl_rng_set(rng, SEED + 3);
     unsigned bad = 0;
     int exact = 1;
-    const unsigned long n = random_samples();
+    const unsigned long n = ug_test_random_samples();
     for (unsigned long i = 0; i < n; i++) {
         const uint32_t u = (uint32_t)gsl_rng_get(rng);
         const uint16_t want = expected_bf16(u, &exact);
         const uint16_t got = ug_bf16_from_f32(ug_f32_from_bits(u));
-        if (got != want) MISMATCH(bad, "bf16(%08x) = %04x, MPFR %04x", u, got, want);
+        if (got != want) UG_TEST_MISMATCH(bad, "bf16(%08x) = %04x, MPFR %04x", u, got, want);
     }
     gsl_rng_free(rng);
     mpfr_free_cache();

@@ -11,15 +11,8 @@
 
 static uint64_t rng_state;
 
-static uint32_t next_u32(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 32);
-}
-
-static float uniform(float lo, float hi) { return lo + (hi - lo) * (float)(next_u32() >> 8) * 0x1p-24f; }
+static uint32_t next_u32(void) { return ug_test_next_u32(&rng_state); }
+static float uniform(float lo, float hi) { return ug_test_uniform(&rng_state, lo, hi); }
 
 /* Mostly U(-1, 1), with negative zeros, subnormals and large magnitudes mixed
  * in: where a path that flushed, skipped the fusion or reordered the chain

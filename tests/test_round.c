@@ -18,15 +18,7 @@
 
 enum { SEED = 7919 };
 
-static unsigned long random_samples(void) { return RUNNING_ON_VALGRIND ? 100000ul : 1000000ul; }
 
-#define MISMATCH(count, ...)                           \
-    do {                                               \
-        if ((count)++ < 5) {                           \
-            printf("\n    mismatch: ");                \
-            printf(__VA_ARGS__);                       \
-        }                                              \
-    } while (0)
 
 /* RN of a non-NaN x to precision prec with MPFR exponent range [emin, 128]
  * (bf16: 8, -132; f32: 24, -148 — the smallest subnormal is 2^(emin-1)),
@@ -107,9 +99,9 @@ static void test_round_every_bf16(void)
         set_f32_bits(x, u);
         const uint16_t want = ug_bf16_from_f32(ug_f32_from_bits(u));
         const uint32_t want32 = (h & 0x7FFFu) > 0x7F80u ? (u & 0x80000000u) | 0x7FC00000u : u;
-        if (ug_mpfr_to_bf16(x) != want) MISMATCH(bad, "to_bf16(%04x) = %04x", h, ug_mpfr_to_bf16(x));
+        if (ug_mpfr_to_bf16(x) != want) UG_TEST_MISMATCH(bad, "to_bf16(%04x) = %04x", h, ug_mpfr_to_bf16(x));
         if (ug_mpfr_to_f32_bits(x) != want32)
-            MISMATCH(bad, "to_f32(%08x) = %08x", u, ug_mpfr_to_f32_bits(x));
+            UG_TEST_MISMATCH(bad, "to_f32(%08x) = %08x", u, ug_mpfr_to_f32_bits(x));
     }
     mpfr_clear(x);
     mpfr_free_cache();
@@ -123,16 +115,16 @@ static void test_round_random_f32(void)
     mpfr_t x;
     mpfr_init2(x, 24);
     unsigned bad = 0;
-    const unsigned long n = random_samples();
+    const unsigned long n = ug_test_random_samples();
     for (unsigned long i = 0; i < n; i++) {
         const uint32_t u = (uint32_t)gsl_rng_get(rng);
         set_f32_bits(x, u);
         const int nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
         const uint16_t want = nan ? quiet_bf16(u) : ug_bf16_from_f32(ug_f32_from_bits(u));
         const uint32_t want32 = nan ? (u & 0x80000000u) | 0x7FC00000u : u;
-        if (ug_mpfr_to_bf16(x) != want) MISMATCH(bad, "to_bf16(%08x) = %04x, want %04x", u, ug_mpfr_to_bf16(x), want);
+        if (ug_mpfr_to_bf16(x) != want) UG_TEST_MISMATCH(bad, "to_bf16(%08x) = %04x, want %04x", u, ug_mpfr_to_bf16(x), want);
         if (ug_mpfr_to_f32_bits(x) != want32)
-            MISMATCH(bad, "to_f32(%08x) = %08x", u, ug_mpfr_to_f32_bits(x));
+            UG_TEST_MISMATCH(bad, "to_f32(%08x) = %08x", u, ug_mpfr_to_f32_bits(x));
     }
     mpfr_clear(x);
     gsl_rng_free(rng);
@@ -155,7 +147,7 @@ static void test_round_random_mpfr_vs_emulation(void)
     mpfr_t x;
     mpfr_init2(x, 300);
     unsigned bad = 0;
-    const unsigned long n = random_samples();
+    const unsigned long n = ug_test_random_samples();
     for (unsigned long i = 0; i < n; i++) {
         const mpfr_prec_t prec = i & 1 ? 200 : 1 + (mpfr_prec_t)gsl_rng_uniform_int(rng, 300);
         mpfr_set_prec(x, prec);
@@ -171,8 +163,8 @@ static void test_round_random_mpfr_vs_emulation(void)
         if (gsl_rng_get(rng) & 1) mpfr_neg(x, x, MPFR_RNDN);
         const uint16_t b = ug_mpfr_to_bf16(x), bw = emulated_bf16(x);
         const uint32_t f = ug_mpfr_to_f32_bits(x), fw = emulated_f32(x);
-        if (b != bw) MISMATCH(bad, "to_bf16 (prec %ld, exp %ld) = %04x, want %04x", (long)prec, e, b, bw);
-        if (f != fw) MISMATCH(bad, "to_f32 (prec %ld, exp %ld) = %08x, want %08x", (long)prec, e, f, fw);
+        if (b != bw) UG_TEST_MISMATCH(bad, "to_bf16 (prec %ld, exp %ld) = %04x, want %04x", (long)prec, e, b, bw);
+        if (f != fw) UG_TEST_MISMATCH(bad, "to_f32 (prec %ld, exp %ld) = %08x, want %08x", (long)prec, e, f, fw);
     }
     mpfr_clear(x);
     gmp_randclear(st);
@@ -202,7 +194,7 @@ static void test_round_bf16_midpoints(void)
             mpfr_div_2ui(m, m, 1, MPFR_RNDN);
             const uint16_t even = mag & 1 ? hi : lo;
             if (ug_mpfr_to_bf16(m) != even || emulated_bf16(m) != even)
-                MISMATCH(bad, "midpoint %04x/%04x -> %04x (emulated %04x), want %04x", lo, hi,
+                UG_TEST_MISMATCH(bad, "midpoint %04x/%04x -> %04x (emulated %04x), want %04x", lo, hi,
                          ug_mpfr_to_bf16(m), emulated_bf16(m), even);
             for (int dir = -1; dir <= 1; dir += 2) {
                 mpfr_mul_2si(x, m, -150, MPFR_RNDN);
@@ -212,7 +204,7 @@ static void test_round_bf16_midpoints(void)
                     mpfr_sub(x, m, x, MPFR_RNDN);
                 const uint16_t want = dir > 0 ? hi : lo; /* in magnitude */
                 if (ug_mpfr_to_bf16(x) != want || emulated_bf16(x) != want)
-                    MISMATCH(bad, "midpoint %04x/%04x %+d*2^-150 rel -> %04x (emulated %04x), want %04x", lo,
+                    UG_TEST_MISMATCH(bad, "midpoint %04x/%04x %+d*2^-150 rel -> %04x (emulated %04x), want %04x", lo,
                              hi, dir, ug_mpfr_to_bf16(x), emulated_bf16(x), want);
             }
         }
@@ -229,7 +221,7 @@ static void test_round_f32_midpoints(void)
     mpfr_t a, b, m, x;
     mpfr_inits2(200, a, b, m, x, (mpfr_ptr)0);
     unsigned bad = 0;
-    const unsigned long n = random_samples() / 4;
+    const unsigned long n = ug_test_random_samples() / 4;
     for (unsigned long i = 0; i < n; i++) {
         uint32_t lo = (uint32_t)gsl_rng_get(rng);
         if (i == 0) lo = 0x7F7FFFFFu;
@@ -246,7 +238,7 @@ static void test_round_f32_midpoints(void)
         mpfr_div_2ui(m, m, 1, MPFR_RNDN);
         const uint32_t even = lo & 1 ? hi : lo;
         if (ug_mpfr_to_f32_bits(m) != even || emulated_f32(m) != even)
-            MISMATCH(bad, "midpoint %08x/%08x -> %08x (emulated %08x)", lo, hi, ug_mpfr_to_f32_bits(m),
+            UG_TEST_MISMATCH(bad, "midpoint %08x/%08x -> %08x (emulated %08x)", lo, hi, ug_mpfr_to_f32_bits(m),
                      emulated_f32(m));
         for (int dir = -1; dir <= 1; dir += 2) {
             mpfr_mul_2si(x, m, -150, MPFR_RNDN);
@@ -256,7 +248,7 @@ static void test_round_f32_midpoints(void)
                 mpfr_sub(x, m, x, MPFR_RNDN);
             const uint32_t want = dir > 0 ? hi : lo;
             if (ug_mpfr_to_f32_bits(x) != want || emulated_f32(x) != want)
-                MISMATCH(bad, "midpoint %08x/%08x %+d -> %08x (emulated %08x)", lo, hi, dir,
+                UG_TEST_MISMATCH(bad, "midpoint %08x/%08x %+d -> %08x (emulated %08x)", lo, hi, dir,
                          ug_mpfr_to_f32_bits(x), emulated_f32(x));
         }
     }
@@ -356,7 +348,7 @@ static void test_window_radius_zero(void)
         uint16_t lo, hi;
         ug_mpfr_bf16_window(x, r, &lo, &hi);
         const uint16_t rn = ug_mpfr_to_bf16(x);
-        if (lo != rn || hi != rn) MISMATCH(bad, "window(x, 0) = %04x..%04x, RN %04x", lo, hi, rn);
+        if (lo != rn || hi != rn) UG_TEST_MISMATCH(bad, "window(x, 0) = %04x..%04x, RN %04x", lo, hi, rn);
     }
     mpfr_clears(x, r, (mpfr_ptr)0);
     gmp_randclear(st);
@@ -388,7 +380,7 @@ static void test_window_straddles_midpoint(void)
                 uint16_t lo, hi;
                 ug_mpfr_bf16_window(m, r, &lo, &hi);
                 if (lo != below || hi != above)
-                    MISMATCH(bad, "window(mid %04x/%04x, 2^-%d rel) = %04x..%04x", v0, v1, k ? 1000 : 20, lo, hi);
+                    UG_TEST_MISMATCH(bad, "window(mid %04x/%04x, 2^-%d rel) = %04x..%04x", v0, v1, k ? 1000 : 20, lo, hi);
             }
             /* a quarter spacing around v0 (its spacing is the gap to v1) */
             mpfr_sub(r, b, a, MPFR_RNDN);
@@ -397,7 +389,7 @@ static void test_window_straddles_midpoint(void)
             uint16_t lo, hi;
             ug_mpfr_bf16_window(a, r, &lo, &hi);
             if (mag > 0 && (lo != v0 || hi != v0)) /* at 0 the window reaches -0 */
-                MISMATCH(bad, "window(%04x, spacing/4) = %04x..%04x", v0, lo, hi);
+                UG_TEST_MISMATCH(bad, "window(%04x, spacing/4) = %04x..%04x", v0, lo, hi);
         }
     mpfr_clears(a, b, m, r, (mpfr_ptr)0);
     mpfr_free_cache();
@@ -418,7 +410,7 @@ static void test_window_random_vs_exact_ends(void)
     mpfr_init2(r, 100);
     mpfr_init2(end, 2000); /* holds x +- r exactly: exponent gap <= ~310 */
     unsigned bad = 0;
-    const unsigned long n = random_samples() / 10;
+    const unsigned long n = ug_test_random_samples() / 10;
     for (unsigned long i = 0; i < n; i++) {
         mpfr_urandomb(x, st);
         mpfr_mul_2si(x, x, (long)gsl_rng_uniform_int(rng, 291) - 150, MPFR_RNDN);
@@ -434,7 +426,7 @@ static void test_window_random_vs_exact_ends(void)
         mpfr_add(end, x, r, MPFR_RNDN);
         const uint16_t want_hi = emulated_bf16(end);
         if (lo != want_lo || hi != want_hi)
-            MISMATCH(bad, "window = %04x..%04x, want %04x..%04x", lo, hi, want_lo, want_hi);
+            UG_TEST_MISMATCH(bad, "window = %04x..%04x, want %04x..%04x", lo, hi, want_lo, want_hi);
     }
     mpfr_clears(x, r, end, (mpfr_ptr)0);
     gmp_randclear(st);

@@ -15,7 +15,6 @@
 
 enum { SEED = 31337 };
 
-static unsigned long random_samples(void) { return RUNNING_ON_VALGRIND ? 100000ul : 1000000ul; }
 
 /* A reference value with r = hi + lo, RN bits, bound and abs_sum. */
 static ug_ref_value ref(double hi, double lo, uint32_t rn, double bound, double abs_sum)
@@ -280,7 +279,7 @@ static void test_ulp_random_correctly_rounded(void)
     mpfr_t x, t;
     mpfr_inits2(200, x, t, (mpfr_ptr)0);
     unsigned bad = 0;
-    const unsigned long n = random_samples();
+    const unsigned long n = ug_test_random_samples();
     for (unsigned long i = 0; i < n; i++) {
         const int bf = i & 1;
         mpfr_urandomb(x, st);

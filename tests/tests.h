@@ -5,6 +5,8 @@
 #define UG_TESTS_H
 
 #include <CUnit/CUnit.h>
+#include <stdint.h>
+#include <stdio.h>
 
 typedef struct {
     const char *name;
@@ -12,6 +14,24 @@ typedef struct {
 } ug_test_suite;
 
 #define UG_TEST(fn) {#fn, fn}
+
+/* Random-sample counts: full natively, a tenth under valgrind (make
+ * memcheck). Exhaustive loops are never reduced. */
+unsigned long ug_test_random_samples(void);
+
+/* A small deterministic generator for tests that need no distribution:
+ * xorshift64 on a state the test seeds. */
+uint32_t ug_test_next_u32(uint64_t *state);
+float ug_test_uniform(uint64_t *state, float lo, float hi);
+
+/* Counts mismatches and prints the first five. */
+#define UG_TEST_MISMATCH(count, ...)                   \
+    do {                                               \
+        if ((count)++ < 5) {                           \
+            printf("\n    mismatch: ");                \
+            printf(__VA_ARGS__);                       \
+        }                                              \
+    } while (0)
 
 #define UG_TEST_SUITE(var, suite_name, ...)                                        \
     static CU_TestInfo var##_tests[] = {__VA_ARGS__, CU_TEST_INFO_NULL};           \
