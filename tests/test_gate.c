@@ -141,11 +141,6 @@ static fixture *fixture_new(void)
     return fx;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
-
 static void fixture_free(fixture *fx)
 {
     for (int o = 0; o < 2; o++)
@@ -153,7 +148,7 @@ static void fixture_free(fixture *fx)
     ug_budgets_free(&fx->budgets);
     ug_baseline_free(&fx->baseline);
     ug_verdict_free(&fx->verdict);
-    nftw(fx->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    ug_test_remove_tree(fx->dir);
     free(fx);
 }
 

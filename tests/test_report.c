@@ -142,16 +142,11 @@ static fixture *fixture_new(void)
     return fx;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
-
 static void fixture_free(fixture *fx)
 {
     for (int o = 0; o < 2; o++)
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) ug_stats_free(&fx->fam.agg[o][m]);
-    nftw(fx->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    ug_test_remove_tree(fx->dir);
     free(fx);
 }
 

@@ -28,11 +28,6 @@ typedef struct {
     ug_sweep sweep;
 } fixture;
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
-
 static void fixture_open(fixture *fx)
 {
     memset(fx, 0, sizeof *fx);
@@ -43,7 +38,7 @@ static void fixture_open(fixture *fx)
 static void fixture_close(fixture *fx)
 {
     ug_sweep_free(&fx->sweep);
-    nftw(fx->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    ug_test_remove_tree(fx->dir);
 }
 
 /* Writes text to DIR/name and returns the path (in fx->path). */

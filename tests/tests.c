@@ -1,5 +1,7 @@
 #include "tests.h"
 
+#include <ftw.h>
+#include <stdio.h>
 #include <valgrind/valgrind.h>
 
 unsigned long ug_test_random_samples(void) { return RUNNING_ON_VALGRIND ? 100000ul : 1000000ul; }
@@ -16,3 +18,11 @@ float ug_test_uniform(uint64_t *state, float lo, float hi)
 {
     return lo + (hi - lo) * (float)(ug_test_next_u32(state) >> 8) * 0x1p-24f;
 }
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)type, (void)ftw;
+    return remove(path);
+}
+
+void ug_test_remove_tree(const char *dir) { nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS); }

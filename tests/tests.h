@@ -24,6 +24,9 @@ unsigned long ug_test_random_samples(void);
 uint32_t ug_test_next_u32(uint64_t *state);
 float ug_test_uniform(uint64_t *state, float lo, float hi);
 
+/* Removes a test's temporary directory and everything below it. */
+void ug_test_remove_tree(const char *dir);
+
 /* Counts mismatches and prints the first five. */
 #define UG_TEST_MISMATCH(count, ...)                   \
     do {                                               \
