@@ -19,7 +19,7 @@ TEST_SRC  := $(wildcard tests/*.c)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 KERNEL_FAMILIES := $(notdir $(basename $(wildcard harness/families/*.c)))
 
-SWEEP    ?= fixtures/sweeps/default.json
+SWEEP    ?= fixtures/sweeps/default
 BUDGETS  ?= fixtures/budgets.json
 BASELINE ?= fixtures/baseline.json
 REPORTS  ?= reports
@@ -55,7 +55,7 @@ $(BUILD)/mutants/ulpgate-%: $(BUILD)/mutants/%.o $(BUILD)/harness/main.o $(LIB_O
 # through the gate, then the proof that the gate catches every mutant.
 test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate
 	@$(call timed,unit tests,$(BUILD)/tests/run_tests)
-	@$(call timed,smoke sweep,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke.json \
+	@$(call timed,smoke sweep,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke \
 	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
 	@$(MAKE) --no-print-directory mutants
 
@@ -71,11 +71,11 @@ baseline: $(BUILD)/ulpgate
 
 memcheck: $(BUILD)/ulpgate $(BUILD)/tests/run_tests
 	@$(call timed,memcheck,$(VALGRIND) $(BUILD)/tests/run_tests && \
-	    $(VALGRIND) $(BUILD)/ulpgate verify --sweep fixtures/sweeps/memcheck.json --budgets $(BUDGETS) \
+	    $(VALGRIND) $(BUILD)/ulpgate verify --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) \
 	    --reports $(BUILD)/memcheck-reports --quiet)
 
 mutants: $(BUILD)/ulpgate
-	@ci/mutants.sh $(BUILD) fixtures/sweeps/mutants.json $(BUDGETS)
+	@ci/mutants.sh $(BUILD) fixtures/sweeps/mutants $(BUDGETS)
 
 deps:
 	@ci/install-deps.sh

@@ -1,5 +1,7 @@
 #include "family.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,4 +57,21 @@ int ug_family_buffer_index(const ug_family *f, const char *name)
     for (size_t i = 0; i < f->n_buffers; i++)
         if (strcmp(f->buffers[i].name, name) == 0) return (int)i;
     return -1;
+}
+
+void ug_plan_finding(const ug_plan *p, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+#define UG_PLAN_NOTE(cond, ...) \
+    if ((cond) && used < size) used += (size_t)snprintf(out + used, size - used, __VA_ARGS__)
+    UG_PLAN_NOTE(p->threads_planned > UG_PLAN_MAX_THREADS, "%s%" PRIu64 " threads per threadgroup exceed the limit %d",
+                 used ? "; " : "", p->threads_planned, UG_PLAN_MAX_THREADS);
+    UG_PLAN_NOTE(p->threads_planned < p->threads_needed, "%splan launches %" PRIu64 " threads, the algorithm needs %" PRIu64,
+                 used ? "; " : "", p->threads_planned, p->threads_needed);
+    UG_PLAN_NOTE(p->tg_bytes_planned > UG_PLAN_MAX_TG_BYTES, "%s%" PRIu64 " threadgroup bytes exceed the %d-byte cap",
+                 used ? "; " : "", p->tg_bytes_planned, UG_PLAN_MAX_TG_BYTES);
+    UG_PLAN_NOTE(p->tg_bytes_planned < p->tg_bytes_needed, "%splan reserves %" PRIu64 " threadgroup bytes, the algorithm needs %" PRIu64,
+                 used ? "; " : "", p->tg_bytes_planned, p->tg_bytes_needed);
+#undef UG_PLAN_NOTE
 }

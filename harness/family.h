@@ -13,6 +13,7 @@
 #include <gsl/gsl_rng.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../core/buf.h"
 #include "../core/status.h"
@@ -39,6 +40,15 @@ typedef struct {
     const char *what;   /* the bug it plants, in one line */
 } ug_mutant_desc;
 
+/* A seed host's dispatch plan for one shape, against what its algorithm
+ * needs (SPEC §1.6): threads per threadgroup and threadgroup memory. */
+enum { UG_PLAN_MAX_THREADS = 1024, UG_PLAN_MAX_TG_BYTES = 32 * 1024 };
+
+typedef struct {
+    uint64_t threads_planned, threads_needed;
+    uint64_t tg_bytes_planned, tg_bytes_needed;
+} ug_plan;
+
 typedef struct ug_family {
     const char *name;
     const char *spec_section;   /* "SPEC 1.1" */
@@ -63,7 +73,14 @@ typedef struct ug_family {
      * outs[o] has buffer_count() entries for the o-th output buffer. */
     ug_status (*reference)(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode,
                            ug_ref_value *const *outs);
+    /* Optional (NULL: the seed has no host plan). The seed host's plan and
+     * the algorithm's need for a shape the kernel accepts. */
+    ug_status (*plan)(const ug_params *p, ug_plan *out);
 } ug_family;
+
+/* One line when the plan exceeds a limit or falls short of the need, else
+ * an empty string. */
+void ug_plan_finding(const ug_plan *p, char *out, size_t size);
 
 #define UG_REGISTER_FAMILY(desc)                                              \
     static const ug_family *const ug_family_entry_##desc                     \

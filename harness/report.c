@@ -217,12 +217,27 @@ static void md_findings(FILE *f, const ug_verdict *v)
     if (v->n == 0) fputs("None.\n", f);
 }
 
+static void md_plan_findings(FILE *f, const ug_run_result *run)
+{
+    fputs("\n## Dispatch-plan audit (SPEC 1.6)\n\n", f);
+    size_t audited = 0, found = 0;
+    for (size_t i = 0; i < run->n_cases; i++) {
+        const ug_case_result *cr = &run->cases[i];
+        audited += cr->has_plan;
+        if (!cr->plan_finding[0]) continue;
+        fprintf(f, "- `%s/%s`: %s\n", cr->c->family->name, cr->c->label, cr->plan_finding);
+        found++;
+    }
+    if (found == 0) fprintf(f, "No finding over %zu audited shapes.\n", audited);
+}
+
 static ug_status write_md(FILE *f, const report_in *in)
 {
     md_head(f, in);
     md_summary(f, in);
     md_rejected(f, in->run);
     md_failures(f, in->run);
+    md_plan_findings(f, in->run);
     md_findings(f, in->verdict);
     return ug_ok();
 }
@@ -492,6 +507,13 @@ static json_t *case_json(const ug_run_result *run, const ug_case_result *cr)
     j = set(j, "isa_bits_agree", json_boolean(cr->isa_bits_agree));
     j = set(j, "kernel_seconds", real_json(cr->kernel_seconds));
     j = set(j, "reference_seconds", real_json(cr->reference_seconds));
+    j = set(j, "plan", !cr->has_plan ? json_null()
+                                      : json_pack("{s:I, s:I, s:I, s:I, s:s?}", "threads_planned",
+                                                  (json_int_t)cr->plan.threads_planned, "threads_needed",
+                                                  (json_int_t)cr->plan.threads_needed, "tg_bytes_planned",
+                                                  (json_int_t)cr->plan.tg_bytes_planned, "tg_bytes_needed",
+                                                  (json_int_t)cr->plan.tg_bytes_needed, "finding",
+                                                  cr->plan_finding[0] ? cr->plan_finding : NULL));
     return set(j, "outputs", case_outputs_json(run, cr));
 }
 
@@ -614,6 +636,13 @@ void ug_report_print_summary(FILE *out, const ug_run_result *run, const ug_budge
     fprintf(out, "%" PRIu64 " elements checked in %.1f s (%.0f elements/s; each against both reference modes)\n",
             run->elements_checked, run->wall_seconds,
             run->wall_seconds > 0 ? (double)run->elements_checked / run->wall_seconds : 0.0);
+    size_t plan_findings = 0;
+    for (size_t i = 0; i < run->n_cases; i++) {
+        const ug_case_result *cr = &run->cases[i];
+        if (cr->plan_finding[0] && plan_findings++ < 10)
+            fprintf(out, "PLAN: %s/%s: %s\n", cr->c->family->name, cr->c->label, cr->plan_finding);
+    }
+    if (plan_findings > 10) fprintf(out, "PLAN: ... and %zu more (report.md)\n", plan_findings - 10);
     for (size_t i = 0; i < verdict->n; i++) {
         const ug_finding *f = &verdict->items[i];
         if (f->kind != UG_FINDING_WORSE_OK) fprintf(out, "%s: %s\n", kind_name(f->kind), f->text);

@@ -21,6 +21,9 @@ typedef struct {
     uint64_t bits_hash;         /* FNV-1a of all outputs' bytes (first ISA) */
     bool isa_bits_agree;        /* every ISA produced the same bits */
     double kernel_seconds, reference_seconds;
+    bool has_plan;              /* the family audits its seed's dispatch plan */
+    ug_plan plan;
+    char plan_finding[256];     /* empty when the plan is within limits and need */
 } ug_case_result;
 
 typedef struct {
@@ -30,7 +33,7 @@ typedef struct {
     ug_stats agg[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
     uint64_t bits_hash[UG_ISA_COUNT];           /* over accepted cases, in order */
     bool isa_ran[UG_ISA_COUNT];
-    size_t cases_accepted, cases_rejected, cases_failed;
+    size_t cases_accepted, cases_rejected, cases_failed, plan_findings;
 } ug_family_result;
 
 typedef struct {

@@ -259,9 +259,20 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const case_re
     return ug_ok();
 }
 
+static ug_status audit_plan(const ug_case *c, ug_case_result *r, ug_family_result *fr)
+{
+    if (!c->family->plan) return ug_ok();
+    UG_TRY(c->family->plan(&c->params, &r->plan));
+    r->has_plan = true;
+    ug_plan_finding(&r->plan, r->plan_finding, sizeof r->plan_finding);
+    fr->plan_findings += r->plan_finding[0] != '\0';
+    return ug_ok();
+}
+
 static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_buffers *cb, ug_case_result *r,
                               ug_family_result *fr, uint64_t *elements)
 {
+    UG_TRY(audit_plan(c, r, fr));
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (!rng) return ug_fail(UG_ENOMEM, "cannot allocate a random generator");
     gsl_rng_set(rng, c->seed);

@@ -1,6 +1,8 @@
 #include "sweep.h"
 
+#include <dirent.h>
 #include <jansson.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,31 +258,25 @@ static ug_status parse_family(loader *ld, const char *name, json_t *j)
     return ug_ok();
 }
 
-static uint64_t file_hash(const char *path, ug_status *st)
+/* Folds the file's bytes into the running FNV-1a hash h. */
+static ug_status hash_file(const char *path, uint64_t *h)
 {
     FILE *fp = fopen(path, "rb");
-    uint64_t h = 0xcbf29ce484222325ull;
-    if (!fp) {
-        *st = ug_fail(UG_EIO, "cannot open sweep '%s'", path);
-        return 0;
-    }
-    for (int ch; (ch = getc(fp)) != EOF;) h = (h ^ (uint64_t)ch) * 0x100000001b3ull;
+    if (!fp) return ug_fail(UG_EIO, "cannot open sweep '%s'", path);
+    for (int ch; (ch = getc(fp)) != EOF;) *h = (*h ^ (uint64_t)ch) * 0x100000001b3ull;
     fclose(fp);
-    return h;
+    return ug_ok();
 }
 
-ug_status ug_sweep_load(const char *path, ug_sweep *out)
+/* Appends the cases of one sweep file to out. */
+static ug_status load_file(const char *path, ug_sweep *out)
 {
-    memset(out, 0, sizeof *out);
-    if (strlen(path) >= sizeof out->path) return ug_fail(UG_EIO, "sweep path is too long: %s", path);
-    snprintf(out->path, sizeof out->path, "%s", path);
+    UG_TRY(hash_file(path, &out->content_hash));
     ug_status st = ug_ok();
-    out->content_hash = file_hash(path, &st);
-    UG_TRY(st);
     json_error_t err;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
     if (!root) return ug_fail(UG_EPARSE, "%s:%d:%d: %s", path, err.line, err.column, err.text);
-    loader ld = {path, out, 0};
+    loader ld = {path, out, out->n_cases};
     const char *schema = json_string_value(json_object_get(root, "schema"));
     json_t *seed = json_object_get(root, "seed"), *families = json_object_get(root, "families");
     static const char *const keys[] = {"schema", "seed", "families", "comment", NULL};
@@ -292,7 +288,7 @@ ug_status ug_sweep_load(const char *path, ug_sweep *out)
     if (ug_is_ok(&st) && (!json_is_object(families) || json_object_size(families) == 0))
         st = bad(&ld, "families", "expected a non-empty object");
     if (ug_is_ok(&st)) {
-        out->seed = (uint64_t)json_integer_value(seed);
+        if (out->n_cases == 0) out->seed = (uint64_t)json_integer_value(seed);
         const char *name;
         json_t *fam;
         json_object_foreach(families, name, fam) {
@@ -301,7 +297,43 @@ ug_status ug_sweep_load(const char *path, ug_sweep *out)
         }
     }
     json_decref(root);
-    if (ug_is_ok(&st) && out->n_cases == 0) st = bad(&ld, "families", "the sweep has no case");
+    return st;
+}
+
+static int is_json_name(const struct dirent *e)
+{
+    size_t n = strlen(e->d_name);
+    return e->d_name[0] != '.' && n > 5 && strcmp(e->d_name + n - 5, ".json") == 0;
+}
+
+/* A directory holds one sweep file per family (so families are added
+ * without editing a shared file); they are read in name order. */
+static ug_status load_directory(const char *dir, ug_sweep *out)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, is_json_name, alphasort);
+    if (n < 0) return ug_fail(UG_EIO, "cannot read sweep directory '%s'", dir);
+    ug_status st = n == 0 ? ug_fail(UG_EPARSE, "sweep directory '%s' holds no *.json file", dir) : ug_ok();
+    for (int i = 0; i < n; i++) {
+        char file[1024];
+        snprintf(file, sizeof file, "%s/%s", dir, names[i]->d_name);
+        if (ug_is_ok(&st)) st = load_file(file, out);
+        free(names[i]);
+    }
+    free(names);
+    return st;
+}
+
+ug_status ug_sweep_load(const char *path, ug_sweep *out)
+{
+    memset(out, 0, sizeof *out);
+    out->content_hash = 0xcbf29ce484222325ull;
+    if (strlen(path) >= sizeof out->path) return ug_fail(UG_EIO, "sweep path is too long: %s", path);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    struct stat sb;
+    if (stat(path, &sb) != 0) return ug_fail(UG_EIO, "cannot open sweep '%s'", path);
+    ug_status st = S_ISDIR(sb.st_mode) ? load_directory(path, out) : load_file(path, out);
+    if (ug_is_ok(&st) && out->n_cases == 0) st = ug_fail(UG_EPARSE, "%s: families: the sweep has no case", path);
     if (!ug_is_ok(&st)) ug_sweep_free(out);
     return st;
 }

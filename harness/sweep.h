@@ -15,7 +15,10 @@
  * element count or dtype wrong; "expect" lists substrings the kernel's error
  * message must contain. Cases are expanded in file order; each case's seed is
  * derived from the sweep seed, the family name and the case label, so a case
- * draws the same inputs whatever else the sweep holds. */
+ * draws the same inputs whatever else the sweep holds.
+ *
+ * A sweep may also be a directory: every *.json file in it, in name order,
+ * one file per family by convention; content_hash then covers all files. */
 #ifndef UG_SWEEP_H
 #define UG_SWEEP_H
 

@@ -582,12 +582,40 @@ static void check_repo_sweep(const char *path)
     ug_sweep_free(&s);
 }
 
-static void test_repo_default_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/default.json"); }
-static void test_repo_smoke_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/smoke.json"); }
-static void test_repo_mutants_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/mutants.json"); }
+/* A directory is every *.json in it, in name order; other files are ignored. */
+static void test_directory_concatenates_files_in_name_order(void)
+{
+    fixture fx;
+    fixture_open(&fx);
+    write_sweep(&fx, "b.json", HEAD ACCEPTED("{\"B\": [1], \"T\": [128], \"Hg/H\": [[1, 2]], " AXES_TAIL "}") "}}");
+    write_sweep(&fx, "a.json", HEAD ACCEPTED(GRID1) "}}");
+    write_sweep(&fx, "notes.txt", "not a sweep");
+    ug_status st = ug_sweep_load(fx.dir, &fx.sweep);
+    CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(fx.sweep.n_cases, 2);
+    CU_ASSERT_EQUAL(param(&fx.sweep.cases[0], "T"), 64);
+    CU_ASSERT_EQUAL(param(&fx.sweep.cases[1], "T"), 128);
+    fixture_close(&fx);
+}
+
+static void test_error_empty_directory(void)
+{
+    fixture fx;
+    fixture_open(&fx);
+    ug_status st = ug_sweep_load(fx.dir, &fx.sweep);
+    CU_ASSERT_EQUAL(st.code, UG_EPARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "no *.json"));
+    fixture_close(&fx);
+}
+
+static void test_repo_default_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/default"); }
+static void test_repo_smoke_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/smoke"); }
+static void test_repo_mutants_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/mutants"); }
 
 UG_TEST_SUITE(sweep_suite, "sweep",
               UG_TEST(test_grid_is_cartesian_product),
+              UG_TEST(test_directory_concatenates_files_in_name_order),
+              UG_TEST(test_error_empty_directory),
               UG_TEST(test_grid_expands_in_file_order),
               UG_TEST(test_grid_axis_order_is_file_order),
               UG_TEST(test_tuple_axis_pairs_values),

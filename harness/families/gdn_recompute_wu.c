@@ -90,6 +90,19 @@ static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode m
                                       bufs[BUF_G].data, bufs[BUF_A].data, mode, outs[0], outs[1]);
 }
 
+/* The seed's host plan: 256 threads per threadgroup, ba_tile (BT x BT f32)
+ * plus stage (BT x max(BV, BK) bf16). The shader strides every loop over
+ * the threadgroup, so one thread suffices; its tiles need exactly the plan. */
+static ug_status plan(const ug_params *p, ug_plan *out)
+{
+    uint64_t bt = param(p, P_BT), stage_width = GDN_RECOMPUTE_WU_BV > GDN_RECOMPUTE_WU_BK ? GDN_RECOMPUTE_WU_BV : GDN_RECOMPUTE_WU_BK;
+    out->threads_planned = 256;
+    out->threads_needed = 1;
+    out->tg_bytes_planned = bt * bt * 4 + bt * stage_width * 2;
+    out->tg_bytes_needed = bt * bt * sizeof(float) + bt * GDN_RECOMPUTE_WU_BK * sizeof(ug_bf16);
+    return ug_ok();
+}
+
 /* ---- input generation ------------------------------------------------- */
 
 typedef struct {
@@ -235,5 +248,6 @@ static const ug_family gdn_recompute_wu_family = {
     .generate = generate,
     .run = run,
     .reference = reference,
+    .plan = plan,
 };
 UG_REGISTER_FAMILY(gdn_recompute_wu_family);
