@@ -20,7 +20,7 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 KERNEL_FAMILIES := $(notdir $(basename $(wildcard harness/families/*.c)))
 
 SWEEP    ?= fixtures/sweeps/default
-BUDGETS  ?= fixtures/budgets.json
+BUDGETS  ?= fixtures/budgets
 BASELINE ?= fixtures/baseline.json
 REPORTS  ?= reports
 VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \

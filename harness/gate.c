@@ -1,5 +1,7 @@
 #include "gate.h"
 
+#include "../core/json_dir.h"
+
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -320,7 +322,7 @@ static ug_status parse_budgets(const char *file, const json_t *root, ug_budgets 
     return ug_ok();
 }
 
-ug_status ug_budgets_load(const char *path, ug_budgets *out)
+static ug_status load_budgets_file(const char *path, ug_budgets *out)
 {
     memset(out, 0, sizeof *out);
     json_t *root;
@@ -329,6 +331,49 @@ ug_status ug_budgets_load(const char *path, ug_budgets *out)
     json_decref(root);
     if (!ug_is_ok(&s)) ug_budgets_free(out);
     return s;
+}
+
+/* Appends one file's entries; its policy (moderate condition, tolerances)
+ * must equal the first file's, and no entry may be budgeted twice. */
+static ug_status merge_budgets(const char *path, ug_budgets *into, const ug_budgets *from)
+{
+    if (from->moderate_cond != into->moderate_cond ||
+        memcmp(&from->tolerance, &into->tolerance, sizeof from->tolerance) != 0)
+        return ug_fail(UG_EPARSE, "%s: moderate_condition and regression_tolerance must equal the "
+                       "other budget files' (moderate_condition %g here, %g there)",
+                       path, from->moderate_cond, into->moderate_cond);
+    for (size_t i = 0; i < from->n; i++) {
+        const ug_budget_entry *e = &from->entries[i];
+        if (ug_budgets_find(into, e->family, e->output, e->mode))
+            return ug_fail(UG_EPARSE, "%s: %s %s %s is budgeted in another file too", path, e->family,
+                           e->output, ug_ref_mode_name(e->mode));
+    }
+    ug_budget_entry *grown = realloc(into->entries, (into->n + from->n) * sizeof *grown);
+    if (!grown && into->n + from->n) return ug_fail(UG_ENOMEM, "%s: out of memory", path);
+    into->entries = grown;
+    memcpy(into->entries + into->n, from->entries, from->n * sizeof *grown);
+    into->n += from->n;
+    return ug_ok();
+}
+
+static ug_status add_budgets_file(const char *path, int index, void *ctx)
+{
+    ug_budgets *out = ctx, one;
+    if (index == 0) return load_budgets_file(path, out);
+    UG_TRY(load_budgets_file(path, &one));
+    ug_status st = merge_budgets(path, out, &one);
+    ug_budgets_free(&one);
+    return st;
+}
+
+ug_status ug_budgets_load(const char *path, ug_budgets *out)
+{
+    if (!ug_is_directory(path)) return load_budgets_file(path, out);
+    /* A directory holds one budgets file per family, read in name order. */
+    memset(out, 0, sizeof *out);
+    ug_status st = ug_for_each_json_file(path, add_budgets_file, out);
+    if (!ug_is_ok(&st)) ug_budgets_free(out);
+    return st;
 }
 
 void ug_budgets_free(ug_budgets *b)

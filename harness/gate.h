@@ -10,6 +10,10 @@
  *       "exact":  { "max_ratio": 1, "max_ulp_dist": 4, "p99_ulp_dist": 1, "min_share_cr": 0.9 },
  *       "staged": { ... } } } } }
  *
+ * The budgets may also be a directory of such files (one per family, read
+ * in name order); they must agree on moderate_condition and the tolerances
+ * and may not budget the same (family, output, mode) twice.
+ *
  * baseline.json (schema "ulpgate-baseline/1"): the sweep's path and content
  * hash, and per family: per output and mode the summary figures
  * (elements, max_ulp_dist, p99_ulp_dist, share_cr, max_ratio, max_ulp_err),

@@ -1,13 +1,12 @@
 #include "sweep.h"
 
-#include <dirent.h>
 #include <jansson.h>
-#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/json_dir.h"
 #include "gen.h"
 
 typedef struct {
@@ -300,28 +299,9 @@ static ug_status load_file(const char *path, ug_sweep *out)
     return st;
 }
 
-static int is_json_name(const struct dirent *e)
+static ug_status add_sweep_file(const char *path, int index, void *ctx)
 {
-    size_t n = strlen(e->d_name);
-    return e->d_name[0] != '.' && n > 5 && strcmp(e->d_name + n - 5, ".json") == 0;
-}
-
-/* A directory holds one sweep file per family (so families are added
- * without editing a shared file); they are read in name order. */
-static ug_status load_directory(const char *dir, ug_sweep *out)
-{
-    struct dirent **names;
-    int n = scandir(dir, &names, is_json_name, alphasort);
-    if (n < 0) return ug_fail(UG_EIO, "cannot read sweep directory '%s'", dir);
-    ug_status st = n == 0 ? ug_fail(UG_EPARSE, "sweep directory '%s' holds no *.json file", dir) : ug_ok();
-    for (int i = 0; i < n; i++) {
-        char file[1024];
-        snprintf(file, sizeof file, "%s/%s", dir, names[i]->d_name);
-        if (ug_is_ok(&st)) st = load_file(file, out);
-        free(names[i]);
-    }
-    free(names);
-    return st;
+    return load_file(path, ctx);
 }
 
 ug_status ug_sweep_load(const char *path, ug_sweep *out)
@@ -330,9 +310,8 @@ ug_status ug_sweep_load(const char *path, ug_sweep *out)
     out->content_hash = 0xcbf29ce484222325ull;
     if (strlen(path) >= sizeof out->path) return ug_fail(UG_EIO, "sweep path is too long: %s", path);
     snprintf(out->path, sizeof out->path, "%s", path);
-    struct stat sb;
-    if (stat(path, &sb) != 0) return ug_fail(UG_EIO, "cannot open sweep '%s'", path);
-    ug_status st = S_ISDIR(sb.st_mode) ? load_directory(path, out) : load_file(path, out);
+    /* A directory holds one sweep file per family, read in name order. */
+    ug_status st = ug_is_directory(path) ? ug_for_each_json_file(path, add_sweep_file, out) : load_file(path, out);
     if (ug_is_ok(&st) && out->n_cases == 0) st = ug_fail(UG_EPARSE, "%s: families: the sweep has no case", path);
     if (!ug_is_ok(&st)) ug_sweep_free(out);
     return st;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../harness/gate.h"
@@ -555,7 +556,41 @@ static void test_baseline_bad_hash_is_parse_error(void)
     fixture_free(fx);
 }
 
+#define POLICY(cond) "{\"schema\": \"ulpgate-budgets/1\", \"moderate_condition\": " #cond ",\n" \
+    " \"regression_tolerance\": {\"max_ulp_dist\": 0, \"p99_ulp_dist\": 0, \"share_cr\": 0.002,\n" \
+    "                          \"max_ratio\": 0.05},\n \"families\": {"
+
+/* A budgets directory merges one file per family. */
+static void test_budgets_directory_merges_files(void)
+{
+    fixture *fx = fixture_new();
+    char sub[160], a[200], b[200];
+    snprintf(sub, sizeof sub, "%s/budgets", fx->dir);
+    CU_ASSERT_FATAL(mkdir(sub, 0755) == 0);
+    snprintf(a, sizeof a, "%s/a.json", sub);
+    snprintf(b, sizeof b, "%s/b.json", sub);
+    write_text(a, POLICY(64) "\"toyfam\": {" U_BUDGETS "}}}");
+    write_text(b, POLICY(64) "\"otherfam\": {\"y\": {\"exact\": " BUDGET "}}}}");
+    ug_budgets merged;
+    ug_status st = ug_budgets_load(sub, &merged);
+    CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
+    CU_ASSERT_EQUAL(merged.n, 3);
+    CU_ASSERT_PTR_NOT_NULL(ug_budgets_find(&merged, "otherfam", "y", UG_REF_EXACT));
+    CU_ASSERT_PTR_NOT_NULL(ug_budgets_find(&merged, "toyfam", "u", UG_REF_STAGED));
+    ug_budgets_free(&merged);
+    write_text(b, POLICY(16) "\"otherfam\": {\"y\": {\"exact\": " BUDGET "}}}}");
+    st = ug_budgets_load(sub, &merged);
+    CU_ASSERT_EQUAL(st.code, UG_EPARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "moderate_condition"));
+    write_text(b, POLICY(64) "\"toyfam\": {" U_BUDGETS "}}}");
+    st = ug_budgets_load(sub, &merged);
+    CU_ASSERT_EQUAL(st.code, UG_EPARSE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "budgeted in another file"));
+    fixture_free(fx);
+}
+
 UG_TEST_SUITE(gate_suite, "gate",
+              UG_TEST(test_budgets_directory_merges_files),
               UG_TEST(test_budgets_load_every_field), UG_TEST(test_budgets_bad_json),
               UG_TEST(test_budgets_wrong_schema), UG_TEST(test_budgets_missing_field),
               UG_TEST(test_budgets_missing_moderate_condition),

@@ -1,0 +1,37 @@
+#include "json_dir.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+bool ug_is_directory(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int is_json_name(const struct dirent *e)
+{
+    size_t n = strlen(e->d_name);
+    return e->d_name[0] != '.' && n > 5 && strcmp(e->d_name + n - 5, ".json") == 0;
+}
+
+ug_status ug_for_each_json_file(const char *dir, ug_status (*fn)(const char *path, int index, void *ctx),
+                                void *ctx)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, is_json_name, alphasort);
+    if (n < 0) return ug_fail(UG_EIO, "cannot read directory '%s'", dir);
+    ug_status st = n == 0 ? ug_fail(UG_EPARSE, "directory '%s' holds no *.json file", dir) : ug_ok();
+    for (int i = 0; i < n; i++) {
+        char path[1024];
+        if (ug_is_ok(&st) && (size_t)snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name) >= sizeof path)
+            st = ug_fail(UG_EIO, "path '%s/%s' is too long", dir, names[i]->d_name);
+        if (ug_is_ok(&st)) st = fn(path, i, ctx);
+        free(names[i]);
+    }
+    free(names);
+    return st;
+}

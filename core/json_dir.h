@@ -1,0 +1,17 @@
+/* Fixture directories: one JSON file per kernel family, so adding a family
+ * adds files instead of editing shared ones. */
+#ifndef UG_JSON_DIR_H
+#define UG_JSON_DIR_H
+
+#include <stdbool.h>
+
+#include "status.h"
+
+bool ug_is_directory(const char *path);
+/* Calls fn(path, index, ctx) for every *.json file of dir in name order
+ * (hidden files skipped), stopping at the first failure; a directory with no
+ * such file is an UG_EPARSE error naming it. */
+ug_status ug_for_each_json_file(const char *dir, ug_status (*fn)(const char *path, int index, void *ctx),
+                                void *ctx);
+
+#endif
