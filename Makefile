@@ -6,7 +6,7 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation \
            -ffp-contract=off -fno-fast-math -MMD -MP
-LDLIBS  := -lmpfr -lgmp -lgsl -lgslcblas -ljansson -lm
+LDLIBS  := -pthread -lmpfr -lgmp -lgsl -lgslcblas -ljansson -lm
 BUILD   ?= build
 
 SIMD_FLAGS_avx2   := -mavx2 -mfma
@@ -23,6 +23,7 @@ SWEEP    ?= fixtures/sweeps/default
 BUDGETS  ?= fixtures/budgets
 BASELINE ?= fixtures/baseline.json
 REPORTS  ?= reports
+JOBS     ?= $(shell nproc)
 VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
@@ -61,13 +62,13 @@ test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate
 
 verify: $(BUILD)/ulpgate
 	@$(call timed,verify,$(BUILD)/ulpgate verify --sweep $(SWEEP) --budgets $(BUDGETS) \
-	    --baseline $(BASELINE) --reports $(REPORTS))
+	    --baseline $(BASELINE) --reports $(REPORTS) --jobs $(JOBS))
 
 # Accepting a new baseline is deliberate: it rewrites fixtures/baseline.json
 # from a full verify run; review and commit the diff.
 baseline: $(BUILD)/ulpgate
 	$(BUILD)/ulpgate verify --sweep $(SWEEP) --budgets $(BUDGETS) --reports $(REPORTS) \
-	    --write-baseline $(BASELINE)
+	    --write-baseline $(BASELINE) --jobs $(JOBS)
 
 memcheck: $(BUILD)/ulpgate $(BUILD)/tests/run_tests
 	@$(call timed,memcheck,$(VALGRIND) $(BUILD)/tests/run_tests && \

@@ -9,8 +9,8 @@ build=$1 sweep=$2 budgets=$3
 tool=$build/ulpgate
 log=$build/mutants
 mkdir -p "$log"
-run_gate() { # binary logfile
-  "$1" verify --sweep "$sweep" --budgets "$budgets" --quiet >"$2" 2>&1
+run_gate() { # binary logfile [filter]
+  "$1" verify --sweep "$sweep" --budgets "$budgets" --quiet ${3:+--filter "$3"} >"$2" 2>&1
 }
 start=$(date +%s)
 if run_gate "$tool" "$log/correct.log"; then
@@ -27,7 +27,7 @@ while IFS=$' \t' read -r family id name what; do
     echo "mutants: cannot build $family/$name (see $log/$family-$id.build.log)"
     exit 1
   fi
-  run_gate "$bin" "$log/$family-$id.log"
+  run_gate "$bin" "$log/$family-$id.log" "$family/"
   rc=$?
   if [ $rc -eq 1 ]; then
     caught=$((caught + 1))

@@ -25,7 +25,7 @@ static int fail_with(const ug_status *st)
 static void usage_verify(FILE *out)
 {
     fputs("usage: ulpgate verify --sweep FILE --budgets FILE [--baseline FILE] [--reports DIR]\n"
-          "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--quiet]\n"
+          "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--jobs N] [--quiet]\n"
           "Runs every case of the sweep on every ISA path of this CPU, measures each output\n"
           "element against the MPFR reference (exact and staged modes), gates the figures\n"
           "against the budgets and the baseline, prints a summary and writes the reports.\n"
@@ -37,6 +37,7 @@ static void usage_verify(FILE *out)
           "  --filter TEXT          only cases whose family/label contains TEXT\n"
           "  --isa LIST             comma-separated paths to run (portable,avx2,avx512; default all supported)\n"
           "  --max-case-mib N       refuse cases whose buffers exceed N MiB (default 1024)\n"
+          "  --jobs N               run cases on N threads (default 1); results do not depend on N\n"
           "  --quiet                no progress line even on a terminal\n"
           "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n",
           out);
@@ -83,11 +84,13 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         {"write-baseline", required_argument, 0, 'w'}, {"filter", required_argument, 0, 'f'},
         {"isa", required_argument, 0, 'i'},      {"max-case-mib", required_argument, 0, 'm'},
         {"quiet", no_argument, 0, 'q'},          {"help", no_argument, 0, 'h'},
+        {"jobs", required_argument, 0, 'j'},
         {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
     for (int i = 0; i < UG_ISA_COUNT; i++) a->run.isa_enabled[i] = true;
     a->run.max_case_bytes = (size_t)1 << 30;
+    a->run.jobs = 1;
     a->run.progress = isatty(STDERR_FILENO) && !getenv("CI");
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -110,6 +113,15 @@ static int parse_verify(int argc, char **argv, verify_args *a)
                 return EXIT_USAGE;
             }
             a->run.max_case_bytes = (size_t)mib << 20;
+            break;
+        }
+        case 'j': {
+            long jobs = strtol(optarg, &end, 10);
+            if (*end || jobs < 1 || jobs > 256) {
+                fprintf(stderr, "ulpgate: --jobs: '%s' is not a number of threads in [1, 256]\n", optarg);
+                return EXIT_USAGE;
+            }
+            a->run.jobs = (int)jobs;
             break;
         }
         case 'h': usage_verify(stdout); return -1;

@@ -21,6 +21,11 @@ typedef struct {
     uint64_t bits_hash;         /* FNV-1a of all outputs' bytes (first ISA) */
     bool isa_bits_agree;        /* every ISA produced the same bits */
     double kernel_seconds, reference_seconds;
+    bool isa_ran[UG_ISA_COUNT];     /* the kernel ran and returned UG_OK on the path */
+    uint64_t isa_bits[UG_ISA_COUNT];/* FNV-1a of all outputs' bytes per path */
+    uint64_t elements;              /* output elements measured */
+    ug_stats *pending;              /* runner-internal: this case's statistics until
+                                       they are merged, in case order; NULL after */
     bool has_plan;              /* the family audits its seed's dispatch plan */
     ug_plan plan;
     char plan_finding[256];     /* empty when the plan is within limits and need */
@@ -31,7 +36,7 @@ typedef struct {
     size_t n_outputs;
     int output_buffer[UG_MAX_BUFFERS];          /* buffer index of output ordinal */
     ug_stats agg[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
-    uint64_t bits_hash[UG_ISA_COUNT];           /* over accepted cases, in order */
+    uint64_t bits_hash[UG_ISA_COUNT];           /* over the cases' isa_bits, in case order */
     bool isa_ran[UG_ISA_COUNT];
     size_t cases_accepted, cases_rejected, cases_failed, plan_findings;
 } ug_family_result;

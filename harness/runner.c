@@ -1,6 +1,8 @@
 #include "runner.h"
 
 #include <inttypes.h>
+#include <mpfr.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
@@ -222,11 +224,18 @@ static ug_status reference_compute(const ug_case *c, const case_buffers *cb, cas
     return ug_ok();
 }
 
-/* Measures the outputs against the reference; merges into the family's
- * aggregate; reports the first failing element. */
+/* Measures the outputs against the reference into the case's own
+ * statistics (merged into the family's in case order after the run, so the
+ * figures do not depend on the number of worker threads); reports the first
+ * failing element. */
 static ug_status measure(const ug_case *c, const case_buffers *cb, const case_reference *cr, ug_isa isa,
-                         double moderate_cond, ug_case_result *r, ug_family_result *fr)
+                         double moderate_cond, ug_case_result *r)
 {
+    if (!r->pending) {
+        r->pending = calloc(cr->n_outputs * UG_REF_MODE_COUNT, sizeof *r->pending);
+        if (!r->pending) return ug_fail(UG_ENOMEM, "cannot allocate statistics for %zu outputs", cr->n_outputs);
+        for (size_t k = 0; k < cr->n_outputs * UG_REF_MODE_COUNT; k++) UG_TRY(ug_stats_init(&r->pending[k]));
+    }
     for (size_t o = 0; o < cr->n_outputs; o++) {
         const ug_buf *b = &cb->buf[cr->out_buf[o]];
         const char *name = c->family->buffers[cr->out_buf[o]].name;
@@ -252,27 +261,25 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const case_re
             }
             ug_summary s = ug_stats_summary(&st);
             if (s.max_ratio > r->sum[o][m].max_ratio || r->sum[o][m].elements == 0) r->sum[o][m] = s;
-            ug_stats_merge(&fr->agg[o][m], &st);
+            ug_stats_merge(&r->pending[o * UG_REF_MODE_COUNT + m], &st);
             ug_stats_free(&st);
         }
     }
     return ug_ok();
 }
 
-static ug_status audit_plan(const ug_case *c, ug_case_result *r, ug_family_result *fr)
+static ug_status audit_plan(const ug_case *c, ug_case_result *r)
 {
     if (!c->family->plan) return ug_ok();
     UG_TRY(c->family->plan(&c->params, &r->plan));
     r->has_plan = true;
     ug_plan_finding(&r->plan, r->plan_finding, sizeof r->plan_finding);
-    fr->plan_findings += r->plan_finding[0] != '\0';
     return ug_ok();
 }
 
-static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_buffers *cb, ug_case_result *r,
-                              ug_family_result *fr, uint64_t *elements)
+static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_buffers *cb, ug_case_result *r)
 {
-    UG_TRY(audit_plan(c, r, fr));
+    UG_TRY(audit_plan(c, r));
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (!rng) return ug_fail(UG_ENOMEM, "cannot allocate a random generator");
     gsl_rng_set(rng, c->seed);
@@ -297,8 +304,8 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
             continue;
         }
         uint64_t bits = hash_buffers(cb, true);
-        fr->isa_ran[isa] = true;
-        fr->bits_hash[isa] = fnv1a(fr->bits_hash[isa] ? fr->bits_hash[isa] : fnv_offset, &bits, sizeof bits);
+        r->isa_ran[isa] = true;
+        r->isa_bits[isa] = bits;
         if (first) {
             r->bits_hash = bits;
             r->kernel_status = ks;
@@ -308,8 +315,8 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
             r->isa_bits_agree = false;
         }
         first = false;
-        st = measure(c, cb, &cr, (ug_isa)isa, opt->moderate_cond, r, fr);
-        for (size_t o = 0; o < cr.n_outputs; o++) *elements += cb->buf[cr.out_buf[o]].count;
+        st = measure(c, cb, &cr, (ug_isa)isa, opt->moderate_cond, r);
+        for (size_t o = 0; o < cr.n_outputs; o++) r->elements += cb->buf[cr.out_buf[o]].count;
     }
     reference_free(&cr);
     return st;
@@ -330,8 +337,7 @@ static ug_status run_rejected(const ug_case *c, const ug_run_options *opt, case_
     return ug_ok();
 }
 
-static ug_status run_case(const ug_case *c, const ug_run_options *opt, ug_case_result *r, ug_family_result *fr,
-                          uint64_t *elements)
+static ug_status run_case(const ug_case *c, const ug_run_options *opt, ug_case_result *r)
 {
     memset(r, 0, sizeof *r);
     r->c = c;
@@ -342,7 +348,7 @@ static ug_status run_case(const ug_case *c, const ug_run_options *opt, ug_case_r
         set_failure(r, "%s", st.msg);
         return ug_ok();
     }
-    st = c->expect_reject ? run_rejected(c, opt, &cb, r) : run_accepted(c, opt, &cb, r, fr, elements);
+    st = c->expect_reject ? run_rejected(c, opt, &cb, r) : run_accepted(c, opt, &cb, r);
     ug_status freed = buffers_free(&cb);
     if (!ug_is_ok(&freed)) set_failure(r, "%s", freed.msg);
     return st;
@@ -374,6 +380,66 @@ static ug_family_result *family_result(ug_run_result *out, const ug_family *f)
     return NULL;
 }
 
+/* Worker threads take the next case index until none is left or one fails. */
+typedef struct {
+    const ug_sweep *sweep;
+    const ug_run_options *opt;
+    ug_run_result *out;
+    pthread_mutex_t lock;
+    size_t next, done;
+    ug_status first_error;
+} work_queue;
+
+static void *worker(void *arg)
+{
+    work_queue *q = arg;
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        size_t i = q->next++;
+        bool stop = i >= q->sweep->n_cases || !ug_is_ok(&q->first_error);
+        pthread_mutex_unlock(&q->lock);
+        if (stop) return NULL;
+        const ug_case *c = &q->sweep->cases[i];
+        ug_status st = run_case(c, q->opt, &q->out->cases[i]);
+        pthread_mutex_lock(&q->lock);
+        q->done++;
+        if (!ug_is_ok(&st) && ug_is_ok(&q->first_error)) q->first_error = st;
+        if (q->opt->progress)
+            fprintf(stderr, "\r[%zu/%zu] %s/%s\033[K", q->done, q->sweep->n_cases, c->family->name, c->label);
+        pthread_mutex_unlock(&q->lock);
+    }
+}
+
+/* Folds the cases into their families in case order: the same figures and
+ * hashes whatever the number of threads. */
+static void merge_cases(ug_run_result *out)
+{
+    for (size_t i = 0; i < out->n_cases; i++) {
+        ug_case_result *r = &out->cases[i];
+        ug_family_result *fr = family_result(out, r->c->family);
+        if (r->c->expect_reject) fr->cases_rejected++;
+        else fr->cases_accepted++;
+        fr->cases_failed += !r->passed;
+        fr->plan_findings += r->plan_finding[0] != '\0';
+        out->elements_checked += r->elements;
+        for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
+            if (!r->isa_ran[isa]) continue;
+            fr->bits_hash[isa] = fnv1a(fr->isa_ran[isa] ? fr->bits_hash[isa] : fnv_offset, &r->isa_bits[isa],
+                                       sizeof r->isa_bits[isa]);
+            fr->isa_ran[isa] = true;
+        }
+        if (!r->pending) continue;
+        for (size_t o = 0; o < fr->n_outputs; o++)
+            for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+                ug_stats *st = &r->pending[o * UG_REF_MODE_COUNT + m];
+                if (st->dist) ug_stats_merge(&fr->agg[o][m], st);
+                ug_stats_free(st);
+            }
+        free(r->pending);
+        r->pending = NULL;
+    }
+}
+
 ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -382,30 +448,29 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     time_t now = time(NULL);
     strftime(out->started_utc, sizeof out->started_utc, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     double t0 = now_seconds();
-    ug_isa saved = ug_isa_current();
     bool any_isa = false;
     for (int isa = 0; isa < UG_ISA_COUNT; isa++) any_isa |= opt->isa_enabled[isa] && ug_isa_supported((ug_isa)isa);
     if (!any_isa) return ug_fail(UG_EINVAL, "no enabled ISA path is supported by this CPU: nothing would run");
-    ug_status st = families_init(sw, out);
-    if (ug_is_ok(&st)) {
-        out->cases = calloc(sw->n_cases ? sw->n_cases : 1, sizeof *out->cases);
-        if (!out->cases) st = ug_fail(UG_ENOMEM, "cannot allocate %zu case results", sw->n_cases);
-    }
-    for (size_t i = 0; i < sw->n_cases && ug_is_ok(&st); i++) {
-        const ug_case *c = &sw->cases[i];
-        ug_family_result *fr = family_result(out, c->family);
-        if (opt->progress)
-            fprintf(stderr, "\r[%zu/%zu] %s/%s\033[K", i + 1, sw->n_cases, c->family->name, c->label);
-        st = run_case(c, opt, &out->cases[i], fr, &out->elements_checked);
-        out->n_cases = i + 1;
-        if (c->expect_reject) fr->cases_rejected++;
-        else fr->cases_accepted++;
-        if (!out->cases[i].passed) fr->cases_failed++;
-    }
+    if (opt->jobs < 0 || opt->jobs > 256) return ug_fail(UG_EINVAL, "jobs (%d) must be in [0, 256]", opt->jobs);
+    if (opt->jobs > 1 && !mpfr_buildopt_tls_p())
+        return ug_fail(UG_EINVAL, "jobs (%d) > 1 needs a thread-safe MPFR; this one is not", opt->jobs);
+    UG_TRY(families_init(sw, out));
+    out->cases = calloc(sw->n_cases ? sw->n_cases : 1, sizeof *out->cases);
+    if (!out->cases) return ug_fail(UG_ENOMEM, "cannot allocate %zu case results", sw->n_cases);
+    out->n_cases = sw->n_cases;
+    ug_isa saved = ug_isa_current(); /* the calling thread runs cases on every path */
+    work_queue q = {sw, opt, out, PTHREAD_MUTEX_INITIALIZER, 0, 0, ug_ok()};
+    pthread_t threads[256];
+    int started = 0;
+    for (; started < opt->jobs - 1; started++)
+        if (pthread_create(&threads[started], NULL, worker, &q) != 0) break;
+    worker(&q); /* the calling thread works too */
+    for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
     if (opt->progress) fprintf(stderr, "\r\033[K");
     ug_isa_select(saved);
+    merge_cases(out);
     out->wall_seconds = now_seconds() - t0;
-    return st;
+    return q.first_error;
 }
 
 void ug_run_result_free(ug_run_result *r)

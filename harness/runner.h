@@ -22,6 +22,7 @@ typedef struct {
     bool isa_enabled[UG_ISA_COUNT];
     size_t max_case_bytes;    /* refuse cases whose buffers exceed this */
     bool progress;            /* progress lines on stderr */
+    int jobs;                 /* threads running cases (0 or 1: the caller only); results do not depend on it */
 } ug_run_options;
 
 ug_status ug_run_sweep(const ug_sweep *sweep, const ug_run_options *opt, ug_run_result *out);

@@ -27,14 +27,17 @@ static ug_gemm_f32_bf16_fn *const gemm_paths[UG_ISA_COUNT] = {
     [UG_ISA_AVX512] = ug_gemm_f32_bf16_avx512,
 };
 
-static ug_isa selected_isa = UG_ISA_PORTABLE;
+/* The process default is settled before main, so the dispatch never races
+ * on a lazy first choice (a constructor must initialise the CPU model
+ * itself); a thread that selects a path overrides it for itself only, so the
+ * harness's worker threads can each run their case on every path. */
+static ug_isa default_isa = UG_ISA_PORTABLE;
+static _Thread_local int thread_isa = -1;
 
-/* The default is settled before main, so the dispatch never races on a lazy
- * first choice; a constructor must initialise the CPU model itself. */
 __attribute__((constructor)) static void select_best_isa(void)
 {
     __builtin_cpu_init();
-    selected_isa = ug_isa_best();
+    default_isa = ug_isa_best();
 }
 
 const char *ug_isa_name(ug_isa isa)
@@ -80,14 +83,14 @@ ug_status ug_isa_select(ug_isa isa)
     if (!ug_isa_supported(isa))
         return ug_fail(UG_EINVAL, "isa: this CPU lacks the %s path (it needs %s)", isa_names[isa],
                        isa_requirements[isa]);
-    selected_isa = isa;
+    thread_isa = (int)isa;
     return ug_ok();
 }
 
-ug_isa ug_isa_current(void) { return selected_isa; }
+ug_isa ug_isa_current(void) { return thread_isa < 0 ? default_isa : (ug_isa)thread_isa; }
 
 void ug_gemm_f32_bf16(size_t m, size_t n, size_t kk, const float *A, size_t lda,
                       const ug_bf16 *B, size_t ldb, float *C, size_t ldc)
 {
-    gemm_paths[selected_isa](m, n, kk, A, lda, B, ldb, C, ldc);
+    gemm_paths[ug_isa_current()](m, n, kk, A, lda, B, ldb, C, ldc);
 }

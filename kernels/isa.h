@@ -19,8 +19,9 @@ const char *ug_isa_name(ug_isa isa);        /* "portable", "avx2", "avx512" */
 bool ug_isa_parse(const char *name, ug_isa *out);
 bool ug_isa_supported(ug_isa isa);          /* CPU (CPUID) and OS support */
 ug_isa ug_isa_best(void);                   /* the default path */
-/* Forces a path for this process (harness, tests); fails naming the path
- * when the CPU cannot run it. */
+/* Forces a path for the calling thread (harness, tests); other threads keep
+ * theirs (default: ug_isa_best()). Fails naming the path when the CPU cannot
+ * run it. */
 ug_status ug_isa_select(ug_isa isa);
 ug_isa ug_isa_current(void);
 

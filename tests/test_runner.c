@@ -297,6 +297,58 @@ static void test_same_sweep_twice_same_bits(void)
     ug_run_result_free(&b);
 }
 
+/* --jobs: the same figures, failures and bits with 1 and 2 threads. */
+static void run_with_jobs(ug_sweep *sw, ug_case *cases, size_t n, int jobs, ug_run_result *out)
+{
+    memset(sw, 0, sizeof *sw);
+    sw->n_cases = n;
+    sw->cases = cases;
+    ug_run_options opt = options((size_t)1 << 30);
+    opt.jobs = jobs;
+    ug_status st = ug_run_sweep(sw, &opt, out);
+    CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
+}
+
+static bool summaries_equal(const ug_summary *a, const ug_summary *b)
+{
+    return a->elements == b->elements && a->moderate == b->moderate &&
+           a->correctly_rounded == b->correctly_rounded && a->class_failures == b->class_failures &&
+           a->over_bound == b->over_bound && a->flagged == b->flagged && a->max_ulp_dist == b->max_ulp_dist &&
+           a->p99_ulp_dist == b->p99_ulp_dist && a->max_ulp_dist_all == b->max_ulp_dist_all &&
+           a->max_ulp_err == b->max_ulp_err && a->max_ratio == b->max_ratio && a->max_cond == b->max_cond &&
+           a->worst_index == b->worst_index;
+}
+
+static void test_two_jobs_same_results_as_one(void)
+{
+    ug_case cases[3] = {accepted_case("a", 1), accepted_case("b", 2), rejected_case("K=256", 256, "MAX_K = 192")};
+    for (int i = 0; i < 2; i++) {
+        set_param(&cases[i], "Hg", 1);
+        set_param(&cases[i], "H", 1);
+    }
+    ug_sweep sw1, sw2;
+    ug_run_result one, two;
+    run_with_jobs(&sw1, cases, 3, 1, &one);
+    run_with_jobs(&sw2, cases, 3, 2, &two);
+    CU_ASSERT_EQUAL(one.elements_checked, two.elements_checked);
+    for (size_t i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(one.cases[i].passed, two.cases[i].passed);
+        CU_ASSERT_EQUAL(one.cases[i].bits_hash, two.cases[i].bits_hash);
+        for (size_t o = 0; o < UG_MAX_BUFFERS; o++)
+            for (int m = 0; m < UG_REF_MODE_COUNT; m++)
+                CU_ASSERT_TRUE(summaries_equal(&one.cases[i].sum[o][m], &two.cases[i].sum[o][m]));
+    }
+    for (size_t o = 0; o < one.families[0].n_outputs; o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            ug_summary a = ug_stats_summary(&one.families[0].agg[o][m]);
+            ug_summary b = ug_stats_summary(&two.families[0].agg[o][m]);
+            CU_ASSERT_TRUE(summaries_equal(&a, &b));
+        }
+    CU_ASSERT_EQUAL(memcmp(one.families[0].bits_hash, two.families[0].bits_hash, sizeof one.families[0].bits_hash), 0);
+    ug_run_result_free(&one);
+    ug_run_result_free(&two);
+}
+
 UG_TEST_SUITE(runner_suite, "runner",
               UG_TEST(test_accepted_case_passes),
               UG_TEST(test_accepted_case_within_bounds),
@@ -309,4 +361,5 @@ UG_TEST_SUITE(runner_suite, "runner",
               UG_TEST(test_case_over_byte_cap_fails_naming_cap),
               UG_TEST(test_case_over_byte_cap_does_not_abort_run),
               UG_TEST(test_case_with_overflowing_counts_does_not_abort_run),
-              UG_TEST(test_same_sweep_twice_same_bits));
+              UG_TEST(test_same_sweep_twice_same_bits),
+              UG_TEST(test_two_jobs_same_results_as_one));
