@@ -603,6 +603,71 @@ static ug_status write_file(const char *dir, const char *name, file_writer *writ
     return s;
 }
 
+/* ------------------------------------------------------------------------
+ * junit.xml: one test case per swept case, one for the gate's verdict, in
+ * the shape CI systems ingest (testsuites > testsuite > testcase > failure). */
+
+static void xml_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t') fputc(*s, f);
+        }
+    }
+}
+
+static void junit_case(FILE *f, const char *classname, const char *name, double seconds, const char *failure)
+{
+    fputs("    <testcase classname=\"", f);
+    xml_text(f, classname);
+    fputs("\" name=\"", f);
+    xml_text(f, name);
+    fprintf(f, "\" time=\"%.3f\"", seconds);
+    if (!failure) {
+        fputs("/>\n", f);
+        return;
+    }
+    fputs(">\n      <failure message=\"", f);
+    xml_text(f, failure);
+    fputs("\">", f);
+    xml_text(f, failure);
+    fputs("</failure>\n    </testcase>\n", f);
+}
+
+static ug_status write_junit(FILE *f, const report_in *in)
+{
+    const ug_run_result *run = in->run;
+    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"ulpgate\">\n", f);
+    for (size_t fi = 0; fi < run->n_families; fi++) {
+        const ug_family_result *fr = &run->families[fi];
+        char classname[96];
+        snprintf(classname, sizeof classname, "ulpgate.%s", fr->family->name);
+        fprintf(f, "  <testsuite name=\"%s\" tests=\"%zu\" failures=\"%zu\">\n", fr->family->name,
+                fr->cases_accepted + fr->cases_rejected, fr->cases_failed);
+        for (size_t i = 0; i < run->n_cases; i++) {
+            const ug_case_result *cr = &run->cases[i];
+            if (cr->c->family != fr->family) continue;
+            junit_case(f, classname, cr->c->label, cr->kernel_seconds + cr->reference_seconds,
+                       cr->passed ? NULL : cr->failure);
+        }
+        fputs("  </testsuite>\n", f);
+    }
+    size_t fails = 0;
+    for (size_t i = 0; i < in->verdict->n; i++) fails += in->verdict->items[i].kind == UG_FINDING_FAIL;
+    fprintf(f, "  <testsuite name=\"gate\" tests=\"%zu\" failures=\"%zu\">\n", fails ? fails : 1, fails);
+    for (size_t i = 0; i < in->verdict->n; i++)
+        if (in->verdict->items[i].kind == UG_FINDING_FAIL)
+            junit_case(f, "ulpgate.gate", "finding", 0, in->verdict->items[i].text);
+    if (!fails) junit_case(f, "ulpgate.gate", "budgets and baseline", 0, NULL);
+    fputs("  </testsuite>\n</testsuites>\n", f);
+    return ug_ok();
+}
+
 ug_status ug_report_write_all(const char *dir, const ug_run_result *run,
                               const ug_budgets *budgets, const ug_verdict *verdict)
 {
@@ -610,6 +675,7 @@ ug_status ug_report_write_all(const char *dir, const ug_run_result *run,
     UG_TRY(make_dirs(dir));
     UG_TRY(write_file(dir, "report.md", write_md, &in));
     UG_TRY(write_file(dir, "report.json", write_json, &in));
+    UG_TRY(write_file(dir, "junit.xml", write_junit, &in));
     return write_file(dir, "cases.csv", write_csv, &in);
 }
 

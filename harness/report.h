@@ -4,7 +4,9 @@
  *               share correctly rounded, max ratio, budget, verdict), the
  *               rejected-shape table, failures and findings;
  *   report.json every figure, schema "ulpgate-report/1" (docs/report-format.md);
- *   cases.csv   one row per case x output x mode with every statistic. */
+ *   cases.csv   one row per case x output x mode with every statistic;
+ *   junit.xml   one test case per swept case (failures with their message)
+ *               and one per failing gate finding, as CI systems ingest it. */
 #ifndef UG_REPORT_H
 #define UG_REPORT_H
 

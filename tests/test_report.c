@@ -237,7 +237,7 @@ static void test_write_all_leaves_no_temporaries(void)
         n++;
     }
     closedir(d);
-    CU_ASSERT_EQUAL(n, 3);
+    CU_ASSERT_EQUAL(n, 4); /* report.md, report.json, junit.xml, cases.csv */
     fixture_free(fx);
 }
 
@@ -324,6 +324,30 @@ static void test_markdown_lists_failures_and_findings(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(md, "- `toyfam/V=512`: the kernel accepted the shape"));
     CU_ASSERT_PTR_NOT_NULL(strstr(md, "- **BETTER** toyfam w exact: max_ulp_dist improved 2 -> 1"));
     free(md);
+    fixture_free(fx);
+}
+
+/* ---- junit.xml ---- */
+
+static size_t count_of(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+static void test_junit_one_testcase_per_case_and_failures_escaped(void)
+{
+    fixture *fx = fixture_new();
+    write_reports(fx);
+    char *xml = slurp(fx, "junit.xml");
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<testsuites name=\"ulpgate\">"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<testsuite name=\"toyfam\""));
+    /* the family's cases plus one gate test case */
+    CU_ASSERT_EQUAL(count_of(xml, "<testcase "), fx->run.n_cases + 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<failure message=\"the kernel accepted the shape"));
+    CU_ASSERT_PTR_NULL(strstr(xml, "<failure message=\"\""));
+    free(xml);
     fixture_free(fx);
 }
 
@@ -505,7 +529,8 @@ UG_TEST_SUITE(report_suite, "report",
               UG_TEST(test_markdown_has_table_header_and_verdict),
               UG_TEST(test_markdown_rows_show_budget_and_verdict),
               UG_TEST(test_markdown_lists_rejected_shapes),
-              UG_TEST(test_markdown_lists_failures_and_findings), UG_TEST(test_csv_header),
+              UG_TEST(test_markdown_lists_failures_and_findings),
+              UG_TEST(test_junit_one_testcase_per_case_and_failures_escaped), UG_TEST(test_csv_header),
               UG_TEST(test_csv_has_a_row_per_case_output_mode),
               UG_TEST(test_csv_quotes_per_rfc4180),
               UG_TEST(test_csv_rejected_row_has_empty_stat_columns),
