@@ -501,6 +501,57 @@ ug_status ug_baseline_load(const char *path, ug_baseline *out)
     return s;
 }
 
+/* The figures of a report.json, rewritten in the baseline's schema (the
+ * report holds a superset), so that one parser validates both. */
+static json_t *report_as_baseline(const json_t *report)
+{
+    static const char *const figures[] = {"elements", "max_ulp_dist", "p99_ulp_dist", "share_cr",
+                                          "max_ratio", "max_ulp_err", NULL};
+    json_t *sweep = json_object_get(json_object_get(report, "run"), "sweep");
+    json_t *families = json_object(), *family;
+    size_t i, j;
+    json_array_foreach(json_object_get(report, "families"), i, family) {
+        json_t *outputs = json_object(), *output;
+        json_array_foreach(json_object_get(family, "outputs"), j, output) {
+            json_t *modes = json_object(), *figs;
+            const char *mode;
+            json_object_foreach(json_object_get(output, "modes"), mode, figs) {
+                json_t *kept = json_object();
+                for (const char *const *f = figures; *f; f++)
+                    if (json_object_get(figs, *f)) json_object_set(kept, *f, json_object_get(figs, *f));
+                json_object_set_new(modes, mode, kept);
+            }
+            json_object_set_new(outputs, json_string_value(json_object_get(output, "name")), modes);
+        }
+        json_t *fam = json_pack("{s:O, s:o}", "bits", json_object_get(family, "bits"), "outputs", outputs);
+        const char *name = json_string_value(json_object_get(family, "name"));
+        if (fam && name) json_object_set_new(families, name, fam);
+    }
+    return json_pack("{s:s, s:{s:O, s:O}, s:o}", "schema", BASELINE_SCHEMA, "sweep", "path",
+                     json_object_get(sweep, "path"), "content_hash", json_object_get(sweep, "content_hash"),
+                     "families", families);
+}
+
+ug_status ug_figures_load(const char *path, ug_baseline *out)
+{
+    memset(out, 0, sizeof *out);
+    json_t *root;
+    UG_TRY(load_json(path, &root));
+    const char *schema = json_string_value(json_object_get(root, "schema"));
+    ug_status s;
+    if (schema && strcmp(schema, "ulpgate-report/1") == 0) {
+        json_t *figures = report_as_baseline(root);
+        s = figures ? parse_baseline(path, figures, out)
+                    : ug_fail(UG_EPARSE, "%s: a report without run.sweep.path/content_hash or families", path);
+        json_decref(figures);
+    } else {
+        s = parse_baseline(path, root, out);
+    }
+    json_decref(root);
+    if (!ug_is_ok(&s)) ug_baseline_free(out);
+    return s;
+}
+
 void ug_baseline_free(ug_baseline *b)
 {
     free(b->entries);
@@ -793,6 +844,59 @@ ug_status ug_gate_evaluate(const ug_run_result *run, const ug_budgets *budgets,
     if (!fs.out_of_memory) return ug_ok();
     ug_verdict_free(out);
     return ug_fail(UG_ENOMEM, "out of memory while evaluating the gate");
+}
+
+/* The summary a baseline entry stands for (share_cr = cr / elements exactly). */
+static ug_summary entry_summary(const ug_baseline_entry *e)
+{
+    ug_summary s = {0};
+    s.elements = e->elements;
+    s.correctly_rounded = (uint64_t)llround(e->share_cr * (double)e->elements);
+    s.max_ulp_dist = e->max_ulp_dist;
+    s.p99_ulp_dist = e->p99_ulp_dist;
+    s.max_ratio = e->max_ratio;
+    s.max_ulp_err = e->max_ulp_err;
+    return s;
+}
+
+ug_status ug_compare(const ug_baseline *old, const ug_baseline *new, const ug_budgets *budgets,
+                     ug_verdict *out)
+{
+    *out = (ug_verdict){.pass = true};
+    findings fs = {out, false};
+    if (old->sweep_hash != new->sweep_hash)
+        add(&fs, UG_FINDING_FAIL,
+            "the two results come from different sweeps (%s, content hash %016" PRIx64 "; %s, %016" PRIx64
+            "): their figures are not comparable", old->sweep_path, old->sweep_hash, new->sweep_path,
+            new->sweep_hash);
+    for (size_t i = 0; i < new->n && old->sweep_hash == new->sweep_hash; i++) {
+        const ug_baseline_entry *e = &new->entries[i];
+        char what[160];
+        snprintf(what, sizeof what, "%s %s %s", e->family, e->output, ug_ref_mode_name(e->mode));
+        const ug_baseline_entry *then = baseline_find(old, e->family, e->output, e->mode);
+        ug_summary now = entry_summary(e);
+        if (!then)
+            add(&fs, UG_FINDING_INFO, "%s: new (not in the old result)", what);
+        else if (then->elements != e->elements)
+            add(&fs, UG_FINDING_FAIL, "%s: %" PRIu64 " elements now, %" PRIu64 " before: not comparable",
+                what, e->elements, then->elements);
+        else
+            check_regression(&fs, what, &now, then, budgets);
+    }
+    for (size_t i = 0; i < old->n && old->sweep_hash == new->sweep_hash; i++)
+        if (!baseline_find(new, old->entries[i].family, old->entries[i].output, old->entries[i].mode))
+            add(&fs, UG_FINDING_FAIL, "%s %s %s: measured before, missing now", old->entries[i].family,
+                old->entries[i].output, ug_ref_mode_name(old->entries[i].mode));
+    for (size_t i = 0; i < new->n_bits && old->sweep_hash == new->sweep_hash; i++) {
+        const ug_baseline_bits *b = &new->bits[i], *a = baseline_bits_find(old, b->family);
+        for (int isa = 0; a && isa < UG_ISA_COUNT; isa++)
+            if (a->has[isa] && b->has[isa] && a->hash[isa] != b->hash[isa])
+                add(&fs, UG_FINDING_INFO, "%s: bits changed on %s (%016" PRIx64 " -> %016" PRIx64 ")",
+                    b->family, ug_isa_name((ug_isa)isa), a->hash[isa], b->hash[isa]);
+    }
+    if (!fs.out_of_memory) return ug_ok();
+    ug_verdict_free(out);
+    return ug_fail(UG_ENOMEM, "out of memory while comparing");
 }
 
 void ug_verdict_free(ug_verdict *v)

@@ -105,6 +105,14 @@ void ug_baseline_free(ug_baseline *b);
 /* Writes the run's figures as a new baseline, atomically. */
 ug_status ug_baseline_write(const char *path, const ug_run_result *run);
 
+/* Loads the figures of either a report.json or a baseline.json. */
+ug_status ug_figures_load(const char *path, ug_baseline *out);
+/* Compares two results (ulpgate compare OLD NEW): a figure worse than OLD's
+ * beyond the budgets' tolerance, a figure that disappeared, or results of
+ * different sweeps FAIL; better figures are BETTER; changed bits INFO. */
+ug_status ug_compare(const ug_baseline *old, const ug_baseline *new, const ug_budgets *budgets,
+                     ug_verdict *out);
+
 /* baseline may be NULL (no comparison). */
 ug_status ug_gate_evaluate(const ug_run_result *run, const ug_budgets *budgets,
                            const ug_baseline *baseline, ug_verdict *out);

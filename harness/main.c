@@ -48,6 +48,7 @@ static void usage(FILE *out)
     fputs("usage: ulpgate VERB [options]\n"
           "verbs:\n"
           "  verify   run a sweep, gate it, write reports (ulpgate verify --help)\n"
+          "  compare  compare two results (before/after a change); exit 1 on a regression\n"
           "  list     the kernel families: parameters, buffers, regimes, mutants\n"
           "  mutants  the deliberately broken kernel builds, one per line: FAMILY ID NAME\n",
           out);
@@ -183,6 +184,47 @@ static int cmd_verify(int argc, char **argv)
     return rc;
 }
 
+static int cmd_compare(int argc, char **argv)
+{
+    static const struct option opts[] = {{"budgets", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *budgets_path = NULL;
+    optind = 1;
+    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        if (ch == 'b') budgets_path = optarg;
+        else {
+            FILE *out = ch == 'h' ? stdout : stderr;
+            fputs("usage: ulpgate compare OLD NEW [--budgets PATH]\n"
+                  "Compares two results (report.json of two runs, or baseline.json files), e.g. before\n"
+                  "and after a kernel change: prints what got worse, what got better and what changed\n"
+                  "bits. Worse beyond the budgets' regression_tolerance (zero without --budgets) fails.\n"
+                  "exit: 0 no regression, 1 regression, 2 usage or input error\n",
+                  out);
+            return ch == 'h' ? EXIT_PASS : EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 2) {
+        fprintf(stderr, "ulpgate compare: expected two result files (OLD NEW), got %d\n", argc - optind);
+        return EXIT_USAGE;
+    }
+    ug_budgets budgets = {0};
+    ug_baseline old = {0}, new = {0};
+    ug_verdict verdict = {0};
+    ug_status st = budgets_path ? ug_budgets_load(budgets_path, &budgets) : ug_ok();
+    if (ug_is_ok(&st)) st = ug_figures_load(argv[optind], &old);
+    if (ug_is_ok(&st)) st = ug_figures_load(argv[optind + 1], &new);
+    if (ug_is_ok(&st)) st = ug_compare(&old, &new, &budgets, &verdict);
+    int rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
+    static const char *const kind[] = {"WORSE", "worse (within tolerance)", "BETTER", "CHANGED"};
+    for (size_t i = 0; ug_is_ok(&st) && i < verdict.n; i++)
+        printf("%s: %s\n", kind[verdict.items[i].kind], verdict.items[i].text);
+    if (ug_is_ok(&st)) printf("ulpgate compare: %s\n", verdict.pass ? "no regression" : "REGRESSION");
+    ug_verdict_free(&verdict);
+    ug_baseline_free(&old);
+    ug_baseline_free(&new);
+    ug_budgets_free(&budgets);
+    return rc;
+}
+
 static int cmd_list(void)
 {
     for (size_t i = 0; i < ug_family_count(); i++) {
@@ -224,6 +266,7 @@ int main(int argc, char **argv)
     }
     const char *verb = argv[1];
     if (strcmp(verb, "verify") == 0) return cmd_verify(argc - 1, argv + 1);
+    if (strcmp(verb, "compare") == 0) return cmd_compare(argc - 1, argv + 1);
     if (strcmp(verb, "list") == 0) return cmd_list();
     if (strcmp(verb, "mutants") == 0) return cmd_mutants();
     fprintf(stderr, "ulpgate: unknown verb '%s'\n", verb);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../harness/gate.h"
+#include "../harness/report.h"
 #include "tests.h"
 
 enum { N_CASES = 60, W = 0, U = 1 };
@@ -560,6 +561,66 @@ static void test_baseline_bad_hash_is_parse_error(void)
     " \"regression_tolerance\": {\"max_ulp_dist\": 0, \"p99_ulp_dist\": 0, \"share_cr\": 0.002,\n" \
     "                          \"max_ratio\": 0.05},\n \"families\": {"
 
+/* ---- compare ---- */
+
+static void write_figures(fixture *fx, const char *name, char *path, size_t size)
+{
+    snprintf(path, size, "%s/%s", fx->dir, name);
+    ug_status s = ug_baseline_write(path, &fx->run);
+    CU_ASSERT_FATAL(ug_is_ok(&s));
+}
+
+static void compare_files(fixture *fx, const char *old_path, const char *new_path)
+{
+    ug_baseline a, b;
+    ug_budgets_free(&fx->budgets);
+    CU_ASSERT_FATAL(load_budgets(fx).code == UG_OK);
+    CU_ASSERT_FATAL(ug_figures_load(old_path, &a).code == UG_OK);
+    CU_ASSERT_FATAL(ug_figures_load(new_path, &b).code == UG_OK);
+    ug_status s = ug_compare(&a, &b, &fx->budgets, &fx->verdict);
+    CU_ASSERT_FATAL(ug_is_ok(&s));
+    ug_baseline_free(&a);
+    ug_baseline_free(&b);
+}
+
+static void test_compare_worse_fails_better_reported(void)
+{
+    fixture *fx = fixture_new();
+    char before[128], after[128];
+    set_figures(agg(fx, W, UG_REF_EXACT), 2, 0, 950, 0.5);
+    write_figures(fx, "before.json", before, sizeof before);
+    set_figures(agg(fx, W, UG_REF_EXACT), 2, 1, 950, 0.4);
+    write_figures(fx, "after.json", after, sizeof after);
+    compare_files(fx, before, after);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "toyfam w exact: p99_ulp_dist worsened 0 -> 1") >= 0);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_BETTER, "toyfam w exact: max_ratio improved 0.5 -> 0.4") >= 0);
+    ug_verdict_free(&fx->verdict);
+    compare_files(fx, after, after);
+    CU_ASSERT_TRUE(fx->verdict.pass);
+    CU_ASSERT_EQUAL(fx->verdict.n, 0);
+    fixture_free(fx);
+}
+
+/* A report.json carries the same figures as the baseline of the same run. */
+static void test_compare_reads_report_json(void)
+{
+    fixture *fx = fixture_new();
+    char base[128], dir[128], report[160];
+    write_figures(fx, "base.json", base, sizeof base);
+    snprintf(dir, sizeof dir, "%s/reports", fx->dir);
+    evaluate(fx, false);
+    ug_status s = ug_report_write_all(dir, &fx->run, &fx->budgets, &fx->verdict);
+    CU_ASSERT_FATAL(ug_is_ok(&s));
+    ug_verdict_free(&fx->verdict);
+    ug_budgets_free(&fx->budgets);
+    snprintf(report, sizeof report, "%s/report.json", dir);
+    compare_files(fx, base, report);
+    CU_ASSERT_TRUE(fx->verdict.pass);
+    CU_ASSERT_EQUAL(fx->verdict.n, 0);
+    fixture_free(fx);
+}
+
 /* A budgets directory merges one file per family. */
 static void test_budgets_directory_merges_files(void)
 {
@@ -590,6 +651,7 @@ static void test_budgets_directory_merges_files(void)
 }
 
 UG_TEST_SUITE(gate_suite, "gate",
+              UG_TEST(test_compare_worse_fails_better_reported), UG_TEST(test_compare_reads_report_json),
               UG_TEST(test_budgets_directory_merges_files),
               UG_TEST(test_budgets_load_every_field), UG_TEST(test_budgets_bad_json),
               UG_TEST(test_budgets_wrong_schema), UG_TEST(test_budgets_missing_field),
