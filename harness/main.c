@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "merge.h"
 #include "report.h"
 #include "runner.h"
 
@@ -25,7 +26,7 @@ static int fail_with(const ug_status *st)
 static void usage_verify(FILE *out)
 {
     fputs("usage: ulpgate verify --sweep FILE --budgets FILE [--baseline FILE] [--reports DIR]\n"
-          "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--jobs N] [--quiet]\n"
+          "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--jobs N] [--shard I/N] [--quiet]\n"
           "Runs every case of the sweep on every ISA path of this CPU, measures each output\n"
           "element against the MPFR reference (exact and staged modes), gates the figures\n"
           "against the budgets and the baseline, prints a summary and writes the reports.\n"
@@ -38,6 +39,8 @@ static void usage_verify(FILE *out)
           "  --isa LIST             comma-separated paths to run (portable,avx2,avx512; default all supported)\n"
           "  --max-case-mib N       refuse cases whose buffers exceed N MiB (default 1024)\n"
           "  --jobs N               run cases on N threads (default 1); results do not depend on N\n"
+          "  --shard I/N            run only the cases whose index modulo N is I (0 <= I < N);\n"
+          "                         `ulpgate merge` combines the shards' report.json files\n"
           "  --quiet                no progress line even on a terminal\n"
           "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n",
           out);
@@ -49,6 +52,7 @@ static void usage(FILE *out)
           "verbs:\n"
           "  verify   run a sweep, gate it, write reports (ulpgate verify --help)\n"
           "  compare  compare two results (before/after a change); exit 1 on a regression\n"
+          "  merge    combine the reports of verify --shard I/N runs, then gate and report\n"
           "  list     the kernel families: parameters, buffers, regimes, mutants\n"
           "  mutants  the deliberately broken kernel builds, one per line: FAMILY ID NAME\n",
           out);
@@ -74,6 +78,7 @@ static bool parse_isa_list(char *list, bool enabled[UG_ISA_COUNT])
 
 typedef struct {
     const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter;
+    size_t shard_index, shard_count;
     ug_run_options run;
 } verify_args;
 
@@ -85,7 +90,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         {"write-baseline", required_argument, 0, 'w'}, {"filter", required_argument, 0, 'f'},
         {"isa", required_argument, 0, 'i'},      {"max-case-mib", required_argument, 0, 'm'},
         {"quiet", no_argument, 0, 'q'},          {"help", no_argument, 0, 'h'},
-        {"jobs", required_argument, 0, 'j'},
+        {"jobs", required_argument, 0, 'j'},    {"shard", required_argument, 0, 'S'},
         {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
@@ -125,6 +130,17 @@ static int parse_verify(int argc, char **argv, verify_args *a)
             a->run.jobs = (int)jobs;
             break;
         }
+        case 'S': {
+            unsigned long i, n;
+            int used = 0;
+            if (sscanf(optarg, "%lu/%lu%n", &i, &n, &used) != 2 || optarg[used] || n == 0 || i >= n) {
+                fprintf(stderr, "ulpgate: --shard: '%s' is not I/N with 0 <= I < N\n", optarg);
+                return EXIT_USAGE;
+            }
+            a->shard_index = i;
+            a->shard_count = n;
+            break;
+        }
         case 'h': usage_verify(stdout); return -1;
         default: usage_verify(stderr); return EXIT_USAGE;
         }
@@ -141,46 +157,102 @@ static int parse_verify(int argc, char **argv, verify_args *a)
     return EXIT_PASS;
 }
 
+typedef struct {
+    const char *budgets, *baseline, *reports, *write_baseline;
+} gate_args;
+
+/* The gate and the reports over a run's result (verify and merge). */
+static ug_status gate_and_report(const gate_args *g, const ug_run_result *run, const ug_budgets *budgets,
+                                 ug_verdict *verdict)
+{
+    ug_baseline baseline = {0};
+    ug_status st = g->baseline ? ug_baseline_load(g->baseline, &baseline) : ug_ok();
+    if (ug_is_ok(&st)) st = ug_gate_evaluate(run, budgets, g->baseline ? &baseline : NULL, verdict);
+    ug_baseline_free(&baseline);
+    UG_TRY(st);
+    ug_report_print_summary(stdout, run, budgets, verdict);
+    if (g->reports) UG_TRY(ug_report_write_all(g->reports, run, budgets, verdict));
+    if (!g->write_baseline) return ug_ok();
+    if (!verdict->pass)
+        return ug_fail(UG_EINVAL, "refusing to write baseline %s from a run that fails the gate", g->write_baseline);
+    UG_TRY(ug_baseline_write(g->write_baseline, run));
+    printf("ulpgate: wrote baseline %s\n", g->write_baseline);
+    return ug_ok();
+}
+
 static int cmd_verify(int argc, char **argv)
 {
     verify_args a;
     int rc = parse_verify(argc, argv, &a);
     if (rc) return rc < 0 ? EXIT_PASS : rc;
     ug_budgets budgets = {0};
-    ug_baseline baseline = {0};
     ug_sweep sweep = {0};
     ug_run_result run = {0};
     ug_verdict verdict = {0};
     ug_status st = ug_budgets_load(a.budgets, &budgets);
-    if (ug_is_ok(&st) && a.baseline) st = ug_baseline_load(a.baseline, &baseline);
     if (ug_is_ok(&st)) st = ug_sweep_load(a.sweep, &sweep);
     if (ug_is_ok(&st) && a.filter) {
-        ug_sweep_filter(&sweep, a.filter);
-        if (sweep.n_cases == 0) st = ug_fail(UG_EINVAL, "--filter '%s' matches no case of %s", a.filter, a.sweep);
+        st = ug_sweep_filter(&sweep, a.filter);
+        if (ug_is_ok(&st) && sweep.n_cases == 0)
+            st = ug_fail(UG_EINVAL, "--filter '%s' matches no case of %s", a.filter, a.sweep);
     }
+    if (ug_is_ok(&st) && a.shard_count) st = ug_sweep_shard(&sweep, a.shard_index, a.shard_count);
     if (ug_is_ok(&st)) {
         a.run.moderate_cond = budgets.moderate_cond;
         st = ug_run_sweep(&sweep, &a.run, &run);
     }
-    if (ug_is_ok(&st)) st = ug_gate_evaluate(&run, &budgets, a.baseline ? &baseline : NULL, &verdict);
-    if (ug_is_ok(&st)) {
-        ug_report_print_summary(stdout, &run, &budgets, &verdict);
-        if (a.reports) st = ug_report_write_all(a.reports, &run, &budgets, &verdict);
-    }
-    if (ug_is_ok(&st) && a.write_baseline) {
-        if (!verdict.pass)
-            st = ug_fail(UG_EINVAL, "refusing to write baseline %s from a run that fails the gate",
-                         a.write_baseline);
-        else st = ug_baseline_write(a.write_baseline, &run);
-        if (ug_is_ok(&st)) printf("ulpgate: wrote baseline %s\n", a.write_baseline);
-    }
+    gate_args g = {a.budgets, a.baseline, a.reports, a.write_baseline};
+    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &verdict);
     rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
     ug_verdict_free(&verdict);
     ug_run_result_free(&run);
     ug_sweep_free(&sweep);
-    ug_baseline_free(&baseline);
     ug_budgets_free(&budgets);
     mpfr_free_cache();
+    return rc;
+}
+
+static int cmd_merge(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"budgets", required_argument, 0, 'b'}, {"baseline", required_argument, 0, 'B'},
+        {"reports", required_argument, 0, 'r'}, {"write-baseline", required_argument, 0, 'w'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+    };
+    gate_args g = {0};
+    optind = 1;
+    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (ch) {
+        case 'b': g.budgets = optarg; break;
+        case 'B': g.baseline = optarg; break;
+        case 'r': g.reports = optarg; break;
+        case 'w': g.write_baseline = optarg; break;
+        default:
+            fputs("usage: ulpgate merge --budgets PATH [--baseline FILE] [--reports DIR] [--write-baseline FILE]\n"
+                  "                     SHARD_REPORT.json...\n"
+                  "Combines the report.json files of `verify --shard I/N` runs (all N of them) into the\n"
+                  "result of the unsharded run, then gates and reports it exactly as verify does.\n"
+                  "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n",
+                  ch == 'h' ? stdout : stderr);
+            return ch == 'h' ? EXIT_PASS : EXIT_USAGE;
+        }
+    }
+    if (!g.budgets || optind >= argc) {
+        fprintf(stderr, "ulpgate merge: --budgets and at least one shard report are required\n");
+        return EXIT_USAGE;
+    }
+    ug_budgets budgets = {0};
+    ug_sweep sweep = {0};
+    ug_run_result run = {0};
+    ug_verdict verdict = {0};
+    ug_status st = ug_budgets_load(g.budgets, &budgets);
+    if (ug_is_ok(&st)) st = ug_merge_shards((const char *const *)argv + optind, (size_t)(argc - optind), &sweep, &run);
+    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &verdict);
+    int rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
+    ug_verdict_free(&verdict);
+    ug_run_result_free(&run);
+    ug_sweep_free(&sweep);
+    ug_budgets_free(&budgets);
     return rc;
 }
 
@@ -267,6 +339,7 @@ int main(int argc, char **argv)
     const char *verb = argv[1];
     if (strcmp(verb, "verify") == 0) return cmd_verify(argc - 1, argv + 1);
     if (strcmp(verb, "compare") == 0) return cmd_compare(argc - 1, argv + 1);
+    if (strcmp(verb, "merge") == 0) return cmd_merge(argc - 1, argv + 1);
     if (strcmp(verb, "list") == 0) return cmd_list();
     if (strcmp(verb, "mutants") == 0) return cmd_mutants();
     fprintf(stderr, "ulpgate: unknown verb '%s'\n", verb);

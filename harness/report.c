@@ -406,12 +406,25 @@ static json_t *worst_case_json(const ug_run_result *run, const ug_family_result 
     return json_null();
 }
 
+/* The ulp_dist histogram of the moderate elements, sparse: [[bin, count], ...]
+ * (what `merge` needs to combine shards' percentiles exactly). */
+static json_t *histogram_json(const ug_stats *st)
+{
+    json_t *bins = json_array();
+    for (size_t i = 0; bins && i < UG_DIST_BINS; i++) {
+        double n = gsl_histogram_get(st->dist, i);
+        if (n > 0) bins = append(bins, json_pack("[I, I]", (json_int_t)i, (json_int_t)n));
+    }
+    return bins;
+}
+
 static json_t *aggregate_json(const report_in *in, const ug_family_result *fr, size_t o,
                               ug_ref_mode m)
 {
     ug_summary s = ug_stats_summary(&fr->agg[o][m]);
     const ug_budget *b = ug_budgets_find(in->budgets, fr->family->name, output_name(fr, o), m);
     json_t *j = summary_json(&s);
+    j = set(j, "dist_histogram", histogram_json(&fr->agg[o][m]));
     j = set(j, "budget", budget_json(b));
     j = set(j, "budget_verdict", json_string(budget_verdict(&s, b)));
     return set(j, "worst_case", worst_case_json(in->run, fr, o, m, &s));
@@ -503,6 +516,12 @@ static json_t *case_json(const ug_run_result *run, const ug_case_result *cr)
                           "params", case_params_json(c), "passed", cr->passed, "failure",
                           cr->passed ? NULL : cr->failure, "kernel_status", status, "expect",
                           expect_json(c));
+    j = set(j, "index", json_integer((json_int_t)c->index));
+    j = set(j, "elements", json_integer((json_int_t)cr->elements));
+    json_t *isa_bits = json_object();
+    for (int isa = 0; isa_bits && isa < UG_ISA_COUNT; isa++)
+        if (cr->isa_ran[isa]) isa_bits = set(isa_bits, ug_isa_name((ug_isa)isa), hex_json(cr->isa_bits[isa]));
+    j = set(j, "isa_bits", isa_bits);
     j = set(j, "bits_hash", c->expect_reject ? json_null() : hex_json(cr->bits_hash));
     j = set(j, "isa_bits_agree", json_boolean(cr->isa_bits_agree));
     j = set(j, "kernel_seconds", real_json(cr->kernel_seconds));
@@ -532,6 +551,11 @@ static json_t *run_json(const ug_run_result *run)
     json_t *sweep = json_pack("{s:s, s:o, s:I}", "path", run->sweep->path, "content_hash",
                               hex_json(run->sweep->content_hash), "seed",
                               (json_int_t)run->sweep->seed);
+    json_object_set_new(sweep, "filter", json_string(run->sweep->filter));
+    json_object_set_new(sweep, "shard", run->sweep->shard_count
+                                            ? json_pack("{s:I, s:I}", "index", (json_int_t)run->sweep->shard_index,
+                                                        "count", (json_int_t)run->sweep->shard_count)
+                                            : json_null());
     return json_pack("{s:o, s:s, s:o, s:I, s:o, s:o, s:I, s:I, s:I}", "sweep", sweep,
                      "started_utc", run->started_utc, "wall_seconds", real_json(run->wall_seconds),
                      "elements_checked", (json_int_t)run->elements_checked, "elements_per_second",

@@ -354,8 +354,13 @@ static ug_status run_case(const ug_case *c, const ug_run_options *opt, ug_case_r
     return st;
 }
 
-static ug_status families_init(const ug_sweep *sw, ug_run_result *out)
+ug_status ug_run_result_init(const ug_sweep *sw, double moderate_cond, ug_run_result *out)
 {
+    memset(out, 0, sizeof *out);
+    out->sweep = sw;
+    out->moderate_cond = moderate_cond;
+    time_t now = time(NULL);
+    strftime(out->started_utc, sizeof out->started_utc, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     out->families = calloc(ug_family_count(), sizeof *out->families);
     if (!out->families) return ug_fail(UG_ENOMEM, "cannot allocate %zu family results", ug_family_count());
     for (size_t i = 0; i < ug_family_count(); i++) {
@@ -370,6 +375,10 @@ static ug_status families_init(const ug_sweep *sw, ug_run_result *out)
         for (size_t o = 0; o < fr->n_outputs; o++)
             for (int m = 0; m < UG_REF_MODE_COUNT; m++) UG_TRY(ug_stats_init(&fr->agg[o][m]));
     }
+    out->cases = calloc(sw->n_cases ? sw->n_cases : 1, sizeof *out->cases);
+    if (!out->cases) return ug_fail(UG_ENOMEM, "cannot allocate %zu case results", sw->n_cases);
+    out->n_cases = sw->n_cases;
+    for (size_t i = 0; i < sw->n_cases; i++) out->cases[i].c = &sw->cases[i];
     return ug_ok();
 }
 
@@ -412,7 +421,7 @@ static void *worker(void *arg)
 
 /* Folds the cases into their families in case order: the same figures and
  * hashes whatever the number of threads. */
-static void merge_cases(ug_run_result *out)
+void ug_run_result_fold_cases(ug_run_result *out)
 {
     for (size_t i = 0; i < out->n_cases; i++) {
         ug_case_result *r = &out->cases[i];
@@ -443,10 +452,6 @@ static void merge_cases(ug_run_result *out)
 ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_result *out)
 {
     memset(out, 0, sizeof *out);
-    out->sweep = sw;
-    out->moderate_cond = opt->moderate_cond;
-    time_t now = time(NULL);
-    strftime(out->started_utc, sizeof out->started_utc, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     double t0 = now_seconds();
     bool any_isa = false;
     for (int isa = 0; isa < UG_ISA_COUNT; isa++) any_isa |= opt->isa_enabled[isa] && ug_isa_supported((ug_isa)isa);
@@ -454,10 +459,7 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     if (opt->jobs < 0 || opt->jobs > 256) return ug_fail(UG_EINVAL, "jobs (%d) must be in [0, 256]", opt->jobs);
     if (opt->jobs > 1 && !mpfr_buildopt_tls_p())
         return ug_fail(UG_EINVAL, "jobs (%d) > 1 needs a thread-safe MPFR; this one is not", opt->jobs);
-    UG_TRY(families_init(sw, out));
-    out->cases = calloc(sw->n_cases ? sw->n_cases : 1, sizeof *out->cases);
-    if (!out->cases) return ug_fail(UG_ENOMEM, "cannot allocate %zu case results", sw->n_cases);
-    out->n_cases = sw->n_cases;
+    UG_TRY(ug_run_result_init(sw, opt->moderate_cond, out));
     ug_isa saved = ug_isa_current(); /* the calling thread runs cases on every path */
     work_queue q = {sw, opt, out, PTHREAD_MUTEX_INITIALIZER, 0, 0, ug_ok()};
     pthread_t threads[256];
@@ -468,7 +470,7 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
     if (opt->progress) fprintf(stderr, "\r\033[K");
     ug_isa_select(saved);
-    merge_cases(out);
+    ug_run_result_fold_cases(out);
     out->wall_seconds = now_seconds() - t0;
     return q.first_error;
 }

@@ -27,4 +27,11 @@ typedef struct {
 
 ug_status ug_run_sweep(const ug_sweep *sweep, const ug_run_options *opt, ug_run_result *out);
 
+/* The pieces ug_run_sweep is made of, for `merge`, which rebuilds a run from
+ * shard results: an empty result for the sweep's cases and families, and the
+ * fold of the case results into their families in case order (counts, bits
+ * hashes, elements, and each case's pending statistics). */
+ug_status ug_run_result_init(const ug_sweep *sweep, double moderate_cond, ug_run_result *out);
+void ug_run_result_fold_cases(ug_run_result *out);
+
 #endif

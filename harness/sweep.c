@@ -33,7 +33,9 @@ static ug_status push_case(loader *ld, const ug_case *c)
         s->cases = grown;
         ld->cap = cap;
     }
-    s->cases[s->n_cases++] = *c;
+    s->cases[s->n_cases] = *c;
+    s->cases[s->n_cases].index = s->n_cases;
+    s->n_cases++;
     return ug_ok();
 }
 
@@ -324,13 +326,33 @@ void ug_sweep_free(ug_sweep *s)
     s->n_cases = 0;
 }
 
-void ug_sweep_filter(ug_sweep *s, const char *filter)
+ug_status ug_sweep_filter(ug_sweep *s, const char *filter)
 {
+    if (strlen(filter) >= sizeof s->filter)
+        return ug_fail(UG_EINVAL, "filter '%s' is longer than %zu bytes", filter, sizeof s->filter - 1);
+    snprintf(s->filter, sizeof s->filter, "%s", filter);
     size_t kept = 0;
     char name[UG_LABEL_LEN + 80];
     for (size_t i = 0; i < s->n_cases; i++) {
         snprintf(name, sizeof name, "%s/%s", s->cases[i].family->name, s->cases[i].label);
-        if (strstr(name, filter)) s->cases[kept++] = s->cases[i];
+        if (!strstr(name, filter)) continue;
+        s->cases[kept] = s->cases[i];
+        s->cases[kept].index = kept;
+        kept++;
     }
     s->n_cases = kept;
+    return ug_ok();
+}
+
+ug_status ug_sweep_shard(ug_sweep *s, size_t index, size_t count)
+{
+    if (count == 0 || index >= count)
+        return ug_fail(UG_EINVAL, "shard %zu/%zu: the index must be below the count (> 0)", index, count);
+    size_t kept = 0;
+    for (size_t i = 0; i < s->n_cases; i++)
+        if (s->cases[i].index % count == index) s->cases[kept++] = s->cases[i];
+    s->n_cases = kept;
+    s->shard_index = index;
+    s->shard_count = count;
+    return ug_ok();
 }

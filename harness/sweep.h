@@ -45,6 +45,7 @@ typedef struct {
     size_t n_expect;
     char expect[UG_MAX_EXPECT][UG_EXPECT_LEN];
     uint64_t seed;
+    size_t index;               /* position in the (filtered, unsharded) sweep */
 } ug_case;
 
 typedef struct {
@@ -53,11 +54,17 @@ typedef struct {
     uint64_t content_hash;      /* FNV-1a of the file's bytes */
     size_t n_cases;
     ug_case *cases;
+    char filter[128];           /* the --filter applied, "" for none */
+    size_t shard_index, shard_count; /* shard_count 0: not sharded */
 } ug_sweep;
 
 ug_status ug_sweep_load(const char *path, ug_sweep *out);
 void ug_sweep_free(ug_sweep *s);
-/* Keeps only cases whose "<family>/<label>" contains filter. */
-void ug_sweep_filter(ug_sweep *s, const char *filter);
+/* Keeps only cases whose "<family>/<label>" contains filter (and renumbers
+ * their index). */
+ug_status ug_sweep_filter(ug_sweep *s, const char *filter);
+/* Keeps the cases whose index % count == index: shards of one sweep are
+ * disjoint, cover it, and do not depend on the machine that runs them. */
+ug_status ug_sweep_shard(ug_sweep *s, size_t index, size_t count);
 
 #endif

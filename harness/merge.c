@@ -1,0 +1,297 @@
+#include "merge.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner.h"
+
+typedef struct {
+    const char *path;
+    json_t *root;
+    size_t index;
+} shard;
+
+static ug_status bad(const char *path, const char *what)
+{
+    return ug_fail(UG_EPARSE, "%s: %s", path, what);
+}
+
+/* Reals are written as JSON numbers, or "inf"/"-inf"/"nan" strings. */
+static double real_of(const json_t *j)
+{
+    if (json_is_number(j)) return json_number_value(j);
+    const char *s = json_string_value(j);
+    if (s && strcmp(s, "inf") == 0) return INFINITY;
+    if (s && strcmp(s, "-inf") == 0) return -INFINITY;
+    return NAN;
+}
+
+static uint64_t uint_of(const json_t *obj, const char *key)
+{
+    return (uint64_t)json_integer_value(json_object_get(obj, key));
+}
+
+static bool hex_of(const json_t *j, uint64_t *out)
+{
+    const char *s = json_string_value(j);
+    char *end;
+    if (!s || strlen(s) != 16) return false;
+    *out = strtoull(s, &end, 16);
+    return *end == '\0';
+}
+
+static ug_summary summary_of(const json_t *j)
+{
+    ug_summary s = {0};
+    s.elements = uint_of(j, "elements");
+    s.moderate = uint_of(j, "moderate");
+    s.correctly_rounded = uint_of(j, "correctly_rounded");
+    s.class_failures = uint_of(j, "class_failures");
+    s.over_bound = uint_of(j, "over_bound");
+    s.flagged = uint_of(j, "flagged");
+    s.max_ulp_dist = (uint32_t)uint_of(j, "max_ulp_dist");
+    s.p99_ulp_dist = (uint32_t)uint_of(j, "p99_ulp_dist");
+    s.max_ulp_dist_all = (uint32_t)uint_of(j, "max_ulp_dist_all");
+    s.max_ulp_err = real_of(json_object_get(j, "max_ulp_err"));
+    s.max_ratio = real_of(json_object_get(j, "max_ratio"));
+    s.max_cond = real_of(json_object_get(j, "max_cond"));
+    s.worst_index = (size_t)uint_of(j, "worst_index");
+    return s;
+}
+
+static ug_status load_shards(const char *const *paths, size_t n, shard *shards)
+{
+    bool *seen = calloc(n, sizeof *seen);
+    if (!seen) return ug_fail(UG_ENOMEM, "merge: out of memory");
+    ug_status st = ug_ok();
+    for (size_t i = 0; i < n && ug_is_ok(&st); i++) {
+        json_error_t err;
+        shards[i].path = paths[i];
+        shards[i].root = json_load_file(paths[i], 0, &err);
+        if (!shards[i].root) {
+            st = ug_fail(UG_EPARSE, "%s:%d:%d: %s", paths[i], err.line, err.column, err.text);
+            break;
+        }
+        const char *schema = json_string_value(json_object_get(shards[i].root, "schema"));
+        json_t *sh = json_object_get(json_object_get(json_object_get(shards[i].root, "run"), "sweep"), "shard");
+        if (!schema || strcmp(schema, "ulpgate-report/1") != 0) st = bad(paths[i], "not an ulpgate-report/1 file");
+        else if (!json_is_object(sh)) st = bad(paths[i], "run.sweep.shard is missing: not a shard's report (verify --shard I/N)");
+        else if (uint_of(sh, "count") != n)
+            st = ug_fail(UG_EINVAL, "%s: a shard of %" PRIu64 ", but %zu reports were given", paths[i], uint_of(sh, "count"), n);
+        else if ((shards[i].index = (size_t)uint_of(sh, "index")) >= n || seen[shards[i].index])
+            st = ug_fail(UG_EINVAL, "%s: shard index %zu is out of range or given twice", paths[i], shards[i].index);
+        else
+            seen[shards[i].index] = true;
+    }
+    free(seen);
+    return st;
+}
+
+/* Every shard must describe the same sweep file, content and filter. */
+static ug_status same_sweep(const shard *shards, size_t n, const char **path, const char **filter, uint64_t *hash,
+                            double *moderate)
+{
+    json_t *run0 = json_object_get(shards[0].root, "run"), *sweep0 = json_object_get(run0, "sweep");
+    *path = json_string_value(json_object_get(sweep0, "path"));
+    *filter = json_string_value(json_object_get(sweep0, "filter"));
+    *moderate = real_of(json_object_get(run0, "moderate_condition"));
+    if (!*path || !*filter || !hex_of(json_object_get(sweep0, "content_hash"), hash))
+        return bad(shards[0].path, "run.sweep lacks path, filter or content_hash");
+    for (size_t i = 1; i < n; i++) {
+        json_t *run = json_object_get(shards[i].root, "run"), *sweep = json_object_get(run, "sweep");
+        uint64_t h;
+        const char *p = json_string_value(json_object_get(sweep, "path"));
+        const char *f = json_string_value(json_object_get(sweep, "filter"));
+        if (!p || !f || !hex_of(json_object_get(sweep, "content_hash"), &h) || strcmp(p, *path) || strcmp(f, *filter) ||
+            h != *hash || real_of(json_object_get(run, "moderate_condition")) != *moderate)
+            return ug_fail(UG_EINVAL, "%s and %s are shards of different runs (sweep path, content, filter or "
+                           "moderate condition differ)", shards[0].path, shards[i].path);
+    }
+    return ug_ok();
+}
+
+static const ug_family_result *family_of(const ug_run_result *run, const ug_family *f)
+{
+    for (size_t i = 0; i < run->n_families; i++)
+        if (run->families[i].family == f) return &run->families[i];
+    return NULL;
+}
+
+static int output_ordinal(const ug_family_result *fr, const char *name)
+{
+    for (size_t o = 0; name && o < fr->n_outputs; o++)
+        if (strcmp(fr->family->buffers[fr->output_buffer[o]].name, name) == 0) return (int)o;
+    return -1;
+}
+
+static void read_plan(const json_t *plan, ug_case_result *r)
+{
+    if (!json_is_object(plan)) return;
+    r->has_plan = true;
+    r->plan.threads_planned = uint_of(plan, "threads_planned");
+    r->plan.threads_needed = uint_of(plan, "threads_needed");
+    r->plan.tg_bytes_planned = uint_of(plan, "tg_bytes_planned");
+    r->plan.tg_bytes_needed = uint_of(plan, "tg_bytes_needed");
+    const char *finding = json_string_value(json_object_get(plan, "finding"));
+    snprintf(r->plan_finding, sizeof r->plan_finding, "%s", finding ? finding : "");
+}
+
+static ug_status read_case(const char *path, const json_t *j, ug_run_result *out, bool *filled)
+{
+    size_t idx = (size_t)uint_of(j, "index");
+    const char *label = json_string_value(json_object_get(j, "label"));
+    const char *family = json_string_value(json_object_get(j, "family"));
+    if (idx >= out->n_cases || filled[idx] || !label || !family || strcmp(out->cases[idx].c->label, label) ||
+        strcmp(out->cases[idx].c->family->name, family))
+        return ug_fail(UG_EPARSE, "%s: case %zu (%s/%s) does not match the sweep, or appears twice", path, idx,
+                       family ? family : "?", label ? label : "?");
+    filled[idx] = true;
+    ug_case_result *r = &out->cases[idx];
+    r->passed = json_is_true(json_object_get(j, "passed"));
+    const char *failure = json_string_value(json_object_get(j, "failure"));
+    snprintf(r->failure, sizeof r->failure, "%s", failure ? failure : "");
+    json_t *ks = json_object_get(j, "kernel_status");
+    const char *code = json_string_value(json_object_get(ks, "code"));
+    for (int c = UG_OK; code && c <= UG_EREF; c++)
+        if (strcmp(code, ug_code_name((ug_code)c)) == 0) r->kernel_status.code = (ug_code)c;
+    const char *msg = json_string_value(json_object_get(ks, "message"));
+    snprintf(r->kernel_status.msg, sizeof r->kernel_status.msg, "%s", msg ? msg : "");
+    r->elements = uint_of(j, "elements");
+    r->isa_bits_agree = json_is_true(json_object_get(j, "isa_bits_agree"));
+    r->kernel_seconds = real_of(json_object_get(j, "kernel_seconds"));
+    r->reference_seconds = real_of(json_object_get(j, "reference_seconds"));
+    hex_of(json_object_get(j, "bits_hash"), &r->bits_hash);
+    const char *isa_name;
+    json_t *hash;
+    json_object_foreach(json_object_get(j, "isa_bits"), isa_name, hash) {
+        ug_isa isa;
+        if (!ug_isa_parse(isa_name, &isa) || !hex_of(hash, &r->isa_bits[isa]))
+            return ug_fail(UG_EPARSE, "%s: case %zu: bad isa_bits entry '%s'", path, idx, isa_name);
+        r->isa_ran[isa] = true;
+    }
+    read_plan(json_object_get(j, "plan"), r);
+    const ug_family_result *fr = family_of(out, r->c->family);
+    const char *output;
+    json_t *modes;
+    json_object_foreach(json_object_get(j, "outputs"), output, modes) {
+        int o = output_ordinal(fr, output);
+        if (o < 0) return ug_fail(UG_EPARSE, "%s: case %zu: unknown output '%s'", path, idx, output);
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            json_t *s = json_object_get(modes, ug_ref_mode_name((ug_ref_mode)m));
+            if (s) r->sum[o][m] = summary_of(s);
+        }
+    }
+    return ug_ok();
+}
+
+static ug_status stats_of(const json_t *j, ug_stats *st)
+{
+    UG_TRY(ug_stats_init(st));
+    st->sum = summary_of(j);
+    size_t i;
+    json_t *bin;
+    json_array_foreach(json_object_get(j, "dist_histogram"), i, bin) {
+        json_int_t at = json_integer_value(json_array_get(bin, 0)), count = json_integer_value(json_array_get(bin, 1));
+        if (at >= 0 && at < UG_DIST_BINS) gsl_histogram_accumulate(st->dist, (double)at + 0.5, (double)count);
+    }
+    return ug_ok();
+}
+
+/* Index of the case that holds an aggregate's worst element. */
+static size_t worst_case_index(const ug_run_result *out, const ug_family *f, const json_t *agg)
+{
+    const char *label = json_string_value(json_object_get(json_object_get(agg, "worst_case"), "label"));
+    for (size_t i = 0; label && i < out->n_cases; i++)
+        if (out->cases[i].c->family == f && strcmp(out->cases[i].c->label, label) == 0) return i;
+    return SIZE_MAX;
+}
+
+/* The family aggregates are the shards' aggregates merged; on equal max
+ * ratios the worst element is the one of the earlier case, as in one run. */
+static ug_status merge_aggregates(const shard *sh, ug_run_result *out, size_t worst_case[][UG_MAX_BUFFERS][UG_REF_MODE_COUNT])
+{
+    size_t i, j;
+    json_t *family, *output;
+    json_array_foreach(json_object_get(sh->root, "families"), i, family) {
+        const ug_family *f = ug_family_find(json_string_value(json_object_get(family, "name")));
+        ug_family_result *fr = f ? (ug_family_result *)family_of(out, f) : NULL;
+        if (!fr) return bad(sh->path, "a family of the report is not in the sweep");
+        size_t fi = (size_t)(fr - out->families);
+        json_array_foreach(json_object_get(family, "outputs"), j, output) {
+            int o = output_ordinal(fr, json_string_value(json_object_get(output, "name")));
+            if (o < 0) return bad(sh->path, "unknown output in families");
+            for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+                json_t *agg = json_object_get(json_object_get(output, "modes"), ug_ref_mode_name((ug_ref_mode)m));
+                ug_stats st;
+                if (!agg) continue;
+                UG_TRY(stats_of(agg, &st));
+                ug_summary before = fr->agg[o][m].sum;
+                size_t wc = worst_case_index(out, f, agg);
+                ug_stats_merge(&fr->agg[o][m], &st);
+                bool take = st.sum.elements &&
+                            (before.elements == 0 || st.sum.max_ratio > before.max_ratio ||
+                             (st.sum.max_ratio == before.max_ratio && wc < worst_case[fi][o][m]));
+                fr->agg[o][m].sum.worst_index = take ? st.sum.worst_index : before.worst_index;
+                if (take) worst_case[fi][o][m] = wc;
+                ug_stats_free(&st);
+            }
+        }
+    }
+    return ug_ok();
+}
+
+static ug_status rebuild(shard *shards, size_t n, ug_sweep *sweep, ug_run_result *out)
+{
+    const char *path, *filter;
+    uint64_t hash;
+    double moderate;
+    UG_TRY(same_sweep(shards, n, &path, &filter, &hash, &moderate));
+    UG_TRY(ug_sweep_load(path, sweep));
+    if (sweep->content_hash != hash)
+        return ug_fail(UG_EINVAL, "sweep %s changed since the shards ran (content hash %016" PRIx64 ", shards %016" PRIx64 ")",
+                       path, sweep->content_hash, hash);
+    if (*filter) UG_TRY(ug_sweep_filter(sweep, filter));
+    UG_TRY(ug_run_result_init(sweep, moderate, out));
+    bool *filled = calloc(out->n_cases ? out->n_cases : 1, sizeof *filled);
+    size_t (*worst_case)[UG_MAX_BUFFERS][UG_REF_MODE_COUNT] = malloc((out->n_families ? out->n_families : 1) * sizeof *worst_case);
+    ug_status st = filled && worst_case ? ug_ok() : ug_fail(UG_ENOMEM, "merge: out of memory");
+    for (size_t f = 0; worst_case && f < out->n_families; f++)
+        for (size_t o = 0; o < UG_MAX_BUFFERS; o++)
+            for (int m = 0; m < UG_REF_MODE_COUNT; m++) worst_case[f][o][m] = SIZE_MAX;
+    for (size_t s = 0; s < n && ug_is_ok(&st); s++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(shards[s].root, "cases"), i, c) {
+            st = read_case(shards[s].path, c, out, filled);
+            if (!ug_is_ok(&st)) break;
+        }
+        out->wall_seconds += real_of(json_object_get(json_object_get(shards[s].root, "run"), "wall_seconds"));
+    }
+    for (size_t i = 0; ug_is_ok(&st) && i < out->n_cases; i++)
+        if (!filled[i]) st = ug_fail(UG_EINVAL, "no shard holds case %zu (%s/%s)", i, out->cases[i].c->family->name, out->cases[i].c->label);
+    if (ug_is_ok(&st)) ug_run_result_fold_cases(out);
+    /* Aggregates in shard order: the order of merging does not change counts or maxima. */
+    for (size_t k = 0; k < n && ug_is_ok(&st); k++)
+        for (size_t s = 0; s < n && ug_is_ok(&st); s++)
+            if (shards[s].index == k) st = merge_aggregates(&shards[s], out, worst_case);
+    free(filled);
+    free(worst_case);
+    return st;
+}
+
+ug_status ug_merge_shards(const char *const *paths, size_t n, ug_sweep *sweep, ug_run_result *out)
+{
+    memset(sweep, 0, sizeof *sweep);
+    memset(out, 0, sizeof *out);
+    if (n == 0) return ug_fail(UG_EINVAL, "merge: no shard report given");
+    shard *shards = calloc(n, sizeof *shards);
+    if (!shards) return ug_fail(UG_ENOMEM, "merge: out of memory for %zu shards", n);
+    ug_status st = load_shards(paths, n, shards);
+    if (ug_is_ok(&st)) st = rebuild(shards, n, sweep, out);
+    for (size_t i = 0; i < n; i++) json_decref(shards[i].root);
+    free(shards);
+    return st;
+}

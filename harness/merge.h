@@ -1,0 +1,16 @@
+/* merge: rebuilds the result of one run from the report.json files of its
+ * shards (verify --shard I/N, e.g. a CI matrix or a Slurm array job), so that
+ * the gate and the reports see exactly what the unsharded run would have
+ * produced (timings aside). The shards must come from the same sweep (path
+ * and content hash), the same filter and the same shard count, each index
+ * once; the sweep file itself is reloaded from its recorded path. */
+#ifndef UG_MERGE_H
+#define UG_MERGE_H
+
+#include "results.h"
+
+/* sweep and out are filled (free with ug_sweep_free / ug_run_result_free;
+ * out points into sweep). */
+ug_status ug_merge_shards(const char *const *paths, size_t n, ug_sweep *sweep, ug_run_result *out);
+
+#endif
