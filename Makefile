@@ -27,7 +27,7 @@ JOBS     ?= $(shell nproc)
 VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all test verify baseline memcheck mutants clean deps
+.PHONY: all test verify baseline memcheck mutants clean deps screenshot
 # $(call timed,WHAT,COMMAND): runs COMMAND, prints its wall time, keeps its status.
 timed = start=$$(date +%s%N); $(2); rc=$$?; \
 	echo "make: $(1): $$(( ($$(date +%s%N) - start) / 1000000 )) ms wall (exit $$rc)"; exit $$rc
@@ -77,6 +77,12 @@ memcheck: $(BUILD)/ulpgate $(BUILD)/tests/run_tests
 
 mutants: $(BUILD)/ulpgate
 	@ci/mutants.sh $(BUILD) fixtures/sweeps/mutants $(BUDGETS)
+
+# Renders reports/report.html in headless Chromium (Debian's chromium package)
+# to reports/report.png, to look at what a reader sees.
+screenshot:
+	chromium --headless --no-sandbox --disable-gpu --window-size=1000,1400 \
+	    --screenshot=$(abspath $(REPORTS))/report.png file://$(abspath $(REPORTS))/report.html
 
 deps:
 	@ci/install-deps.sh

@@ -173,6 +173,13 @@ static ug_status read_case(const char *path, const json_t *j, ug_run_result *out
         r->isa_ran[isa] = true;
     }
     read_plan(json_object_get(j, "plan"), r);
+    size_t k;
+    json_t *x;
+    json_array_foreach(json_object_get(j, "samples"), k, x) {
+        ug_sample smp = {(uint8_t)json_integer_value(json_array_get(x, 0)), (uint8_t)json_integer_value(json_array_get(x, 1)),
+                         real_of(json_array_get(x, 2)), real_of(json_array_get(x, 3)), real_of(json_array_get(x, 4))};
+        UG_TRY(ug_samples_push(&r->samples, &smp));
+    }
     const ug_family_result *fr = family_of(out, r->c->family);
     const char *output;
     json_t *modes;

@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include "plots.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -517,6 +519,13 @@ static json_t *case_json(const ug_run_result *run, const ug_case_result *cr)
                           cr->passed ? NULL : cr->failure, "kernel_status", status, "expect",
                           expect_json(c));
     j = set(j, "index", json_integer((json_int_t)c->index));
+    json_t *samples = json_array();
+    for (size_t k = 0; samples && k < cr->samples.n; k++) {
+        const ug_sample *x = &cr->samples.items[k];
+        samples = append(samples, json_pack("[i, i, o, o, o]", x->output, x->mode, real_json(x->cond),
+                                            real_json(x->ulp_err), real_json(x->bound_ulps)));
+    }
+    j = set(j, "samples", samples);
     j = set(j, "elements", json_integer((json_int_t)cr->elements));
     json_t *isa_bits = json_object();
     for (int isa = 0; isa_bits && isa < UG_ISA_COUNT; isa++)
@@ -692,6 +701,11 @@ static ug_status write_junit(FILE *f, const report_in *in)
     return ug_ok();
 }
 
+static ug_status write_html(FILE *f, const report_in *in)
+{
+    return ug_plots_write_html(f, in->run, in->verdict);
+}
+
 ug_status ug_report_write_all(const char *dir, const ug_run_result *run,
                               const ug_budgets *budgets, const ug_verdict *verdict)
 {
@@ -700,6 +714,7 @@ ug_status ug_report_write_all(const char *dir, const ug_run_result *run,
     UG_TRY(write_file(dir, "report.md", write_md, &in));
     UG_TRY(write_file(dir, "report.json", write_json, &in));
     UG_TRY(write_file(dir, "junit.xml", write_junit, &in));
+    UG_TRY(write_file(dir, "report.html", write_html, &in));
     return write_file(dir, "cases.csv", write_csv, &in);
 }
 

@@ -8,6 +8,7 @@
 
 #include "../kernels/isa.h"
 #include "family.h"
+#include "samples.h"
 #include "stats.h"
 #include "sweep.h"
 
@@ -26,6 +27,7 @@ typedef struct {
     uint64_t elements;              /* output elements measured */
     ug_stats *pending;              /* runner-internal: this case's statistics until
                                        they are merged, in case order; NULL after */
+    ug_samples samples;             /* a few measured elements, for the plots */
     bool has_plan;              /* the family audits its seed's dispatch plan */
     ug_plan plan;
     char plan_finding[256];     /* empty when the plan is within limits and need */

@@ -224,6 +224,26 @@ static ug_status reference_compute(const ug_case *c, const case_buffers *cb, cas
     return ug_ok();
 }
 
+static ug_status keep_sample(ug_case_result *r, const ug_buf *b, const ug_ref_value *ref, const ug_elem_error *e,
+                             size_t output, int mode)
+{
+    double ulp = b->dtype == UG_BF16 ? ug_ulp_bf16(ref->r_hi) : ug_ulp_f32(ref->r_hi);
+    ug_sample x = {(uint8_t)output, (uint8_t)mode, e->cond, e->ulp_err, isfinite(ref->r_hi) ? ref->bound / ulp : NAN};
+    return ug_samples_push(&r->samples, &x);
+}
+
+/* Keeps the indices of the UG_SAMPLES_WORST largest ratios (earlier first on ties). */
+static void keep_if_worse(size_t *worst, double *ratio, size_t *n, size_t index, double value)
+{
+    if (!(value > 0)) return;
+    size_t at = *n < UG_SAMPLES_WORST ? (*n)++ : UG_SAMPLES_WORST;
+    while (at > 0 && ratio[at - 1] < value) {
+        if (at < UG_SAMPLES_WORST) worst[at] = worst[at - 1], ratio[at] = ratio[at - 1];
+        at--;
+    }
+    if (at < UG_SAMPLES_WORST) worst[at] = index, ratio[at] = value;
+}
+
 /* Measures the outputs against the reference into the case's own
  * statistics (merged into the family's in case order after the run, so the
  * figures do not depend on the number of worker threads); reports the first
@@ -248,9 +268,14 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const case_re
             ug_stats st;
             UG_TRY(ug_stats_init(&st));
             const ug_ref_value *ref = cr->ref[o][m];
+            size_t stride = b->count / UG_SAMPLES_SPREAD + 1, worst[UG_SAMPLES_WORST];
+            double worst_ratio[UG_SAMPLES_WORST];
+            size_t n_worst = 0;
             for (size_t i = 0; i < b->count; i++) {
                 ug_elem_error e = ug_measure(element_bits(b, i), b->dtype, &ref[i]);
                 ug_stats_add(&st, &e, ref[i].flagged, moderate_cond, i);
+                if (i % stride == 0) UG_TRY(keep_sample(r, b, &ref[i], &e, o, m));
+                else keep_if_worse(worst, worst_ratio, &n_worst, i, e.ratio);
                 if (!e.class_ok || e.ratio > 1.0)
                     set_failure(r, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", ug_isa_name(isa),
                                 name, i, ug_ref_mode_name((ug_ref_mode)m),
@@ -258,6 +283,10 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const case_re
                                                     : (double)ug_f32_from_bits(element_bits(b, i)),
                                 ref[i].r_hi, ref[i].bound, e.ratio, e.ulp_err,
                                 e.class_ok ? "" : " (non-finite rule)");
+            }
+            for (size_t k = 0; k < n_worst; k++) {
+                ug_elem_error e = ug_measure(element_bits(b, worst[k]), b->dtype, &ref[worst[k]]);
+                UG_TRY(keep_sample(r, b, &ref[worst[k]], &e, o, m));
             }
             ug_summary s = ug_stats_summary(&st);
             if (s.max_ratio > r->sum[o][m].max_ratio || r->sum[o][m].elements == 0) r->sum[o][m] = s;
@@ -477,6 +506,7 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
 
 void ug_run_result_free(ug_run_result *r)
 {
+    for (size_t i = 0; r->cases && i < r->n_cases; i++) ug_samples_free(&r->cases[i].samples);
     for (size_t i = 0; i < r->n_families; i++)
         for (size_t o = 0; o < r->families[i].n_outputs; o++)
             for (int m = 0; m < UG_REF_MODE_COUNT; m++) ug_stats_free(&r->families[i].agg[o][m]);

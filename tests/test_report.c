@@ -237,7 +237,7 @@ static void test_write_all_leaves_no_temporaries(void)
         n++;
     }
     closedir(d);
-    CU_ASSERT_EQUAL(n, 4); /* report.md, report.json, junit.xml, cases.csv */
+    CU_ASSERT_EQUAL(n, 5); /* report.md, report.json, junit.xml, report.html, cases.csv */
     fixture_free(fx);
 }
 
@@ -348,6 +348,23 @@ static void test_junit_one_testcase_per_case_and_failures_escaped(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<failure message=\"the kernel accepted the shape"));
     CU_ASSERT_PTR_NULL(strstr(xml, "<failure message=\"\""));
     free(xml);
+    fixture_free(fx);
+}
+
+/* ---- report.html ---- */
+
+/* One self-contained page: two figures (histogram, scatter) per output. */
+static void test_html_has_two_figures_per_output_and_no_external_resource(void)
+{
+    fixture *fx = fixture_new();
+    write_reports(fx);
+    char *html = slurp(fx, "report.html");
+    CU_ASSERT_EQUAL(count_of(html, "<svg "), 2 * 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "<h2>toyfam</h2>"));
+    CU_ASSERT_PTR_NULL(strstr(html, "<script"));
+    CU_ASSERT_PTR_NULL(strstr(html, "src="));
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "</html>"));
+    free(html);
     fixture_free(fx);
 }
 
@@ -530,7 +547,8 @@ UG_TEST_SUITE(report_suite, "report",
               UG_TEST(test_markdown_rows_show_budget_and_verdict),
               UG_TEST(test_markdown_lists_rejected_shapes),
               UG_TEST(test_markdown_lists_failures_and_findings),
-              UG_TEST(test_junit_one_testcase_per_case_and_failures_escaped), UG_TEST(test_csv_header),
+              UG_TEST(test_junit_one_testcase_per_case_and_failures_escaped),
+              UG_TEST(test_html_has_two_figures_per_output_and_no_external_resource), UG_TEST(test_csv_header),
               UG_TEST(test_csv_has_a_row_per_case_output_mode),
               UG_TEST(test_csv_quotes_per_rfc4180),
               UG_TEST(test_csv_rejected_row_has_empty_stat_columns),

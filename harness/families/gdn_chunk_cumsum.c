@@ -1,0 +1,73 @@
+/* Descriptor of gdn_chunk_cumsum (SPEC §1.3): parameters, buffers, input
+ * generators (harness/gdn_inputs.c) and the adapters to
+ * kernels/gdn_chunk_cumsum.c and ref/gdn_chunk_cumsum.c. The stage has no
+ * seed and so no host dispatch plan to audit (SPEC §1.6 concerns the seeds). */
+#include "../../kernels/gdn_chunk_cumsum.h"
+#include "../../ref/gdn_chunk_cumsum.h"
+#include "../family.h"
+#include "../gdn_inputs.h"
+
+enum { P_B, P_T, P_H, P_BT, N_PARAMS };
+static const char *const param_names[N_PARAMS] = {"B", "T", "H", "BT"};
+
+enum { BUF_G_RAW, BUF_G, N_BUFFERS };
+static const ug_buffer_desc buffers[N_BUFFERS] = {
+    [BUF_G_RAW] = {"g_raw", UG_F32, false, "[B,T,H]"},
+    [BUF_G] = {"g", UG_F32, true, "[B,T,H]"},
+};
+
+static const ug_mutant_desc mutants[] = {
+    {GDN_CHUNK_CUMSUM_MUT_NO_RESET, "no_reset", "the running sum is not restarted at chunk boundaries"},
+    {GDN_CHUNK_CUMSUM_MUT_EXCLUSIVE_SCAN, "exclusive_scan", "g[t] sums the rows before t only"},
+    {GDN_CHUNK_CUMSUM_MUT_CHUNK_OF_32, "chunk_of_32", "the sum restarts every 32 rows instead of every BT"},
+};
+
+static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
+
+static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
+{
+    size_t n;
+    if (__builtin_mul_overflow(param(p, P_B), param(p, P_T), &n) || __builtin_mul_overflow(n, param(p, P_H), &n))
+        return ug_fail(UG_EINVAL, "gdn_chunk_cumsum: %s [B,T,H] has more than SIZE_MAX elements", buffers[i].name);
+    *count = n;
+    return ug_ok();
+}
+
+static ug_status run(const ug_params *p, ug_buf *bufs)
+{
+    gdn_chunk_cumsum_params kp = {(uint32_t)p->v[P_B], (uint32_t)p->v[P_T], (uint32_t)p->v[P_H],
+                                  (uint32_t)p->v[P_BT]};
+    return gdn_chunk_cumsum(&kp, &bufs[BUF_G_RAW], &bufs[BUF_G]);
+}
+
+static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+{
+    gdn_chunk_cumsum_shape s = {param(p, P_B), param(p, P_T), param(p, P_H), param(p, P_BT)};
+    return gdn_chunk_cumsum_reference(&s, bufs[BUF_G_RAW].data, mode, outs[0]);
+}
+
+/* The raw log-gates of the gate regimes; the other draws are discarded. */
+static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs)
+{
+    gdn_gen_shape s = {param(p, P_B), param(p, P_T), 1, param(p, P_H), 1, 1, param(p, P_BT)};
+    gdn_gen_tokens(&s, (gdn_regime)regime, rng, bufs[BUF_G_RAW].data, NULL, NULL, NULL);
+    return ug_ok();
+}
+
+static const ug_family gdn_chunk_cumsum_family = {
+    .name = "gdn_chunk_cumsum",
+    .spec_section = "SPEC 1.3",
+    .n_params = N_PARAMS,
+    .param_names = param_names,
+    .n_buffers = N_BUFFERS,
+    .buffers = buffers,
+    .n_regimes = GDN_GATE_REGIMES,
+    .regimes = gdn_regime_names,
+    .n_mutants = sizeof mutants / sizeof mutants[0],
+    .mutants = mutants,
+    .buffer_count = buffer_count,
+    .generate = generate,
+    .run = run,
+    .reference = reference,
+};
+UG_REGISTER_FAMILY(gdn_chunk_cumsum_family);

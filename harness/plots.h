@@ -1,0 +1,15 @@
+/* report.html: the figures people would rather look at than read — per
+ * kernel output, the histogram of ulp_dist and the error of sampled elements
+ * against their condition number with each element's bound — as inline SVG
+ * in one self-contained page (no script, no external file), which opens from
+ * the file system. */
+#ifndef UG_PLOTS_H
+#define UG_PLOTS_H
+
+#include <stdio.h>
+
+#include "gate.h"
+
+ug_status ug_plots_write_html(FILE *f, const ug_run_result *run, const ug_verdict *verdict);
+
+#endif
