@@ -53,6 +53,7 @@ static void usage(FILE *out)
           "  verify   run a sweep, gate it, write reports (ulpgate verify --help)\n"
           "  compare  compare two results (before/after a change); exit 1 on a regression\n"
           "  merge    combine the reports of verify --shard I/N runs, then gate and report\n"
+          "  report   re-gate and re-render one run's report.json (e.g. against another baseline)\n"
           "  list     the kernel families: parameters, buffers, regimes, mutants\n"
           "  mutants  the deliberately broken kernel builds, one per line: FAMILY ID NAME\n",
           out);
@@ -230,8 +231,10 @@ static int cmd_merge(int argc, char **argv)
         default:
             fputs("usage: ulpgate merge --budgets PATH [--baseline FILE] [--reports DIR] [--write-baseline FILE]\n"
                   "                     SHARD_REPORT.json...\n"
+                  "       ulpgate report (same options) REPORT.json\n"
                   "Combines the report.json files of `verify --shard I/N` runs (all N of them) into the\n"
-                  "result of the unsharded run, then gates and reports it exactly as verify does.\n"
+                  "result of the unsharded run, then gates and reports it exactly as verify does; with\n"
+                  "one unsharded report.json, re-gates and re-renders that run.\n"
                   "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n",
                   ch == 'h' ? stdout : stderr);
             return ch == 'h' ? EXIT_PASS : EXIT_USAGE;
@@ -339,7 +342,7 @@ int main(int argc, char **argv)
     const char *verb = argv[1];
     if (strcmp(verb, "verify") == 0) return cmd_verify(argc - 1, argv + 1);
     if (strcmp(verb, "compare") == 0) return cmd_compare(argc - 1, argv + 1);
-    if (strcmp(verb, "merge") == 0) return cmd_merge(argc - 1, argv + 1);
+    if (strcmp(verb, "merge") == 0 || strcmp(verb, "report") == 0) return cmd_merge(argc - 1, argv + 1);
     if (strcmp(verb, "list") == 0) return cmd_list();
     if (strcmp(verb, "mutants") == 0) return cmd_mutants();
     fprintf(stderr, "ulpgate: unknown verb '%s'\n", verb);

@@ -78,6 +78,8 @@ static ug_status load_shards(const char *const *paths, size_t n, shard *shards)
         const char *schema = json_string_value(json_object_get(shards[i].root, "schema"));
         json_t *sh = json_object_get(json_object_get(json_object_get(shards[i].root, "run"), "sweep"), "shard");
         if (!schema || strcmp(schema, "ulpgate-report/1") != 0) st = bad(paths[i], "not an ulpgate-report/1 file");
+        else if (json_is_null(sh) && n == 1)
+            shards[i].index = 0; /* a whole run: `ulpgate report` re-renders it */
         else if (!json_is_object(sh)) st = bad(paths[i], "run.sweep.shard is missing: not a shard's report (verify --shard I/N)");
         else if (uint_of(sh, "count") != n)
             st = ug_fail(UG_EINVAL, "%s: a shard of %" PRIu64 ", but %zu reports were given", paths[i], uint_of(sh, "count"), n);
