@@ -4,7 +4,7 @@ OPT     ?= -O2
 # -ffp-contract=off: the kernels' f32 expressions must round where the seeds
 # round; fused multiply-adds are written explicitly where they are meant.
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation \
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation \
            -ffp-contract=off -fno-fast-math -MMD -MP
 LDLIBS  := -pthread -lmpfr -lgmp -lgsl -lgslcblas -ljansson -lm
 BUILD   ?= build
@@ -27,7 +27,7 @@ JOBS     ?= $(shell nproc)
 VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all test verify baseline memcheck mutants clean deps screenshot
+.PHONY: all test verify baseline memcheck mutants clean deps screenshot sanitize
 # $(call timed,WHAT,COMMAND): runs COMMAND, prints its wall time, keeps its status.
 timed = start=$$(date +%s%N); $(2); rc=$$?; \
 	echo "make: $(1): $$(( ($$(date +%s%N) - start) / 1000000 )) ms wall (exit $$rc)"; exit $$rc
@@ -77,6 +77,17 @@ memcheck: $(BUILD)/ulpgate $(BUILD)/tests/run_tests
 
 mutants: $(BUILD)/ulpgate
 	@ci/mutants.sh $(BUILD) fixtures/sweeps/mutants $(BUDGETS)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer: the unit tests and the
+# memcheck sweep in a separate build tree; any finding aborts with non-zero.
+SANITIZE_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+sanitize:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize CFLAGS="$(SANITIZE_FLAGS)" \
+	    $(BUILD)/sanitize/ulpgate $(BUILD)/sanitize/tests/run_tests
+	@$(call timed,sanitize,ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    $(BUILD)/sanitize/tests/run_tests && \
+	    ASAN_OPTIONS=detect_leaks=1 $(BUILD)/sanitize/ulpgate verify --sweep fixtures/sweeps/memcheck \
+	    --budgets $(BUDGETS) --reports $(BUILD)/sanitize-reports --quiet --jobs $(JOBS))
 
 # Renders reports/report.html in headless Chromium (Debian's chromium package)
 # to reports/report.png, to look at what a reader sees.

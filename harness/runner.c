@@ -436,7 +436,10 @@ static void *worker(void *arg)
         size_t i = q->next++;
         bool stop = i >= q->sweep->n_cases || !ug_is_ok(&q->first_error);
         pthread_mutex_unlock(&q->lock);
-        if (stop) return NULL;
+        if (stop) {
+            mpfr_free_cache(); /* MPFR's constant caches are per thread */
+            return NULL;
+        }
         const ug_case *c = &q->sweep->cases[i];
         ug_status st = run_case(c, q->opt, &q->out->cases[i]);
         pthread_mutex_lock(&q->lock);
