@@ -1,0 +1,390 @@
+/* head_norm_rope (SPEC §1.5, §1.6). Validation is the seed's, rule for rule
+ * and in its order; the C-side additions come after the seed's rules:
+ *   bf16: n_heads and head_dim > 0; half_rope_dim <= head_dim/2; input and
+ *         output counts; cos_cache and sin_cache >= half_rope_dim; then
+ *         [added] norm_weight count == head_dim; every buffer present, of its
+ *         dtype, with data.
+ *   f32:  n_heads and head_dim > 0; half_rope_dim <= head_dim/2; then
+ *         [SPEC §1.5] input and output counts; [added] seq_len > 0 (checked
+ *         before the counts that use it), positions count == seq_len,
+ *         norm_weight count == head_dim, freq_factors >= half_rope_dim; every
+ *         buffer present, of its dtype, with data.
+ * The additions keep a C caller from reading or writing out of bounds where
+ * the seed trusts Metal buffer bindings.
+ *
+ * The computation follows the shader the seed dispatches: one threadgroup per
+ * (token,) head. Its tg_size threads each sum the squares of x[t], x[t+tg],
+ * ... with FMAs, a tree over the threads adds the partial sums, and the
+ * normalized (weighted) values are cached in threadgroup memory for the
+ * rotation, which needs the partner of each element. The C kernel's
+ * threadgroup memory is a guarded scratch of max(tg_size, head_dim) floats:
+ * the seed's f32 host plan, and the seed's bf16 host plan wherever that plan
+ * suffices (head_dim <= 256); for head_dim > 256 the bf16 host plans only
+ * tg_size floats, short of the head_dim cached values (the plan audit in
+ * harness/families/head_norm_rope.c reports it). */
+#include "head_norm_rope.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/bf16.h"
+#include "../core/guard.h"
+#include "head_norm_rope_paths.h"
+#include "isa.h"
+
+#ifndef UG_MUTANT
+#define UG_MUTANT HEAD_NORM_ROPE_CORRECT
+#endif
+
+#define KERNEL_BF16 "fused_head_norm_rope"
+#define KERNEL_F32 "fused_head_norm_rope_f32"
+
+/* "capped at 256 (Metal maximum for shared-memory reductions in this pattern)" */
+enum { TG_SIZE_CAP = 256 };
+
+/* ---- the seed's dispatch plan -------------------------------------------- */
+
+uint32_t head_norm_rope_tg_size(uint32_t head_dim)
+{
+    uint32_t tg = 1; /* next_power_of_two(0) is 1 */
+    while (tg < head_dim && tg < TG_SIZE_CAP) tg <<= 1;
+    return tg;
+}
+
+uint64_t head_norm_rope_bf16_planned_bytes(uint32_t head_dim)
+{
+    return (uint64_t)head_norm_rope_tg_size(head_dim) * sizeof(float);
+}
+
+uint64_t head_norm_rope_f32_planned_bytes(uint32_t head_dim)
+{
+    uint32_t tg = head_norm_rope_tg_size(head_dim);
+    return (uint64_t)(tg > head_dim ? tg : head_dim) * sizeof(float);
+}
+
+/* ---- validation ------------------------------------------------------------ */
+
+static size_t count_of(const ug_buf *b) { return b ? b->count : 0; }
+
+static ug_status check_heads(const char *kernel, uint32_t n_heads, uint32_t head_dim, uint32_t half_rope_dim)
+{
+    if (n_heads == 0 || head_dim == 0)
+        return ug_fail(UG_EINVAL, "%s: n_heads and head_dim must be > 0 (n_heads=%u, head_dim=%u)", kernel,
+                       n_heads, head_dim);
+    if (half_rope_dim > head_dim / 2)
+        return ug_fail(UG_EINVAL, "%s: half_rope_dim (%u) must be <= head_dim/2 (%u)", kernel, half_rope_dim,
+                       head_dim / 2);
+    return ug_ok();
+}
+
+/* expected_text names the expectation with its value: "seq_len (3)". */
+static ug_status require_count(const char *kernel, const char *name, const ug_buf *b, size_t expected,
+                               const char *expected_text)
+{
+    if (count_of(b) != expected)
+        return ug_fail(UG_EINVAL, "%s: %s element count %zu != %s", kernel, name, count_of(b), expected_text);
+    return ug_ok();
+}
+
+static ug_status require_at_least(const char *kernel, const char *name, const ug_buf *b, uint32_t half_rope_dim)
+{
+    if (count_of(b) < half_rope_dim)
+        return ug_fail(UG_EINVAL, "%s: %s element count %zu < half_rope_dim (%u)", kernel, name, count_of(b),
+                       half_rope_dim);
+    return ug_ok();
+}
+
+/* Input and output: element count n_outer * head_dim, the product shown. */
+static ug_status require_activation_counts(const char *kernel, const ug_buf *input, const ug_buf *output,
+                                           size_t expected, const char *product_text)
+{
+    char text[160];
+    snprintf(text, sizeof text, "%s = %zu", product_text, expected);
+    UG_TRY(require_count(kernel, "input", input, expected, text));
+    return require_count(kernel, "output", output, expected, text);
+}
+
+static ug_status require_weight_count(const char *kernel, const ug_buf *norm_weight, uint32_t head_dim)
+{
+    if (!norm_weight) return ug_ok();
+    char text[48];
+    snprintf(text, sizeof text, "head_dim (%u)", head_dim);
+    return require_count(kernel, "norm_weight", norm_weight, head_dim, text);
+}
+
+typedef struct {
+    const char *name;
+    const ug_buf *buf;
+    ug_dtype dtype;
+    bool optional;
+} buffer_rule;
+
+static ug_status check_buffers(const char *kernel, const buffer_rule *rules, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const buffer_rule *r = &rules[i];
+        if (!r->buf) {
+            if (r->optional) continue;
+            return ug_fail(UG_EINVAL, "%s: %s: no buffer (NULL)", kernel, r->name);
+        }
+        if (r->buf->dtype != r->dtype)
+            return ug_fail(UG_EINVAL, "%s: %s must be %s (got %s)", kernel, r->name, ug_dtype_name(r->dtype),
+                           ug_dtype_name(r->buf->dtype));
+        if (r->buf->count && !r->buf->data)
+            return ug_fail(UG_EINVAL, "%s: %s has %zu elements but no data (NULL)", kernel, r->name, r->buf->count);
+    }
+    return ug_ok();
+}
+
+static ug_status validate_bf16(const head_norm_rope_bf16_params *p, const ug_buf *input, const ug_buf *output,
+                               const ug_buf *norm_weight, const ug_buf *cos_cache, const ug_buf *sin_cache)
+{
+    if (!p) return ug_fail(UG_EINVAL, KERNEL_BF16 ": no params (NULL)");
+    UG_TRY(check_heads(KERNEL_BF16, p->n_heads, p->head_dim, p->half_rope_dim));
+    char product[96];
+    snprintf(product, sizeof product, "n_heads(%u) * head_dim(%u)", p->n_heads, p->head_dim);
+    UG_TRY(require_activation_counts(KERNEL_BF16, input, output, (size_t)p->n_heads * p->head_dim, product));
+    UG_TRY(require_at_least(KERNEL_BF16, "cos_cache", cos_cache, p->half_rope_dim));
+    UG_TRY(require_at_least(KERNEL_BF16, "sin_cache", sin_cache, p->half_rope_dim));
+    UG_TRY(require_weight_count(KERNEL_BF16, norm_weight, p->head_dim));
+    const buffer_rule buffers[] = {
+        {"input", input, UG_BF16, false},         {"output", output, UG_BF16, false},
+        {"norm_weight", norm_weight, UG_BF16, true}, {"cos_cache", cos_cache, UG_F32, false},
+        {"sin_cache", sin_cache, UG_F32, false},
+    };
+    return check_buffers(KERNEL_BF16, buffers, sizeof buffers / sizeof buffers[0]);
+}
+
+static ug_status validate_f32(const head_norm_rope_f32_params *p, const ug_buf *input, const ug_buf *output,
+                              const ug_buf *norm_weight, const ug_buf *positions, const ug_buf *freq_factors)
+{
+    if (!p) return ug_fail(UG_EINVAL, KERNEL_F32 ": no params (NULL)");
+    UG_TRY(check_heads(KERNEL_F32, p->n_heads, p->head_dim, p->half_rope_dim));
+    if (p->seq_len == 0) return ug_fail(UG_EINVAL, KERNEL_F32 ": seq_len must be > 0 (got 0)");
+    char product[128];
+    snprintf(product, sizeof product, "seq_len(%u) * n_heads(%u) * head_dim(%u)", p->seq_len, p->n_heads,
+             p->head_dim);
+    size_t elements;
+    if (__builtin_mul_overflow((size_t)p->seq_len * p->n_heads, (size_t)p->head_dim, &elements))
+        return ug_fail(UG_EINVAL, KERNEL_F32 ": %s does not fit in size_t", product);
+    UG_TRY(require_activation_counts(KERNEL_F32, input, output, elements, product));
+    char seq_text[48];
+    snprintf(seq_text, sizeof seq_text, "seq_len (%u)", p->seq_len);
+    UG_TRY(require_count(KERNEL_F32, "positions", positions, p->seq_len, seq_text));
+    UG_TRY(require_weight_count(KERNEL_F32, norm_weight, p->head_dim));
+    if (freq_factors) UG_TRY(require_at_least(KERNEL_F32, "freq_factors", freq_factors, p->half_rope_dim));
+    const buffer_rule buffers[] = {
+        {"input", input, UG_F32, false},           {"output", output, UG_F32, false},
+        {"norm_weight", norm_weight, UG_F32, true}, {"positions", positions, UG_U32, false},
+        {"freq_factors", freq_factors, UG_F32, true},
+    };
+    return check_buffers(KERNEL_F32, buffers, sizeof buffers / sizeof buffers[0]);
+}
+
+/* ---- one head ---------------------------------------------------------------- */
+
+static const head_norm_rope_path path_portable;
+
+static const head_norm_rope_path *current_path(void)
+{
+    switch (ug_isa_current()) {
+    case UG_ISA_AVX512: return &head_norm_rope_path_avx512;
+    case UG_ISA_AVX2: return &head_norm_rope_path_avx2;
+    default: return &path_portable;
+    }
+}
+
+/* What every head of a call shares: the shape, eps, the input dtype, the ISA
+ * path and the threadgroup memory (max(tg_size, head_dim) floats). */
+typedef struct {
+    const head_norm_rope_path *path;
+    uint32_t head_dim, half_rope_dim, span, tg_size;
+    float eps;
+    bool f32;
+    float *threadgroup;
+} head_job;
+
+/* Element i of a bf16 or f32 vector, as f32 (bf16 widens exactly). */
+static inline float element(const void *v, size_t i, bool f32)
+{
+    return f32 ? ((const float *)v)[i] : ug_bf16_to_f32(((const ug_bf16 *)v)[i]);
+}
+
+/* The shader's reduction: thread t sums x[t]^2, x[t+tg]^2, ... into
+ * threadgroup[t], then the tree halves the active threads each step. */
+static float sum_of_squares(const head_job *job, const void *x)
+{
+    float *partial = job->threadgroup;
+    memset(partial, 0, job->tg_size * sizeof(float));
+    for (uint32_t base = 0; base < job->head_dim; base += job->tg_size) {
+        uint32_t n = job->head_dim - base < job->tg_size ? job->head_dim - base : job->tg_size;
+        if (job->f32) job->path->accumulate_squares_f32((const float *)x + base, n, partial);
+        else job->path->accumulate_squares_bf16((const ug_bf16 *)x + base, n, partial);
+    }
+    for (uint32_t stride = job->tg_size / 2; stride > 0; stride /= 2)
+        for (uint32_t t = 0; t < stride; t++) partial[t] = partial[t] + partial[t + stride];
+    return partial[0];
+}
+
+/* r = 1/sqrt(ss/head_dim + eps): an f32 division, addition, sqrtf and
+ * reciprocal (the bound in docs/error-model-head_norm_rope.md §2). */
+static float inverse_rms(const head_job *job, float ss)
+{
+    float count = UG_MUTANT == HEAD_NORM_ROPE_MUT_MEAN_OVER_HALF_ROPE ? (float)job->half_rope_dim
+                                                                      : (float)job->head_dim;
+    float mean = ss / count;
+    if (UG_MUTANT == HEAD_NORM_ROPE_MUT_EPS_OUTSIDE_SQRT) return 1.0f / (sqrtf(mean) + job->eps);
+    return 1.0f / sqrtf(mean + job->eps);
+}
+
+static float weight_factor(float w) { return UG_MUTANT == HEAD_NORM_ROPE_MUT_ONE_PLUS_WEIGHT ? 1.0f + w : w; }
+
+/* threadgroup[i] = fl(fl(x_i * r) * w_i), or fl(x_i * r) without a weight;
+ * x and w of the call's dtype. */
+static void normalize(const head_job *job, const void *x, const void *w)
+{
+    float *y = job->threadgroup;
+    const float r = inverse_rms(job, sum_of_squares(job, x));
+    for (uint32_t i = 0; i < job->head_dim; i++) y[i] = element(x, i, job->f32) * r;
+    if (w)
+        for (uint32_t i = 0; i < job->head_dim; i++) y[i] = y[i] * weight_factor(element(w, i, job->f32));
+}
+
+/* The NeoX rotation of the cached values in place: pairs (i, i + span) for
+ * i < half_rope_dim; the rest of the head passes through untouched. */
+static void rotate(const head_job *job, const float *c, const float *s)
+{
+    float *y = job->threadgroup;
+    uint32_t pairs = job->half_rope_dim;
+    if (UG_MUTANT == HEAD_NORM_ROPE_MUT_PASS_THROUGH_OFF_BY_ONE && pairs > 0) pairs--;
+    if (UG_MUTANT == HEAD_NORM_ROPE_MUT_NEIGHBOUR_PAIRS) {
+        for (uint32_t k = 0; k < pairs; k++) head_norm_rope_rotate_pair(&y[2 * k], &y[2 * k + 1], c[k], s[k]);
+    } else if (UG_MUTANT == HEAD_NORM_ROPE_MUT_SIN_SIGN_FLIPPED) {
+        for (uint32_t k = 0; k < pairs; k++) head_norm_rope_rotate_pair(&y[k], &y[k + job->span], c[k], -s[k]);
+    } else {
+        job->path->rotate(y, y + job->span, c, s, pairs);
+    }
+}
+
+static ug_bf16 output_cast(float x)
+{
+    return UG_MUTANT == HEAD_NORM_ROPE_MUT_OUTPUT_TRUNCATED ? (ug_bf16)(ug_f32_bits(x) >> 16) : ug_bf16_from_f32(x);
+}
+
+static ug_status job_open(head_job *job, ug_guarded *scratch, uint32_t head_dim, uint32_t half_rope_dim,
+                          uint32_t span, float eps, bool f32)
+{
+    *job = (head_job){
+        .path = current_path(),
+        .head_dim = head_dim,
+        .half_rope_dim = half_rope_dim,
+        .span = span,
+        .tg_size = head_norm_rope_tg_size(head_dim),
+        .eps = eps,
+        .f32 = f32,
+    };
+    UG_TRY(ug_guarded_alloc(scratch, head_norm_rope_f32_planned_bytes(head_dim)));
+    job->threadgroup = ug_guarded_data(scratch);
+    return ug_ok();
+}
+
+/* ---- bf16: one token, cos/sin from the caches --------------------------------- */
+
+ug_status head_norm_rope_bf16(const head_norm_rope_bf16_params *p, const ug_buf *input, ug_buf *output,
+                              const ug_buf *norm_weight, const ug_buf *cos_cache, const ug_buf *sin_cache)
+{
+    UG_TRY(validate_bf16(p, input, output, norm_weight, cos_cache, sin_cache));
+    head_job job;
+    ug_guarded scratch;
+    UG_TRY(job_open(&job, &scratch, p->head_dim, p->half_rope_dim, p->half_rope_dim, p->eps, false));
+    const ug_bf16 *w = norm_weight ? norm_weight->data : NULL;
+    for (size_t head = 0; head < p->n_heads; head++) {
+        ug_bf16 *out = (ug_bf16 *)output->data + head * p->head_dim;
+        normalize(&job, (const ug_bf16 *)input->data + head * p->head_dim, w);
+        rotate(&job, cos_cache->data, sin_cache->data);
+        for (uint32_t i = 0; i < p->head_dim; i++) out[i] = output_cast(job.threadgroup[i]);
+    }
+    return ug_guarded_free(&scratch, KERNEL_BF16 " threadgroup scratch");
+}
+
+/* ---- f32: a sequence, angles from positions, theta and freq_factors ------------ */
+
+/* The per-pair frequencies f_i of the angle formula (head_norm_rope.h), in
+ * f32 exactly as stated there; computed once per call. */
+static void frequencies(const head_norm_rope_f32_params *p, const float *freq_factors, float *f)
+{
+    const float log2_theta = (float)log2((double)p->theta);
+    const float exponent_dim = UG_MUTANT == HEAD_NORM_ROPE_MUT_EXPONENT_OVER_ROPE_DIM
+                                   ? (float)(2u * p->half_rope_dim)
+                                   : (float)p->head_dim;
+    for (uint32_t i = 0; i < p->half_rope_dim; i++) {
+        float e = (float)(2u * i) / exponent_dim;
+        float w = exp2f(-(e * log2_theta));
+        if (freq_factors)
+            w = UG_MUTANT == HEAD_NORM_ROPE_MUT_FREQ_FACTOR_MULTIPLIES ? w * freq_factors[i] : w / freq_factors[i];
+        f[i] = w;
+    }
+}
+
+ug_status head_norm_rope_f32(const head_norm_rope_f32_params *p, const ug_buf *input, ug_buf *output,
+                             const ug_buf *norm_weight, const ug_buf *positions, const ug_buf *freq_factors)
+{
+    UG_TRY(validate_f32(p, input, output, norm_weight, positions, freq_factors));
+    head_job job;
+    ug_guarded scratch, table_memory;
+    UG_TRY(job_open(&job, &scratch, p->head_dim, p->half_rope_dim, p->head_dim / 2, p->eps, true));
+    /* What each shader thread holds in registers: f_i, then cos and sin of
+     * the current token's angles. */
+    ug_status st = ug_guarded_alloc(&table_memory, 3 * (size_t)p->half_rope_dim * sizeof(float));
+    if (!ug_is_ok(&st)) {
+        ug_guarded_free(&scratch, KERNEL_F32 " threadgroup scratch");
+        return st;
+    }
+    float *f = ug_guarded_data(&table_memory), *c = f + p->half_rope_dim, *s = c + p->half_rope_dim;
+    frequencies(p, freq_factors ? freq_factors->data : NULL, f);
+    const float *w = norm_weight ? norm_weight->data : NULL;
+    const uint32_t *pos = positions->data;
+    for (size_t t = 0; t < p->seq_len; t++) {
+        const float position = (float)pos[t];
+        for (uint32_t i = 0; i < p->half_rope_dim; i++) {
+            float angle = position * f[i];
+            c[i] = cosf(angle);
+            s[i] = sinf(angle);
+        }
+        for (size_t head = 0; head < p->n_heads; head++) {
+            size_t offset = (t * p->n_heads + head) * p->head_dim;
+            normalize(&job, (const float *)input->data + offset, w);
+            rotate(&job, c, s);
+            memcpy((float *)output->data + offset, job.threadgroup, p->head_dim * sizeof(float));
+        }
+    }
+    st = ug_guarded_free(&table_memory, KERNEL_F32 " angle tables");
+    ug_status freed = ug_guarded_free(&scratch, KERNEL_F32 " threadgroup scratch");
+    return ug_is_ok(&st) ? freed : st;
+}
+
+/* ---- the portable path ----------------------------------------------------------- */
+
+static void accumulate_squares_bf16_portable(const ug_bf16 *x, size_t n, float *partial)
+{
+    for (size_t t = 0; t < n; t++) {
+        float v = ug_bf16_to_f32(x[t]);
+        partial[t] = fmaf(v, v, partial[t]);
+    }
+}
+
+static void accumulate_squares_f32_portable(const float *x, size_t n, float *partial)
+{
+    for (size_t t = 0; t < n; t++) partial[t] = fmaf(x[t], x[t], partial[t]);
+}
+
+static void rotate_portable(float *lo, float *hi, const float *c, const float *s, size_t n)
+{
+    for (size_t k = 0; k < n; k++) head_norm_rope_rotate_pair(lo + k, hi + k, c[k], s[k]);
+}
+
+static const head_norm_rope_path path_portable = {accumulate_squares_bf16_portable, accumulate_squares_f32_portable,
+                                                  rotate_portable};
