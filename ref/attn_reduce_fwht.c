@@ -1,0 +1,326 @@
+#include "attn_reduce_fwht.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "../kernels/attn_reduce_fwht_signs.h"
+
+/* Precisions (bits), see docs/error-model-attn_reduce_fwht.md §4. M_w - M*
+ * of two f32 needs at most 277 bits, times (1 +- 2^-24) at most 302: both
+ * exact at ARG_PREC. A term P_w[d] * m_w (24 + WEIGHT_PREC bits) is exact at
+ * TERM_PREC. Sums, the quotient and the butterflies round to SUM_PREC. */
+enum {
+    WEIGHT_PREC = UG_REF_PREC,
+    ARG_PREC = 400,
+    TERM_PREC = UG_REF_PREC + 32,
+    SUM_PREC = UG_REF_PREC + 64,
+    BOUND_PREC = 64,
+    MAX_NWG = 32,
+    MAX_DV = 512,
+};
+
+static const double unit_roundoff = 0x1p-24;
+/* The bound's magnitudes are doubles built from upward-rounded MPFR values by
+ * at most ~600 round-to-nearest operations along any path (relative error
+ * < 2^-43); this factor on each finished bound covers them. */
+static const double bound_slack = 1 + 0x1p-30;
+/* Subnormal allowances: an f32 product or quotient that underflows errs by
+ * <= 2^-150 absolute; expf by <= 2^-149 (ATTN_REDUCE_FWHT_EXPF_ABS). */
+static const double f32_underflow = 0x1p-150, f32_underflow_sum = 0x1p-149;
+
+static double gamma_n(size_t n) { return (double)n * unit_roundoff / (1 - (double)n * unit_roundoff); }
+
+static double up(double x) { return x * (1 + 0x1p-50); }
+
+/* ---- workspace -------------------------------------------------------- */
+
+typedef struct {
+    size_t dv, nwg;
+    double scale;        /* c = RN_f32(1/sqrt(DV)), the kernel's factor */
+    double kappa;        /* >= |c sqrt(DV) - 1| */
+    mpfr_t inv_sqrt_dv;  /* 1/sqrt(DV) at SUM_PREC */
+    mpfr_t t[MAX_DV];    /* the row being transformed */
+    mpfr_t m[MAX_NWG];   /* weights exp(M_w - M*) */
+    double m_up[MAX_NWG], m_dev[MAX_NWG], m_mag[MAX_NWG];
+    mpfr_t terms[MAX_NWG];
+    mpfr_ptr term_ptrs[MAX_NWG];
+    mpfr_t s, a, butterfly, arg, scaled_arg, edge, diff;
+} workspace;
+
+static void workspace_init(workspace *ws, size_t dv, size_t nwg)
+{
+    ws->dv = dv;
+    ws->nwg = nwg;
+    for (size_t j = 0; j < dv; j++) mpfr_init2(ws->t[j], SUM_PREC);
+    for (size_t w = 0; w < MAX_NWG; w++) {
+        mpfr_init2(ws->m[w], WEIGHT_PREC);
+        mpfr_init2(ws->terms[w], TERM_PREC);
+        ws->term_ptrs[w] = ws->terms[w];
+    }
+    mpfr_inits2(SUM_PREC, ws->inv_sqrt_dv, ws->s, ws->a, ws->butterfly, (mpfr_ptr)0);
+    mpfr_inits2(ARG_PREC, ws->arg, ws->scaled_arg, (mpfr_ptr)0);
+    mpfr_inits2(BOUND_PREC, ws->edge, ws->diff, (mpfr_ptr)0);
+
+    mpfr_set_ui(ws->inv_sqrt_dv, (unsigned long)dv, MPFR_RNDN);
+    mpfr_rec_sqrt(ws->inv_sqrt_dv, ws->inv_sqrt_dv, MPFR_RNDN);
+    mpfr_t c;
+    mpfr_init2(c, 24);
+    mpfr_set(c, ws->inv_sqrt_dv, MPFR_RNDN); /* f32 has 24 bits; DV's range is normal */
+    ws->scale = mpfr_get_d(c, MPFR_RNDN);
+    mpfr_t product;
+    mpfr_init2(product, 256);
+    mpfr_set_ui(product, (unsigned long)dv, MPFR_RNDN);
+    mpfr_sqrt(product, product, MPFR_RNDN);
+    mpfr_mul(product, product, c, MPFR_RNDN);
+    mpfr_sub_ui(product, product, 1, MPFR_RNDN);
+    mpfr_abs(product, product, MPFR_RNDN);
+    /* |c sqrt(DV) - 1| to 256 bits: zero for DV = 256, ~0.29 * 2^-24 for 512. */
+    ws->kappa = mpfr_zero_p(product) ? 0.0 : mpfr_get_d(product, MPFR_RNDU) * (1 + 0x1p-40);
+    mpfr_clears(c, product, (mpfr_ptr)0);
+}
+
+static void workspace_clear(workspace *ws)
+{
+    for (size_t j = 0; j < ws->dv; j++) mpfr_clear(ws->t[j]);
+    for (size_t w = 0; w < MAX_NWG; w++) mpfr_clears(ws->m[w], ws->terms[w], (mpfr_ptr)0);
+    mpfr_clears(ws->inv_sqrt_dv, ws->s, ws->a, ws->butterfly, ws->arg, ws->scaled_arg, ws->edge, ws->diff,
+                (mpfr_ptr)0);
+}
+
+static workspace *workspace_new(size_t dv, size_t nwg)
+{
+    workspace *ws = malloc(sizeof *ws);
+    if (ws) workspace_init(ws, dv, nwg);
+    return ws;
+}
+
+static void workspace_free(workspace *ws)
+{
+    workspace_clear(ws);
+    free(ws);
+}
+
+/* ---- the transform ------------------------------------------------------ */
+
+/* t <- s * (H t) / sqrt(DV): H by butterflies at SUM_PREC (each output of a
+ * stage rounded once; docs §4 bounds the accumulated error), then the exact
+ * 1/sqrt(DV) to SUM_PREC and the sign. */
+static void undo_in_place(workspace *ws)
+{
+    const size_t dv = ws->dv;
+    for (size_t h = 1; h < dv; h *= 2)
+        for (size_t base = 0; base < dv; base += 2 * h)
+            for (size_t j = base; j < base + h; j++) {
+                mpfr_add(ws->butterfly, ws->t[j], ws->t[j + h], MPFR_RNDN);
+                mpfr_sub(ws->t[j + h], ws->t[j], ws->t[j + h], MPFR_RNDN);
+                mpfr_swap(ws->t[j], ws->butterfly);
+            }
+    for (size_t j = 0; j < dv; j++) {
+        mpfr_mul(ws->t[j], ws->t[j], ws->inv_sqrt_dv, MPFR_RNDN);
+        if (attn_reduce_fwht_sign_is_negative(j)) mpfr_neg(ws->t[j], ws->t[j], MPFR_RNDN);
+    }
+}
+
+/* Finishes row r's outputs from t = the reference values: the pre-rounding
+ * bound is relative * |r_j| + the row's constant part (both before slack). */
+static void finish_row(workspace *ws, double relative, double constant, double abs_sum, ug_ref_value *out_row)
+{
+    for (size_t j = 0; j < ws->dv; j++) {
+        double magnitude = fabs(mpfr_get_d(ws->t[j], MPFR_RNDA));
+        double pre_round = (relative * magnitude + constant) * bound_slack;
+        ug_ref_finish(&out_row[j], ws->t[j], pre_round, abs_sum, 0, UG_F32);
+    }
+}
+
+/* ---- the merge weights -------------------------------------------------- */
+
+/* exp(x) rounded in direction rnd to BOUND_PREC, into ws->edge. */
+static void exp_directed(workspace *ws, double factor, mpfr_rnd_t rnd)
+{
+    mpfr_mul_d(ws->scaled_arg, ws->arg, factor, MPFR_RNDN); /* exact, see ARG_PREC */
+    mpfr_exp(ws->edge, ws->scaled_arg, rnd);
+}
+
+/* m_w = exp(M_w - M*) and the window of the kernel's expf(fl(M_w - M*)):
+ * the difference errs by <= u |d| (d <= 0), expf by ATTN_REDUCE_FWHT_EXPF_*,
+ * so the kernel's weight and m_w both lie in [lo, hi] with
+ * lo = exp(d (1 + u)) (1 - 2^-23) - 2^-149, hi = exp(d (1 - u)) (1 + 2^-23) + 2^-149. */
+static void weight(workspace *ws, size_t w, float m_w, float m_star)
+{
+    if (m_w == -INFINITY) { /* expf(-inf) = 0 = exp(-inf): no error */
+        mpfr_set_zero(ws->m[w], 1);
+        ws->m_up[w] = ws->m_dev[w] = ws->m_mag[w] = 0;
+        return;
+    }
+    mpfr_set_flt(ws->arg, m_w, MPFR_RNDN);
+    mpfr_sub_d(ws->arg, ws->arg, m_star, MPFR_RNDN); /* exact */
+    mpfr_exp(ws->m[w], ws->arg, MPFR_RNDN);
+    ws->m_mag[w] = mpfr_get_d(ws->m[w], MPFR_RNDU);
+
+    exp_directed(ws, 1 - unit_roundoff, MPFR_RNDU);
+    mpfr_mul_d(ws->edge, ws->edge, 1 + ATTN_REDUCE_FWHT_EXPF_REL, MPFR_RNDU);
+    mpfr_add_d(ws->edge, ws->edge, ATTN_REDUCE_FWHT_EXPF_ABS, MPFR_RNDU);
+    ws->m_up[w] = mpfr_get_d(ws->edge, MPFR_RNDU);
+    mpfr_sub(ws->diff, ws->edge, ws->m[w], MPFR_RNDU);
+    double dev_above = mpfr_get_d(ws->diff, MPFR_RNDU);
+
+    exp_directed(ws, 1 + unit_roundoff, MPFR_RNDD);
+    mpfr_mul_d(ws->edge, ws->edge, 1 - ATTN_REDUCE_FWHT_EXPF_REL, MPFR_RNDD);
+    mpfr_sub_d(ws->edge, ws->edge, ATTN_REDUCE_FWHT_EXPF_ABS, MPFR_RNDD);
+    if (mpfr_sgn(ws->edge) < 0) mpfr_set_zero(ws->edge, 1);
+    mpfr_sub(ws->diff, ws->m[w], ws->edge, MPFR_RNDU);
+    double dev_below = mpfr_get_d(ws->diff, MPFR_RNDU);
+    /* 2^-120 m_up covers m_w's own rounding to WEIGHT_PREC bits. */
+    ws->m_dev[w] = fmax(dev_above, dev_below) + 0x1p-120 * ws->m_up[w];
+}
+
+/* ---- the reduce + undo reference of one row ----------------------------- */
+
+typedef struct {
+    const float *partials; /* the row's nwg * DV partials */
+    const float *stats;    /* the row's (S_w, M_w) pairs */
+    size_t row;
+} row_input;
+
+static ug_status check_stats(const row_input *in, size_t nwg, float *m_star)
+{
+    *m_star = -INFINITY;
+    for (size_t w = 0; w < nwg; w++) {
+        float s_w = in->stats[2 * w], m_w = in->stats[2 * w + 1];
+        if (!isfinite(s_w) || s_w < 0 || isnan(m_w) || m_w == INFINITY)
+            return ug_fail(UG_EREF,
+                           "attn_reduce_fwht reference: row %zu, workgroup %zu has S = %g, M = %g (outside the "
+                           "contract: S finite and >= 0, M finite or -inf)",
+                           in->row, w, (double)s_w, (double)m_w);
+        if (m_w > *m_star) *m_star = m_w;
+    }
+    if (*m_star == -INFINITY)
+        return ug_fail(UG_EREF,
+                       "attn_reduce_fwht reference: row %zu has every M_w = -inf (outside the contract: a fully "
+                       "masked row carries M = -FLT_MAX/2)",
+                       in->row);
+    return ug_ok();
+}
+
+/* S = 0 exactly iff every workgroup has S_w = 0 or a weight of exactly 0;
+ * then the kernel's S is 0 too and its row is exactly zero. */
+static bool softmax_sum_is_zero(const row_input *in, size_t nwg)
+{
+    for (size_t w = 0; w < nwg; w++)
+        if (in->stats[2 * w] != 0 && in->stats[2 * w + 1] != -INFINITY) return false;
+    return true;
+}
+
+/* S, and the relative error bound eps_tau of the kernel's S / S~ * (1 + eps1). */
+static ug_status softmax_sum(workspace *ws, const row_input *in, double *s_down, double *eps_tau)
+{
+    const size_t nwg = ws->nwg;
+    double dev_sum = 0, up_sum = 0;
+    for (size_t w = 0; w < nwg; w++) {
+        double s_w = in->stats[2 * w];
+        mpfr_mul_d(ws->terms[w], ws->m[w], s_w, MPFR_RNDN); /* exact */
+        dev_sum += s_w * ws->m_dev[w];
+        up_sum += s_w * ws->m_up[w];
+    }
+    mpfr_sum(ws->s, ws->term_ptrs, nwg, MPFR_RNDN);
+    const double e_s = up(dev_sum + gamma_n(nwg) * up_sum + (double)nwg * f32_underflow_sum);
+    *s_down = mpfr_get_d(ws->s, MPFR_RNDD) * (1 - 0x1p-60);
+    if (!(*s_down >= 0x1p-100 && mpfr_get_d(ws->s, MPFR_RNDU) <= 0x1p100 && e_s <= *s_down / 2))
+        return ug_fail(UG_EREF,
+                       "attn_reduce_fwht reference: row %zu has S = %g with the kernel's error bound %g on it "
+                       "(outside the contract: a live workgroup has S_w >= 1)",
+                       in->row, mpfr_get_d(ws->s, MPFR_RNDN), e_s);
+    const double s_lo = (*s_down - e_s) * (1 - 0x1p-50);
+    const double eps_s = up(e_s / s_lo);
+    *eps_tau = up(eps_s + unit_roundoff + eps_s * unit_roundoff);
+    return ug_ok();
+}
+
+static ug_status reference_row(workspace *ws, const row_input *in, ug_ref_value *out_row)
+{
+    const size_t dv = ws->dv, nwg = ws->nwg;
+    float m_star;
+    UG_TRY(check_stats(in, nwg, &m_star));
+    for (size_t w = 0; w < nwg; w++) weight(ws, w, in->stats[2 * w + 1], m_star);
+
+    if (softmax_sum_is_zero(in, nwg)) { /* y = 0: the spec's S == 0 case */
+        for (size_t j = 0; j < dv; j++) mpfr_set_zero(ws->t[j], 1);
+        finish_row(ws, 0, 0, 0, out_row);
+        return ug_ok();
+    }
+    double s_down = 0, eps_tau = 0;
+    UG_TRY(softmax_sum(ws, in, &s_down, &eps_tau));
+
+    /* a_d = sum_w P_w[d] m_w and y_d = a_d / S; E_a[d] and A_d (docs §3). */
+    const double gamma = gamma_n(nwg);
+    double sum_e_a = 0, sum_a = 0, sum_mag = 0;
+    for (size_t d = 0; d < dv; d++) {
+        double dev = 0, mag_up = 0, mag = 0;
+        for (size_t w = 0; w < nwg; w++) {
+            double p = in->partials[(d / 4 * nwg + w) * 4 + d % 4];
+            if (!isfinite(p))
+                return ug_fail(UG_EREF, "attn_reduce_fwht reference: row %zu, workgroup %zu, element %zu: "
+                               "partial %g is not finite (outside the contract)", in->row, w, d, p);
+            mpfr_mul_d(ws->terms[w], ws->m[w], p, MPFR_RNDN); /* exact */
+            dev += fabs(p) * ws->m_dev[w];
+            mag_up += fabs(p) * ws->m_up[w];
+            mag += fabs(p) * ws->m_mag[w];
+        }
+        mpfr_sum(ws->a, ws->term_ptrs, nwg, MPFR_RNDN);
+        mpfr_div(ws->t[d], ws->a, ws->s, MPFR_RNDN);
+        sum_e_a += dev + gamma * mag_up + (double)nwg * f32_underflow_sum;
+        sum_a += (1 + gamma) * mag_up + (double)nwg * f32_underflow_sum;
+        sum_mag += mag;
+    }
+    undo_in_place(ws);
+
+    /* docs §3: E_t = eps_tau |t_j| + (1 + eps_tau)(sum E_a + u sum A)/S + DV 2^-150
+     *              + gamma_L ((1 + eps_tau)(1 + u) sum A / S + DV 2^-150);
+     * E_j = c E_t + kappa |r_j| with |t_j| c <= (1 + kappa) |r_j|. */
+    const double stages = log2((double)dv), dv_underflow = (double)dv * f32_underflow;
+    const double ydiff = (1 + eps_tau) * (sum_e_a + unit_roundoff * sum_a) / s_down + dv_underflow;
+    const double ymag = (1 + eps_tau) * (1 + unit_roundoff) * sum_a / s_down + dv_underflow;
+    const double constant = up(ws->scale * up(ydiff + gamma_n((size_t)stages) * ymag));
+    const double relative = up(eps_tau * (1 + ws->kappa) + ws->kappa);
+    finish_row(ws, relative, constant, up(sum_mag / s_down / sqrt((double)dv)), out_row);
+    return ug_ok();
+}
+
+ug_status attn_reduce_fwht_reference(const attn_reduce_fwht_shape *s, const float *htmp, ug_ref_mode mode,
+                                     ug_ref_value *out)
+{
+    (void)mode; /* no deliberate intermediate rounding: staged == exact */
+    workspace *ws = workspace_new(s->head_dim, s->nwg);
+    if (!ws) return ug_fail(UG_ENOMEM, "attn_reduce_fwht reference: cannot allocate a workspace");
+    ug_status st = ug_ok();
+    const float *stats = htmp + s->nrows * s->head_dim * s->nwg;
+    for (size_t r = 0; r < s->nrows && ug_is_ok(&st); r++) {
+        row_input in = {htmp + r * s->head_dim * s->nwg, stats + r * 2 * s->nwg, r};
+        st = reference_row(ws, &in, out + r * s->head_dim);
+    }
+    workspace_free(ws);
+    return st;
+}
+
+/* ---- the standalone sign-undo ------------------------------------------- */
+
+ug_status attn_fwht_undo_reference(size_t nrows, size_t head_dim, const float *x, ug_ref_value *out)
+{
+    workspace *ws = workspace_new(head_dim, 1);
+    if (!ws) return ug_fail(UG_ENOMEM, "attn_fwht_undo reference: cannot allocate a workspace");
+    const double gamma_stages = gamma_n((size_t)log2((double)head_dim));
+    for (size_t r = 0; r < nrows; r++) {
+        const float *row = x + r * head_dim;
+        double sum_abs = 0;
+        for (size_t d = 0; d < head_dim; d++) {
+            mpfr_set_flt(ws->t[d], row[d], MPFR_RNDN);
+            sum_abs += fabs((double)row[d]);
+        }
+        undo_in_place(ws);
+        finish_row(ws, up(ws->kappa), up(ws->scale * up(gamma_stages * sum_abs)),
+                   up(sum_abs / sqrt((double)head_dim)), out + r * head_dim);
+    }
+    workspace_free(ws);
+    return ug_ok();
+}

@@ -1,0 +1,47 @@
+/* MPFR reference of attn_reduce_fwht (SPEC §1.4, §2), independent of
+ * kernels/attn_reduce_fwht.c: it shares only the SPEC's sign table
+ * (kernels/attn_reduce_fwht_signs.h, data) and no arithmetic.
+ *
+ * Per row: M* = max_w M_w, m_w = exp(M_w - M*), S = sum_w S_w m_w,
+ * y = (S == 0 ? 0 : 1/S) sum_w P_w m_w, out_j = s_j (H y)_j / sqrt(DV).
+ * The kernel has no deliberate intermediate rounding (everything is f32 by
+ * design), so the staged mode is the exact function and both modes give the
+ * same values and bounds. Per element the reference returns r, RN_f32(r), the
+ * bound of docs/error-model-attn_reduce_fwht.md (the f32 difference and expf
+ * of each weight, the f32 sums of S and of the partials in any order, 1/S and
+ * its product, log2(DV) f32 butterfly stages, the rounded 1/sqrt(DV), the
+ * output rounding) and the magnitude sum sum_{d,w} |P_w[d]| m_w / (S sqrt(DV)).
+ *
+ * The bound holds under the data contract of kernels/attn_reduce_fwht.h
+ * (finite inputs; at least one finite M_w per row; S_w >= 0, and S == 0 only
+ * through masked workgroups); a row outside it, or one whose S is too close
+ * to zero for the bound to be derived, is refused with UG_EREF naming the
+ * row. Shapes must satisfy the kernel's validation (the caller checks). */
+#ifndef UG_REF_ATTN_REDUCE_FWHT_H
+#define UG_REF_ATTN_REDUCE_FWHT_H
+
+#include <stddef.h>
+
+#include "../core/status.h"
+#include "ref.h"
+
+typedef struct {
+    size_t nrows, head_dim, nwg;
+} attn_reduce_fwht_shape;
+
+/* The kernel's expf is assumed within 2^-23 relative (one f32 ulp) plus
+ * 2^-149 absolute of exp (tested in tests/test_ref_attn_reduce_fwht.c). */
+#define ATTN_REDUCE_FWHT_EXPF_REL 0x1p-23
+#define ATTN_REDUCE_FWHT_EXPF_ABS 0x1p-149
+
+/* htmp: f32[nrows * nwg * (head_dim + 2)] in the kernel's layout; out has
+ * nrows * head_dim entries. */
+ug_status attn_reduce_fwht_reference(const attn_reduce_fwht_shape *s, const float *htmp, ug_ref_mode mode,
+                                     ug_ref_value *out);
+
+/* The standalone sign-undo alone, on f32 rows x [nrows, head_dim]:
+ * r = s_j (H x)_j / sqrt(DV), with the bound of the kernel's butterflies and
+ * scaling (the pair's second half; also the roundtrip test's reference). */
+ug_status attn_fwht_undo_reference(size_t nrows, size_t head_dim, const float *x, ug_ref_value *out);
+
+#endif
