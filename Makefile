@@ -27,7 +27,7 @@ JOBS     ?= $(shell nproc)
 VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all test verify baseline memcheck mutants clean deps screenshot sanitize
+.PHONY: all test verify baseline memcheck mutants clean deps screenshot sanitize fuzz
 # $(call timed,WHAT,COMMAND): runs COMMAND, prints its wall time, keeps its status.
 timed = start=$$(date +%s%N); $(2); rc=$$?; \
 	echo "make: $(1): $$(( ($$(date +%s%N) - start) / 1000000 )) ms wall (exit $$rc)"; exit $$rc
@@ -88,6 +88,26 @@ sanitize:
 	    $(BUILD)/sanitize/tests/run_tests && \
 	    ASAN_OPTIONS=detect_leaks=1 $(BUILD)/sanitize/ulpgate verify --sweep fixtures/sweeps/memcheck \
 	    --budgets $(BUDGETS) --reports $(BUILD)/sanitize-reports --quiet --jobs $(JOBS))
+
+# libFuzzer (clang) targets in fuzz/, each run for FUZZ_SECONDS from the
+# seed corpus in fixtures/fuzz/<target>/; any crash, leak or hang fails.
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS := $(notdir $(basename $(wildcard fuzz/*.c)))
+FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+                -Wno-unknown-warning-option
+fuzz:
+	@$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)/fuzz CFLAGS="$(FUZZ_FLAGS)" \
+	    $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+	@for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(BUILD)/fuzz-corpus/$$t fixtures/fuzz/$$t; \
+	    ( $(call timed,fuzz $$t,$(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	        -rss_limit_mb=2048 -print_final_stats=1 $(BUILD)/fuzz-corpus/$$t fixtures/fuzz/$$t \
+	        >$(BUILD)/fuzz-$$t.log 2>&1 && grep -E "stat::number_of_executed_units" $(BUILD)/fuzz-$$t.log) ) \
+	    || { tail -30 $(BUILD)/fuzz-$$t.log; exit 1; }; \
+	done
+
+$(BUILD)/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
 
 # Renders reports/report.html in headless Chromium (Debian's chromium package)
 # to reports/report.png, to look at what a reader sees.
