@@ -59,7 +59,11 @@ typedef struct ug_family {
     size_t n_regimes;
     const char *const *regimes;      /* input distributions, see generate */
     size_t n_mutants;
-    const ug_mutant_desc *mutants;
+    const ug_mutant_desc *mutants;      /* broken builds: the gate must fail */
+    size_t n_variants;
+    const ug_mutant_desc *variants;     /* legitimate rewrites (another order,
+                                           one scale instead of two): built the
+                                           same way, the gate must pass */
 
     /* Element count buffer i must have for params p. Fails (naming the
      * parameter) when the count does not fit in size_t; params may be any

@@ -55,7 +55,8 @@ static void usage(FILE *out)
           "  merge    combine the reports of verify --shard I/N runs, then gate and report\n"
           "  report   re-gate and re-render one run's report.json (e.g. against another baseline)\n"
           "  list     the kernel families: parameters, buffers, regimes, mutants\n"
-          "  mutants  the deliberately broken kernel builds, one per line: FAMILY ID NAME\n",
+          "  mutants  the deliberately broken kernel builds, one per line: FAMILY ID NAME\n"
+          "  variants the numerically legitimate rewrites the gate must accept: FAMILY ID NAME\n",
           out);
 }
 
@@ -323,12 +324,14 @@ static int cmd_list(void)
     return EXIT_PASS;
 }
 
-static int cmd_mutants(void)
+/* One line per build: FAMILY ID NAME<tab>WHAT (ci/mutants.sh reads them). */
+static int cmd_builds(bool variants)
 {
     for (size_t i = 0; i < ug_family_count(); i++) {
         const ug_family *f = ug_family_at(i);
-        for (size_t m = 0; m < f->n_mutants; m++)
-            printf("%s %d %s\t%s\n", f->name, f->mutants[m].id, f->mutants[m].name, f->mutants[m].what);
+        size_t n = variants ? f->n_variants : f->n_mutants;
+        const ug_mutant_desc *list = variants ? f->variants : f->mutants;
+        for (size_t m = 0; m < n; m++) printf("%s %d %s\t%s\n", f->name, list[m].id, list[m].name, list[m].what);
     }
     return EXIT_PASS;
 }
@@ -344,7 +347,8 @@ int main(int argc, char **argv)
     if (strcmp(verb, "compare") == 0) return cmd_compare(argc - 1, argv + 1);
     if (strcmp(verb, "merge") == 0 || strcmp(verb, "report") == 0) return cmd_merge(argc - 1, argv + 1);
     if (strcmp(verb, "list") == 0) return cmd_list();
-    if (strcmp(verb, "mutants") == 0) return cmd_mutants();
+    if (strcmp(verb, "mutants") == 0) return cmd_builds(false);
+    if (strcmp(verb, "variants") == 0) return cmd_builds(true);
     fprintf(stderr, "ulpgate: unknown verb '%s'\n", verb);
     usage(stderr);
     return EXIT_USAGE;

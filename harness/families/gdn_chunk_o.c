@@ -46,6 +46,12 @@ static const ug_mutant_desc mutants[] = {
     {GDN_CHUNK_O_MUT_WRONG_GQA_HEAD, "wrong_gqa_head", "key head h % Hg instead of h / (H/Hg)"},
 };
 
+static const ug_mutant_desc variants[] = {
+    {GDN_CHUNK_O_LEGIT_SCALE_ONCE, "scale_once", "bf16((P + sum_j Q v) * scale): one scale instead of two"},
+    {GDN_CHUNK_O_LEGIT_REVERSED_ORDER, "reversed_order", "every dot product summed in decreasing index order"},
+    {GDN_CHUNK_O_LEGIT_FUSED_EPILOGUE, "fused_epilogue", "bf16(fma(P, scale, (sum_j Q v) * scale))"},
+};
+
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
 static float scale_of(const ug_params *p) { return ug_f32_from_bits((uint32_t)p->v[P_SCALE_BITS]); }
@@ -299,6 +305,8 @@ static const ug_family gdn_chunk_o_family = {
     .regimes = regimes,
     .n_mutants = sizeof mutants / sizeof mutants[0],
     .mutants = mutants,
+    .n_variants = sizeof variants / sizeof variants[0],
+    .variants = variants,
     .buffer_count = buffer_count,
     .generate = generate,
     .run = run,

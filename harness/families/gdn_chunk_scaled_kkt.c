@@ -1,0 +1,83 @@
+/* Descriptor of gdn_chunk_scaled_kkt (SPEC §1.3): parameters, buffers, input
+ * generators (harness/gdn_inputs.c) and the adapters to
+ * kernels/gdn_chunk_scaled_kkt.c and ref/gdn_chunk_scaled_kkt.c. The stage
+ * has no seed and so no host dispatch plan to audit. */
+#include "../../kernels/gdn_chunk_scaled_kkt.h"
+#include "../../ref/gdn_chunk_scaled_kkt.h"
+#include "../family.h"
+#include "../gdn_inputs.h"
+
+enum { P_B, P_T, P_HG, P_H, P_K, P_BT, N_PARAMS };
+static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "BT"};
+
+enum { BUF_K, BUF_BETA, BUF_G, BUF_L, N_BUFFERS };
+static const ug_buffer_desc buffers[N_BUFFERS] = {
+    [BUF_K] = {"k", UG_BF16, false, "[B,T,Hg,K]"},
+    [BUF_BETA] = {"beta", UG_F32, false, "[B,T,H]"},
+    [BUF_G] = {"g", UG_F32, false, "[B,T,H]"},
+    [BUF_L] = {"L", UG_F32, true, "[B,T,H,BT]"},
+};
+
+static const ug_mutant_desc mutants[] = {
+    {GDN_CHUNK_SCALED_KKT_MUT_MASK_INCLUDES_DIAGONAL, "mask_includes_diagonal", "the mask keeps i >= j (diagonal beta |k|^2 written)"},
+    {GDN_CHUNK_SCALED_KKT_MUT_GATE_SIGN_FLIPPED, "gate_sign_flipped", "exp(g_s - g_t) instead of exp(g_t - g_s)"},
+    {GDN_CHUNK_SCALED_KKT_MUT_BETA_OF_COLUMN, "beta_of_column", "scales by beta of row s instead of row t"},
+};
+
+static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
+
+static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
+{
+    static const int dims[N_BUFFERS][4] = {
+        [BUF_K] = {P_B, P_T, P_HG, P_K},  [BUF_BETA] = {P_B, P_T, P_H, -1},
+        [BUF_G] = {P_B, P_T, P_H, -1},    [BUF_L] = {P_B, P_T, P_H, P_BT},
+    };
+    size_t n = 1;
+    for (int d = 0; d < 4 && dims[i][d] >= 0; d++)
+        if (__builtin_mul_overflow(n, param(p, dims[i][d]), &n))
+            return ug_fail(UG_EINVAL, "gdn_chunk_scaled_kkt: %s %s has more than SIZE_MAX elements",
+                           buffers[i].name, buffers[i].layout);
+    *count = n;
+    return ug_ok();
+}
+
+static ug_status run(const ug_params *p, ug_buf *bufs)
+{
+    gdn_chunk_scaled_kkt_params kp = {(uint32_t)p->v[P_B], (uint32_t)p->v[P_T], (uint32_t)p->v[P_HG],
+                                      (uint32_t)p->v[P_H], (uint32_t)p->v[P_K], (uint32_t)p->v[P_BT]};
+    return gdn_chunk_scaled_kkt(&kp, &bufs[BUF_K], &bufs[BUF_BETA], &bufs[BUF_G], &bufs[BUF_L]);
+}
+
+static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+{
+    gdn_chunk_scaled_kkt_shape s = {param(p, P_B), param(p, P_T), param(p, P_HG),
+                                    param(p, P_H), param(p, P_K), param(p, P_BT)};
+    return gdn_chunk_scaled_kkt_reference(&s, bufs[BUF_K].data, bufs[BUF_BETA].data, bufs[BUF_G].data,
+                                          mode, outs[0]);
+}
+
+static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs)
+{
+    gdn_gen_shape s = {param(p, P_B), param(p, P_T), param(p, P_HG), param(p, P_H), param(p, P_K), 1, param(p, P_BT)};
+    UG_TRY(gdn_gen_keys(&s, (gdn_regime)regime, rng, bufs[BUF_K].data));
+    gdn_gen_tokens(&s, (gdn_regime)regime, rng, NULL, bufs[BUF_G].data, bufs[BUF_BETA].data, NULL);
+    return ug_ok();
+}
+
+static const ug_family gdn_chunk_scaled_kkt_family = {
+    .name = "gdn_chunk_scaled_kkt",
+    .spec_section = "SPEC 1.3",
+    .n_params = N_PARAMS,
+    .param_names = param_names,
+    .n_buffers = N_BUFFERS,
+    .buffers = buffers,
+    .n_regimes = GDN_REGIME_COUNT,
+    .regimes = gdn_regime_names,
+    .n_mutants = sizeof mutants / sizeof mutants[0],
+    .mutants = mutants,
+    .buffer_count = buffer_count,
+    .generate = generate,
+    .run = run,
+    .reference = reference,
+};
+UG_REGISTER_FAMILY(gdn_chunk_scaled_kkt_family);

@@ -1,0 +1,121 @@
+/* Descriptor of gdn_chunk_state (SPEC §1.3): parameters, buffers, input
+ * generators (harness/gdn_inputs.c) and the adapters to
+ * kernels/gdn_chunk_state.c and ref/gdn_chunk_state.c. The stage has no seed
+ * and so no host dispatch plan to audit. */
+#include <gsl/gsl_randist.h>
+#include <stdlib.h>
+
+#include "../../kernels/gdn_chunk_state.h"
+#include "../../ref/gdn_chunk_state.h"
+#include "../family.h"
+#include "../gdn_inputs.h"
+
+enum { P_B, P_T, P_HG, P_H, P_K, P_V, P_BT, P_HAS_H0, N_PARAMS };
+static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "V", "BT", "has_h0"};
+
+enum { BUF_K, BUF_W, BUF_U, BUF_G, BUF_H0, BUF_H, BUF_V_NEW, BUF_FINAL, N_BUFFERS };
+static const ug_buffer_desc buffers[N_BUFFERS] = {
+    [BUF_K] = {"k", UG_BF16, false, "[B,T,Hg,K]"},
+    [BUF_W] = {"w", UG_BF16, false, "[B,T,H,K]"},
+    [BUF_U] = {"u", UG_BF16, false, "[B,T,H,V]"},
+    [BUF_G] = {"g", UG_F32, false, "[B,T,H]"},
+    [BUF_H0] = {"h0", UG_F32, false, "[B,H,K,V] (none without has_h0)"},
+    [BUF_H] = {"h", UG_BF16, true, "[B,NT,H,V,K]"},
+    [BUF_V_NEW] = {"v_new", UG_BF16, true, "[B,T,H,V]"},
+    [BUF_FINAL] = {"final_state", UG_F32, true, "[B,H,K,V]"},
+};
+
+static const ug_mutant_desc mutants[] = {
+    {GDN_CHUNK_STATE_MUT_MISSING_DECAY, "missing_decay", "the state is not decayed by exp(G_last) between chunks"},
+    {GDN_CHUNK_STATE_MUT_STATE_CAST_DROPPED, "state_cast_dropped", "w·S uses the f32 state instead of bf16(S)"},
+    {GDN_CHUNK_STATE_MUT_H_K_MAJOR, "h_k_major", "h stored K-major [B,NT,H,K,V] instead of V-major"},
+    {GDN_CHUNK_STATE_MUT_GATE_SIGN_FLIPPED, "gate_sign_flipped", "v decayed by exp(g - G_last) instead of exp(G_last - g)"},
+};
+
+static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
+
+static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
+{
+    enum { NT = -2, NONE = -1 };
+    static const int dims[N_BUFFERS][5] = {
+        [BUF_K] = {P_B, P_T, P_HG, P_K, NONE},  [BUF_W] = {P_B, P_T, P_H, P_K, NONE},
+        [BUF_U] = {P_B, P_T, P_H, P_V, NONE},   [BUF_G] = {P_B, P_T, P_H, NONE},
+        [BUF_H0] = {P_B, P_H, P_K, P_V, NONE},  [BUF_H] = {P_B, NT, P_H, P_V, P_K},
+        [BUF_V_NEW] = {P_B, P_T, P_H, P_V, NONE}, [BUF_FINAL] = {P_B, P_H, P_K, P_V, NONE},
+    };
+    size_t n = i == BUF_H0 && !param(p, P_HAS_H0) ? 0 : 1;
+    for (int d = 0; d < 5 && dims[i][d] != NONE; d++) {
+        size_t extent = dims[i][d] == NT ? (param(p, P_BT) ? param(p, P_T) / param(p, P_BT) : 0) : param(p, dims[i][d]);
+        if (__builtin_mul_overflow(n, extent, &n))
+            return ug_fail(UG_EINVAL, "gdn_chunk_state: %s %s has more than SIZE_MAX elements", buffers[i].name,
+                           buffers[i].layout);
+    }
+    *count = n;
+    return ug_ok();
+}
+
+static ug_status run(const ug_params *p, ug_buf *bufs)
+{
+    gdn_chunk_state_params kp = {(uint32_t)p->v[P_B], (uint32_t)p->v[P_T], (uint32_t)p->v[P_HG],
+                                 (uint32_t)p->v[P_H], (uint32_t)p->v[P_K], (uint32_t)p->v[P_V],
+                                 (uint32_t)p->v[P_BT], (uint32_t)p->v[P_HAS_H0]};
+    return gdn_chunk_state(&kp, &bufs[BUF_K], &bufs[BUF_W], &bufs[BUF_U], &bufs[BUF_G], &bufs[BUF_H0],
+                           &bufs[BUF_H], &bufs[BUF_V_NEW], &bufs[BUF_FINAL]);
+}
+
+static gdn_chunk_state_shape ref_shape(const ug_params *p)
+{
+    gdn_chunk_state_shape s = {param(p, P_B), param(p, P_T), param(p, P_HG), param(p, P_H),
+                               param(p, P_K), param(p, P_V), param(p, P_BT), param(p, P_HAS_H0) != 0};
+    return s;
+}
+
+static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+{
+    gdn_chunk_state_shape s = ref_shape(p);
+    return gdn_chunk_state_reference(&s, bufs[BUF_K].data, bufs[BUF_W].data, bufs[BUF_U].data, bufs[BUF_G].data,
+                                     bufs[BUF_H0].data, mode, outs[0], outs[1], outs[2]);
+}
+
+/* Realistic keys, gates, betas and values of the regime; w and u are their
+ * WY products (the binary64 A = (I + L)^-1 applied to the staged operands),
+ * as gdn_recompute_wu would hand them over. h0 is a state of the scale a
+ * long sequence leaves behind: N(0, 0.5^2) entries. */
+static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs)
+{
+    gdn_gen_shape s = {param(p, P_B), param(p, P_T), param(p, P_HG), param(p, P_H),
+                       param(p, P_K), param(p, P_V), param(p, P_BT)};
+    const size_t tokens = s.b * s.t * s.h;
+    ug_bf16 *v = malloc(tokens * s.v * sizeof *v);
+    float *beta = malloc(tokens * sizeof *beta);
+    ug_status st = v && beta ? ug_ok()
+                             : ug_fail(UG_ENOMEM, "gdn_chunk_state generator: out of memory (%zu tokens)", tokens);
+    if (ug_is_ok(&st)) st = gdn_gen_keys(&s, (gdn_regime)regime, rng, bufs[BUF_K].data);
+    if (ug_is_ok(&st)) {
+        gdn_gen_tokens(&s, (gdn_regime)regime, rng, NULL, bufs[BUF_G].data, beta, v);
+        st = gdn_gen_wy(&s, bufs[BUF_K].data, v, beta, bufs[BUF_G].data, bufs[BUF_W].data, bufs[BUF_U].data);
+    }
+    float *h0 = bufs[BUF_H0].data;
+    for (size_t i = 0; ug_is_ok(&st) && i < bufs[BUF_H0].count; i++) h0[i] = (float)gsl_ran_gaussian(rng, 0.5);
+    free(v);
+    free(beta);
+    return st;
+}
+
+static const ug_family gdn_chunk_state_family = {
+    .name = "gdn_chunk_state",
+    .spec_section = "SPEC 1.3",
+    .n_params = N_PARAMS,
+    .param_names = param_names,
+    .n_buffers = N_BUFFERS,
+    .buffers = buffers,
+    .n_regimes = GDN_REGIME_COUNT,
+    .regimes = gdn_regime_names,
+    .n_mutants = sizeof mutants / sizeof mutants[0],
+    .mutants = mutants,
+    .buffer_count = buffer_count,
+    .generate = generate,
+    .run = run,
+    .reference = reference,
+};
+UG_REGISTER_FAMILY(gdn_chunk_state_family);

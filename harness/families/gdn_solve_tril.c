@@ -1,0 +1,91 @@
+/* Descriptor of gdn_solve_tril (SPEC §1.3): parameters, buffers, input
+ * generators (harness/gdn_inputs.c) and the adapters to
+ * kernels/gdn_solve_tril.c and ref/gdn_solve_tril.c. The stage has no seed
+ * and so no host dispatch plan to audit. */
+#include <stdlib.h>
+
+#include "../../kernels/gdn_solve_tril.h"
+#include "../../ref/gdn_solve_tril.h"
+#include "../family.h"
+#include "../gdn_inputs.h"
+
+enum { P_B, P_T, P_H, P_BT, N_PARAMS };
+static const char *const param_names[N_PARAMS] = {"B", "T", "H", "BT"};
+
+enum { BUF_L, BUF_A, N_BUFFERS };
+static const ug_buffer_desc buffers[N_BUFFERS] = {
+    [BUF_L] = {"L", UG_F32, false, "[B,T,H,BT]"},
+    [BUF_A] = {"A", UG_F32, true, "[B,T,H,BT]"},
+};
+
+/* L is the scaled K·Kᵀ of keys of this head dimension (the models' 128). */
+enum { KEY_DIM = 128 };
+
+static const ug_mutant_desc mutants[] = {
+    {GDN_SOLVE_TRIL_MUT_SIGN_ERROR, "sign_error", "computes (I - L)^-1: the substitution adds instead of subtracting"},
+    {GDN_SOLVE_TRIL_MUT_SUBSTITUTION_FROM_J1, "substitution_from_j1", "each sum starts at m = j + 1 (off by one: L[i][j] A[j][j] lost)"},
+    {GDN_SOLVE_TRIL_MUT_DROPPED_LAST_TERM, "dropped_last_term", "each sum stops at m = i - 2 (off by one: L[i][i-1] A[i-1][j] lost)"},
+};
+
+static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
+
+static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
+{
+    size_t n = 1;
+    for (int d = 0; d < N_PARAMS; d++)
+        if (__builtin_mul_overflow(n, param(p, d), &n))
+            return ug_fail(UG_EINVAL, "gdn_solve_tril: %s [B,T,H,BT] has more than SIZE_MAX elements", buffers[i].name);
+    *count = n;
+    return ug_ok();
+}
+
+static ug_status run(const ug_params *p, ug_buf *bufs)
+{
+    gdn_solve_tril_params kp = {(uint32_t)p->v[P_B], (uint32_t)p->v[P_T], (uint32_t)p->v[P_H], (uint32_t)p->v[P_BT]};
+    return gdn_solve_tril(&kp, &bufs[BUF_L], &bufs[BUF_A]);
+}
+
+static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+{
+    gdn_solve_tril_shape s = {param(p, P_B), param(p, P_T), param(p, P_H), param(p, P_BT)};
+    return gdn_solve_tril_reference(&s, bufs[BUF_L].data, mode, outs[0]);
+}
+
+/* L as the scaled K·Kᵀ stage would hand it over: from realistic keys (one
+ * key head per value head), betas and chunk-cumulative gates of the regime. */
+static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs)
+{
+    gdn_gen_shape s = {param(p, P_B), param(p, P_T), param(p, P_H), param(p, P_H), KEY_DIM, 1, param(p, P_BT)};
+    const size_t tokens = s.b * s.t * s.h;
+    ug_bf16 *k = malloc(tokens * KEY_DIM * sizeof *k);
+    float *beta = malloc(tokens * sizeof *beta), *g = malloc(tokens * sizeof *g);
+    ug_status st = k && beta && g ? ug_ok()
+                                  : ug_fail(UG_ENOMEM, "gdn_solve_tril generator: out of memory (%zu tokens)", tokens);
+    if (ug_is_ok(&st)) st = gdn_gen_keys(&s, (gdn_regime)regime, rng, k);
+    if (ug_is_ok(&st)) {
+        gdn_gen_tokens(&s, (gdn_regime)regime, rng, NULL, g, beta, NULL);
+        st = gdn_gen_scaled_kkt(&s, k, beta, g, bufs[BUF_L].data);
+    }
+    free(k);
+    free(beta);
+    free(g);
+    return st;
+}
+
+static const ug_family gdn_solve_tril_family = {
+    .name = "gdn_solve_tril",
+    .spec_section = "SPEC 1.3",
+    .n_params = N_PARAMS,
+    .param_names = param_names,
+    .n_buffers = N_BUFFERS,
+    .buffers = buffers,
+    .n_regimes = GDN_REGIME_COUNT,
+    .regimes = gdn_regime_names,
+    .n_mutants = sizeof mutants / sizeof mutants[0],
+    .mutants = mutants,
+    .buffer_count = buffer_count,
+    .generate = generate,
+    .run = run,
+    .reference = reference,
+};
+UG_REGISTER_FAMILY(gdn_solve_tril_family);
