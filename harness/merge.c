@@ -277,7 +277,10 @@ static ug_status rebuild(shard *shards, size_t n, ug_sweep *sweep, ug_run_result
             st = read_case(shards[s].path, c, out, filled);
             if (!ug_is_ok(&st)) break;
         }
-        out->wall_seconds += real_of(json_object_get(json_object_get(shards[s].root, "run"), "wall_seconds"));
+        json_t *run = json_object_get(shards[s].root, "run");
+        out->wall_seconds += real_of(json_object_get(run, "wall_seconds"));
+        uint64_t rss = uint_of(json_object_get(run, "memory"), "peak_rss_kib");
+        if (rss > out->peak_rss_kib) out->peak_rss_kib = rss;
     }
     for (size_t i = 0; ug_is_ok(&st) && i < out->n_cases; i++)
         if (!filled[i]) st = ug_fail(UG_EINVAL, "no shard holds case %zu (%s/%s)", i, out->cases[i].c->family->name, out->cases[i].c->label);

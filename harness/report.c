@@ -561,11 +561,12 @@ static json_t *run_json(const ug_run_result *run)
                               hex_json(run->sweep->content_hash), "seed",
                               (json_int_t)run->sweep->seed);
     json_object_set_new(sweep, "filter", json_string(run->sweep->filter));
+    json_t *memory = json_pack("{s:I}", "peak_rss_kib", (json_int_t)run->peak_rss_kib);
     json_object_set_new(sweep, "shard", run->sweep->shard_count
                                             ? json_pack("{s:I, s:I}", "index", (json_int_t)run->sweep->shard_index,
                                                         "count", (json_int_t)run->sweep->shard_count)
                                             : json_null());
-    return json_pack("{s:o, s:s, s:o, s:I, s:o, s:o, s:I, s:I, s:I}", "sweep", sweep,
+    return json_pack("{s:o, s:o, s:s, s:o, s:I, s:o, s:o, s:I, s:I, s:I}", "memory", memory, "sweep", sweep,
                      "started_utc", run->started_utc, "wall_seconds", real_json(run->wall_seconds),
                      "elements_checked", (json_int_t)run->elements_checked, "elements_per_second",
                      real_json(rate), "moderate_condition", real_json(run->moderate_cond),
@@ -738,9 +739,11 @@ void ug_report_print_summary(FILE *out, const ug_run_result *run, const ug_budge
     case_counts n = count_cases(run);
     fprintf(out, "%zu cases, %zu rejected shapes checked, %zu failed\n", n.accepted, n.rejected,
             n.failed);
-    fprintf(out, "%" PRIu64 " elements checked in %.1f s (%.0f elements/s; each against both reference modes)\n",
+    fprintf(out, "%" PRIu64 " elements checked in %.1f s (%.0f elements/s; each against both reference modes), "
+                 "peak resident memory %.0f MiB\n",
             run->elements_checked, run->wall_seconds,
-            run->wall_seconds > 0 ? (double)run->elements_checked / run->wall_seconds : 0.0);
+            run->wall_seconds > 0 ? (double)run->elements_checked / run->wall_seconds : 0.0,
+            (double)run->peak_rss_kib / 1024.0);
     size_t plan_findings = 0;
     for (size_t i = 0; i < run->n_cases; i++) {
         const ug_case_result *cr = &run->cases[i];

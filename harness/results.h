@@ -52,6 +52,7 @@ typedef struct {
     ug_family_result *families;
     uint64_t elements_checked;
     double wall_seconds;
+    uint64_t peak_rss_kib;      /* the process's peak resident memory at the end */
     char started_utc[32];       /* ISO 8601 */
 } ug_run_result;
 

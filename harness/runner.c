@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <mpfr.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
@@ -504,6 +505,8 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     ug_isa_select(saved);
     ug_run_result_fold_cases(out);
     out->wall_seconds = now_seconds() - t0;
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) == 0) out->peak_rss_kib = (uint64_t)usage.ru_maxrss;
     return q.first_error;
 }
 

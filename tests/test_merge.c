@@ -58,11 +58,11 @@ static void run_and_report(fixture *fx, size_t shard, size_t shards, const char 
     ug_sweep_free(&sw);
 }
 
-/* Removes what legitimately differs between runs: timings and the shard tag. */
+/* Removes what legitimately differs between runs: timings, memory and the shard tag. */
 static void strip_timings(json_t *j)
 {
     static const char *const keys[] = {"wall_seconds", "elements_per_second", "started_utc", "kernel_seconds",
-                                       "reference_seconds", "shard", NULL};
+                                       "reference_seconds", "shard", "memory", NULL};
     if (json_is_object(j)) {
         for (const char *const *k = keys; *k; k++) json_object_del(j, *k);
         const char *key;
