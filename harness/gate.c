@@ -246,12 +246,15 @@ static ug_status parse_budget(const char *file, const char *where, const json_t 
                               ug_budget *b)
 {
     static const char *const keys[] = {"max_ratio", "max_ulp_dist", "p99_ulp_dist",
-                                       "min_share_cr", NULL};
+                                       "min_share_cr", "max_rel_rms", NULL};
     UG_TRY(check_keys(file, where, obj, keys));
     /* SPEC §3: a correct kernel has ratio <= 1 everywhere, so no budget above 1. */
     UG_TRY(get_number(file, where, obj, "max_ratio", 0, 1, &b->max_ratio));
     UG_TRY(get_u32(file, where, obj, "max_ulp_dist", &b->max_ulp_dist));
     UG_TRY(get_u32(file, where, obj, "p99_ulp_dist", &b->p99_ulp_dist));
+    b->max_rel_rms = INFINITY;
+    if (json_object_get(obj, "max_rel_rms"))
+        UG_TRY(get_number(file, where, obj, "max_rel_rms", 0, INFINITY, &b->max_rel_rms));
     return get_number(file, where, obj, "min_share_cr", 0, 1, &b->min_share_cr);
 }
 
@@ -731,12 +734,20 @@ static void check_limit(findings *fs, const char *what, const char *figure, doub
         at_least ? "is below" : "exceeds", l);
 }
 
+bool ug_budget_met(const ug_budget *b, const ug_summary *s)
+{
+    return s->max_ratio <= b->max_ratio && s->max_ulp_dist <= b->max_ulp_dist &&
+           s->p99_ulp_dist <= b->p99_ulp_dist && ug_summary_share_cr(s) >= b->min_share_cr &&
+           ug_summary_rel_rms(s) <= b->max_rel_rms;
+}
+
 static void check_budget(findings *fs, const char *what, const ug_summary *s, const ug_budget *b)
 {
     check_limit(fs, what, "max_ratio", s->max_ratio, b->max_ratio, false);
     check_limit(fs, what, "max_ulp_dist", s->max_ulp_dist, b->max_ulp_dist, false);
     check_limit(fs, what, "p99_ulp_dist", s->p99_ulp_dist, b->p99_ulp_dist, false);
     check_limit(fs, what, "share_cr", ug_summary_share_cr(s), b->min_share_cr, true);
+    if (isfinite(b->max_rel_rms)) check_limit(fs, what, "rel_rms", ug_summary_rel_rms(s), b->max_rel_rms, false);
 }
 
 /* Compares one figure with its baseline value: worse by more than slack

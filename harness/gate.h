@@ -39,6 +39,7 @@ typedef struct {
     uint32_t max_ulp_dist;
     uint32_t p99_ulp_dist;
     double min_share_cr;
+    double max_rel_rms;     /* optional in the file ("max_rel_rms"); +inf when absent */
 } ug_budget;
 
 typedef struct {
@@ -97,6 +98,8 @@ typedef struct {
 
 ug_status ug_budgets_load(const char *path, ug_budgets *out);
 void ug_budgets_free(ug_budgets *b);
+/* Every figure of s within b (the rule the gate applies per output and mode). */
+bool ug_budget_met(const ug_budget *b, const ug_summary *s);
 const ug_budget *ug_budgets_find(const ug_budgets *b, const char *family, const char *output,
                                  ug_ref_mode mode);
 

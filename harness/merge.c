@@ -59,6 +59,8 @@ static ug_summary summary_of(const json_t *j)
     s.max_ratio = real_of(json_object_get(j, "max_ratio"));
     s.max_cond = real_of(json_object_get(j, "max_cond"));
     s.worst_index = (size_t)uint_of(j, "worst_index");
+    s.sum_sq_err = real_of(json_object_get(j, "sum_sq_err"));
+    s.sum_sq_ref = real_of(json_object_get(j, "sum_sq_ref"));
     return s;
 }
 
@@ -252,6 +254,26 @@ static ug_status merge_aggregates(const shard *sh, ug_run_result *out, size_t wo
     return ug_ok();
 }
 
+/* Floating-point sums depend on their order: the family's sums of squares
+ * are redone from the cases' sums in case order, as one run adds them. */
+static void refold_square_sums(ug_run_result *out)
+{
+    for (size_t f = 0; f < out->n_families; f++) {
+        ug_family_result *fr = &out->families[f];
+        for (size_t o = 0; o < fr->n_outputs; o++)
+            for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+                ug_summary *a = &fr->agg[o][m].sum;
+                a->sum_sq_err = a->sum_sq_ref = 0;
+                for (size_t i = 0; i < out->n_cases; i++) {
+                    const ug_case_result *r = &out->cases[i];
+                    if (r->c->family != fr->family || r->c->expect_reject) continue;
+                    a->sum_sq_err += r->sum[o][m].sum_sq_err;
+                    a->sum_sq_ref += r->sum[o][m].sum_sq_ref;
+                }
+            }
+    }
+}
+
 static ug_status rebuild(shard *shards, size_t n, ug_sweep *sweep, ug_run_result *out)
 {
     const char *path, *filter;
@@ -289,6 +311,7 @@ static ug_status rebuild(shard *shards, size_t n, ug_sweep *sweep, ug_run_result
     for (size_t k = 0; k < n && ug_is_ok(&st); k++)
         for (size_t s = 0; s < n && ug_is_ok(&st); s++)
             if (shards[s].index == k) st = merge_aggregates(&shards[s], out, worst_case);
+    if (ug_is_ok(&st)) refold_square_sums(out);
     free(filled);
     free(worst_case);
     return st;

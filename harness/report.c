@@ -87,7 +87,7 @@ static case_counts count_cases(const ug_run_result *run)
 
 typedef struct {
     const char *family, *output, *mode, *verdict;
-    char elements[24], max[16], p99[16], share[16], ratio[24], budget[64];
+    char elements[24], max[16], p99[16], share[16], ratio[24], rms[16], budget[64];
 } row;
 
 typedef void row_printer(FILE *out, const row *r);
@@ -95,9 +95,7 @@ typedef void row_printer(FILE *out, const row *r);
 static const char *budget_verdict(const ug_summary *s, const ug_budget *b)
 {
     if (!b) return "no budget";
-    bool met = s->max_ratio <= b->max_ratio && s->max_ulp_dist <= b->max_ulp_dist &&
-               s->p99_ulp_dist <= b->p99_ulp_dist && ug_summary_share_cr(s) >= b->min_share_cr;
-    return met ? "pass" : "FAIL";
+    return ug_budget_met(b, s) ? "pass" : "FAIL";
 }
 
 static void row_fill(row *r, const ug_summary *s, const ug_budget *b)
@@ -108,6 +106,7 @@ static void row_fill(row *r, const ug_summary *s, const ug_budget *b)
     snprintf(r->p99, sizeof r->p99, "%" PRIu32, s->p99_ulp_dist);
     snprintf(r->share, sizeof r->share, "%.4f", ug_summary_share_cr(s));
     snprintf(r->ratio, sizeof r->ratio, "%.4g", s->max_ratio);
+    snprintf(r->rms, sizeof r->rms, "%.3g", ug_summary_rel_rms(s));
     if (b)
         snprintf(r->budget, sizeof r->budget, "%" PRIu32 "/%" PRIu32 "/%g/%g", b->max_ulp_dist,
                  b->p99_ulp_dist, b->min_share_cr, b->max_ratio);
@@ -149,8 +148,8 @@ static void md_cell(FILE *f, const char *s)
 
 static void md_row(FILE *f, const row *r)
 {
-    fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r->family, r->output,
-            r->mode, r->elements, r->max, r->p99, r->share, r->ratio, r->budget, r->verdict);
+    fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r->family, r->output,
+            r->mode, r->elements, r->max, r->p99, r->share, r->ratio, r->rms, r->budget, r->verdict);
 }
 
 static void md_head(FILE *f, const report_in *in)
@@ -170,8 +169,8 @@ static void md_summary(FILE *f, const report_in *in)
 {
     fputs("## Accuracy\n\n"
           "| kernel | output | mode | elements | max ulp_dist | p99 | share CR | max ratio "
-          "| budget (max/p99/CR/ratio) | verdict |\n"
-          "|---|---|---|---:|---:|---:|---:|---:|---|---|\n",
+          "| rel RMS | budget (max/p99/CR/ratio) | verdict |\n"
+          "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|\n",
           f);
     each_row(f, in->run, in->budgets, md_row);
 }
@@ -384,6 +383,15 @@ static json_t *summary_json(const ug_summary *s)
         (json_int_t)s->worst_index);
 }
 
+/* Summary plus the relative RMS and the sums it is made of (merge adds them). */
+static json_t *summary_rms_json(const ug_summary *s)
+{
+    json_t *j = summary_json(s);
+    j = set(j, "rel_rms", real_json(ug_summary_rel_rms(s)));
+    j = set(j, "sum_sq_err", real_json(s->sum_sq_err));
+    return set(j, "sum_sq_ref", real_json(s->sum_sq_ref));
+}
+
 static json_t *budget_json(const ug_budget *b)
 {
     if (!b) return json_null();
@@ -425,7 +433,7 @@ static json_t *aggregate_json(const report_in *in, const ug_family_result *fr, s
 {
     ug_summary s = ug_stats_summary(&fr->agg[o][m]);
     const ug_budget *b = ug_budgets_find(in->budgets, fr->family->name, output_name(fr, o), m);
-    json_t *j = summary_json(&s);
+    json_t *j = summary_rms_json(&s);
     j = set(j, "dist_histogram", histogram_json(&fr->agg[o][m]));
     j = set(j, "budget", budget_json(b));
     j = set(j, "budget_verdict", json_string(budget_verdict(&s, b)));
@@ -493,7 +501,7 @@ static json_t *case_outputs_json(const ug_run_result *run, const ug_case_result 
     for (size_t o = 0; outputs && fr && !cr->c->expect_reject && o < fr->n_outputs; o++) {
         json_t *modes = json_object();
         for (int m = 0; modes && m < UG_REF_MODE_COUNT; m++)
-            modes = set(modes, ug_ref_mode_name((ug_ref_mode)m), summary_json(&cr->sum[o][m]));
+            modes = set(modes, ug_ref_mode_name((ug_ref_mode)m), summary_rms_json(&cr->sum[o][m]));
         outputs = set(outputs, output_name(fr, o), modes);
     }
     return outputs;
@@ -722,19 +730,19 @@ ug_status ug_report_write_all(const char *dir, const ug_run_result *run,
 /* ------------------------------------------------------------------------
  * Terminal summary */
 
-#define SUMMARY_FMT "%-24s %-8s %-7s %12s %5s %5s %9s %10s %-20s %s\n"
+#define SUMMARY_FMT "%-22s %-12s %-7s %10s %10s %5s %9s %10s %9s %-22s %s\n"
 
 static void summary_row(FILE *out, const row *r)
 {
     fprintf(out, SUMMARY_FMT, r->family, r->output, r->mode, r->elements, r->max, r->p99,
-            r->share, r->ratio, r->budget, r->verdict);
+            r->share, r->ratio, r->rms, r->budget, r->verdict);
 }
 
 void ug_report_print_summary(FILE *out, const ug_run_result *run, const ug_budgets *budgets,
                              const ug_verdict *verdict)
 {
     fprintf(out, SUMMARY_FMT, "kernel", "output", "mode", "elements", "max", "p99", "share_cr",
-            "max_ratio", "budget", "verdict");
+            "max_ratio", "rel_rms", "budget", "verdict");
     each_row(out, run, budgets, summary_row);
     case_counts n = count_cases(run);
     fprintf(out, "%zu cases, %zu rejected shapes checked, %zu failed\n", n.accepted, n.rejected,

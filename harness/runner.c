@@ -475,6 +475,10 @@ void ug_run_result_fold_cases(ug_run_result *out)
             for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
                 ug_stats *st = &r->pending[o * UG_REF_MODE_COUNT + m];
                 if (st->dist) ug_stats_merge(&fr->agg[o][m], st);
+                /* The case keeps the sums of every measured path, so that a
+                 * merge of shards can redo these additions in this order. */
+                r->sum[o][m].sum_sq_err = st->sum.sum_sq_err;
+                r->sum[o][m].sum_sq_ref = st->sum.sum_sq_ref;
                 ug_stats_free(st);
             }
         free(r->pending);

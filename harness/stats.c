@@ -33,6 +33,8 @@ void ug_stats_add(ug_stats *s, const ug_elem_error *e, uint32_t flagged, double 
         m->worst_index = index;
     }
     if (e->cond > m->max_cond) m->max_cond = e->cond;
+    m->sum_sq_err += e->abs_err * e->abs_err;
+    m->sum_sq_ref += e->abs_ref * e->abs_ref;
     if (e->cond <= moderate_cond) {
         m->moderate++;
         if (e->ulp_dist > m->max_ulp_dist) m->max_ulp_dist = e->ulp_dist;
@@ -60,6 +62,8 @@ void ug_stats_merge(ug_stats *into, const ug_stats *from)
         a->worst_index = b->worst_index;
     }
     if (b->max_cond > a->max_cond) a->max_cond = b->max_cond;
+    a->sum_sq_err += b->sum_sq_err;
+    a->sum_sq_ref += b->sum_sq_ref;
     gsl_histogram_add(into->dist, from->dist);
 }
 
@@ -85,4 +89,10 @@ ug_summary ug_stats_summary(const ug_stats *s)
 double ug_summary_share_cr(const ug_summary *s)
 {
     return s->elements ? (double)s->correctly_rounded / (double)s->elements : 1.0;
+}
+
+double ug_summary_rel_rms(const ug_summary *s)
+{
+    if (s->sum_sq_err == 0) return 0;
+    return s->sum_sq_ref == 0 ? INFINITY : sqrt(s->sum_sq_err / s->sum_sq_ref);
 }

@@ -29,6 +29,8 @@ typedef struct {
     double max_ratio;
     double max_cond;
     size_t worst_index;         /* element with max_ratio (within its case) */
+    double sum_sq_err;          /* sum of (y - r)^2 over elements with finite y, r */
+    double sum_sq_ref;          /* sum of r^2 over the same elements */
 } ug_summary;
 
 typedef struct {
@@ -47,5 +49,8 @@ uint32_t ug_stats_dist_quantile(const ug_stats *s, double q);
 /* The summary with p99_ulp_dist filled in. */
 ug_summary ug_stats_summary(const ug_stats *s);
 double ug_summary_share_cr(const ug_summary *s); /* 1 when no elements */
+/* Relative RMS error sqrt(sum (y-r)^2 / sum r^2), the figure upstream FLA
+ * gates at 0.005 (0 when both sums are 0, +inf when only r is 0). */
+double ug_summary_rel_rms(const ug_summary *s);
 
 #endif

@@ -16,7 +16,7 @@
 
 #include "../core/bf16.h"
 
-static const ug_elem_error class_fail = {INFINITY, UINT32_MAX, INFINITY, INFINITY, false};
+static const ug_elem_error class_fail = {.ulp_err = INFINITY, .ulp_dist = UINT32_MAX, .ratio = INFINITY, .cond = INFINITY};
 
 ug_elem_error ug_measure(uint32_t y_bits, ug_dtype t, const ug_ref_value *r)
 {
@@ -24,7 +24,7 @@ ug_elem_error ug_measure(uint32_t y_bits, ug_dtype t, const ug_ref_value *r)
     const bool bf = t == UG_BF16;
     const double y = bf ? ug_bf16_to_f32((ug_bf16)y_bits) : ug_f32_from_bits(y_bits);
 
-    ug_elem_error e = {0, 0, 0, INFINITY, true};
+    ug_elem_error e = {.cond = INFINITY, .class_ok = true};
 
     /* Non-finite reference: y must have its class, and a NaN its sign. */
     if (isnan(r->r_hi)) {
@@ -50,6 +50,8 @@ ug_elem_error ug_measure(uint32_t y_bits, ug_dtype t, const ug_ref_value *r)
             e.ulp_dist = bf ? ug_ordered_dist_bf16((ug_bf16)y_bits, (ug_bf16)r->rn_bits)
                             : ug_ordered_dist_f32(y_bits, r->rn_bits);
             e.ratio = d == 0 ? 0 : r->bound == 0 ? INFINITY : d / r->bound;
+            e.abs_err = d;
+            e.abs_ref = fabs(r->r_hi);
             return e;
         }
     }

@@ -26,6 +26,8 @@ typedef struct {
     double ratio;
     double cond;
     bool class_ok;
+    double abs_err;  /* |y - r| (0 unless both are finite) */
+    double abs_ref;  /* |r| (0 unless both are finite) */
 } ug_elem_error;
 
 /* y_bits: the kernel's output element (bf16 in the low 16 bits, or f32 bits);

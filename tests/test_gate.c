@@ -561,6 +561,19 @@ static void test_baseline_bad_hash_is_parse_error(void)
     " \"regression_tolerance\": {\"max_ulp_dist\": 0, \"p99_ulp_dist\": 0, \"share_cr\": 0.002,\n" \
     "                          \"max_ratio\": 0.05},\n \"families\": {"
 
+/* An optional max_rel_rms budget gates the relative RMS error. */
+static void test_fail_rel_rms(void)
+{
+    fixture *fx = fixture_new();
+    write_budgets_edited(fx, "\"min_share_cr\": 0.9}", "\"min_share_cr\": 0.9, \"max_rel_rms\": 0.005}");
+    agg(fx, W, UG_REF_EXACT)->sum.sum_sq_err = 1e-4;
+    agg(fx, W, UG_REF_EXACT)->sum.sum_sq_ref = 1;
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "toyfam w exact: rel_rms 0.01 exceeds budget 0.005") >= 0);
+    fixture_free(fx);
+}
+
 /* ---- compare ---- */
 
 static void write_figures(fixture *fx, const char *name, char *path, size_t size)
@@ -651,7 +664,7 @@ static void test_budgets_directory_merges_files(void)
 }
 
 UG_TEST_SUITE(gate_suite, "gate",
-              UG_TEST(test_compare_worse_fails_better_reported), UG_TEST(test_compare_reads_report_json),
+              UG_TEST(test_fail_rel_rms), UG_TEST(test_compare_worse_fails_better_reported), UG_TEST(test_compare_reads_report_json),
               UG_TEST(test_budgets_directory_merges_files),
               UG_TEST(test_budgets_load_every_field), UG_TEST(test_budgets_bad_json),
               UG_TEST(test_budgets_wrong_schema), UG_TEST(test_budgets_missing_field),

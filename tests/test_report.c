@@ -285,7 +285,7 @@ static void test_markdown_has_table_header_and_verdict(void)
     char *md = slurp(fx, "report.md");
     CU_ASSERT_PTR_NOT_NULL(strstr(md, "# ulpgate report: fixtures/sweeps/toy.json"));
     CU_ASSERT_PTR_NOT_NULL(strstr(md, "| kernel | output | mode | elements | max ulp_dist | p99 | "
-                                      "share CR | max ratio | budget (max/p99/CR/ratio) | verdict |"));
+                                      "share CR | max ratio | rel RMS | budget (max/p99/CR/ratio) | verdict |"));
     CU_ASSERT_PTR_NOT_NULL(strstr(md, "- verdict: **FAIL** (1 findings)"));
     free(md);
     fixture_free(fx);
@@ -297,9 +297,9 @@ static void test_markdown_rows_show_budget_and_verdict(void)
     write_reports(fx);
     char *md = slurp(fx, "report.md");
     CU_ASSERT_PTR_NOT_NULL(
-        strstr(md, "| toyfam | w | exact | 1000 | 1 | 1 | 0.4800 | 0.5 | 4/1/0.9/1 | FAIL |"));
+        strstr(md, "| toyfam | w | exact | 1000 | 1 | 1 | 0.4800 | 0.5 | 0 | 4/1/0.9/1 | FAIL |"));
     CU_ASSERT_PTR_NOT_NULL(
-        strstr(md, "| toyfam | u | staged | 1000 | 1 | 1 | 0.4800 | 0.5 | - | no budget |"));
+        strstr(md, "| toyfam | u | staged | 1000 | 1 | 1 | 0.4800 | 0.5 | 0 | - | no budget |"));
     free(md);
     fixture_free(fx);
 }

@@ -12,7 +12,7 @@ static const double moderate = 16.0;
 /* A well-conditioned element at ulp_dist d (ulp_err d + 0.25, 0 when d == 0). */
 static ug_elem_error elem(uint32_t d, double ratio, double cond)
 {
-    ug_elem_error e = {d ? d + 0.25 : 0.25, d, ratio, cond, true};
+    ug_elem_error e = {.ulp_err = d ? d + 0.25 : 0.25, .ulp_dist = d, .ratio = ratio, .cond = cond, .class_ok = true};
     return e;
 }
 
@@ -42,7 +42,7 @@ static void test_counts(void)
     add(&s, 0, 0.1, 1, 0);         /* moderate, correctly rounded */
     add(&s, 2, 0.5, 100, 1);       /* ill-conditioned */
     add(&s, 1, 1.5, 2, 2);         /* over its bound */
-    ug_elem_error bad = {INFINITY, UINT32_MAX, INFINITY, 1, false};
+    ug_elem_error bad = {.ulp_err = INFINITY, .ulp_dist = UINT32_MAX, .ratio = INFINITY, .cond = 1};
     ug_stats_add(&s, &bad, 1, moderate, 3); /* non-finite rule, flagged */
     ug_elem_error flagged = elem(0, 0.0, 16); /* cond exactly at the limit */
     ug_stats_add(&s, &flagged, 7, moderate, 4);
@@ -166,7 +166,7 @@ static void add_element(ug_stats *s, size_t i)
     uint32_t d = (uint32_t)((i * 37) % 11);
     if (i % 50 == 13) d = 2000;
     double cond = i % 7 == 3 ? 1e5 : 1.0 + (double)(i % 5);
-    ug_elem_error e = {d + 0.125, d, (double)((i * 53) % 97) / 64.0, cond, i != 77};
+    ug_elem_error e = {.ulp_err = d + 0.125, .ulp_dist = d, .ratio = (double)((i * 53) % 97) / 64.0, .cond = cond, .class_ok = i != 77};
     ug_stats_add(s, &e, i % 9 == 0, moderate, i);
 }
 
@@ -212,8 +212,25 @@ static void test_free_twice_is_safe(void)
     ug_stats_free(&s);
 }
 
+/* rel RMS = sqrt(sum (y-r)^2 / sum r^2), merged sums add. */
+static void test_rel_rms(void)
+{
+    ug_stats a, b;
+    CU_ASSERT_FATAL(ug_stats_init(&a).code == UG_OK);
+    CU_ASSERT_FATAL(ug_stats_init(&b).code == UG_OK);
+    ug_elem_error e1 = {.class_ok = true, .abs_err = 3, .abs_ref = 4};
+    ug_elem_error e2 = {.class_ok = true, .abs_err = 4, .abs_ref = 3};
+    ug_stats_add(&a, &e1, 0, 16, 0);
+    CU_ASSERT_DOUBLE_EQUAL(ug_summary_rel_rms(&a.sum), 0.75, 1e-15);
+    ug_stats_add(&b, &e2, 0, 16, 0);
+    ug_stats_merge(&a, &b);
+    CU_ASSERT_DOUBLE_EQUAL(ug_summary_rel_rms(&a.sum), 1.0, 1e-15);
+    ug_stats_free(&a);
+    ug_stats_free(&b);
+}
+
 UG_TEST_SUITE(stats_suite, "stats",
-              UG_TEST(test_empty_stats),
+              UG_TEST(test_rel_rms), UG_TEST(test_empty_stats),
               UG_TEST(test_counts),
               UG_TEST(test_max_dist_moderate_vs_all),
               UG_TEST(test_max_ratio_and_worst_index),

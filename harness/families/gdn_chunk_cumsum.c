@@ -22,6 +22,10 @@ static const ug_mutant_desc mutants[] = {
     {GDN_CHUNK_CUMSUM_MUT_CHUNK_OF_32, "chunk_of_32", "the sum restarts every 32 rows instead of every BT"},
 };
 
+static const ug_mutant_desc variants[] = {
+    {GDN_CHUNK_CUMSUM_LEGIT_TWO_LEVEL_SCAN, "two_level_scan", "sums within 16-row blocks plus the earlier blocks' totals (a GPU scan's order)"},
+};
+
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
 static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
@@ -65,6 +69,8 @@ static const ug_family gdn_chunk_cumsum_family = {
     .regimes = gdn_regime_names,
     .n_mutants = sizeof mutants / sizeof mutants[0],
     .mutants = mutants,
+    .n_variants = sizeof variants / sizeof variants[0],
+    .variants = variants,
     .buffer_count = buffer_count,
     .generate = generate,
     .run = run,

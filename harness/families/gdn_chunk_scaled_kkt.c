@@ -24,6 +24,11 @@ static const ug_mutant_desc mutants[] = {
     {GDN_CHUNK_SCALED_KKT_MUT_BETA_OF_COLUMN, "beta_of_column", "scales by beta of row s instead of row t"},
 };
 
+static const ug_mutant_desc variants[] = {
+    {GDN_CHUNK_SCALED_KKT_LEGIT_REVERSED_DOT, "reversed_dot", "every dot product summed backward with separate products (no FMA)"},
+    {GDN_CHUNK_SCALED_KKT_LEGIT_BETA_LAST, "beta_last", "beta (exp dot) instead of (beta exp) dot"},
+};
+
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
 static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
@@ -75,6 +80,8 @@ static const ug_family gdn_chunk_scaled_kkt_family = {
     .regimes = gdn_regime_names,
     .n_mutants = sizeof mutants / sizeof mutants[0],
     .mutants = mutants,
+    .n_variants = sizeof variants / sizeof variants[0],
+    .variants = variants,
     .buffer_count = buffer_count,
     .generate = generate,
     .run = run,

@@ -27,6 +27,11 @@ static const ug_mutant_desc mutants[] = {
     {GDN_SOLVE_TRIL_MUT_DROPPED_LAST_TERM, "dropped_last_term", "each sum stops at m = i - 2 (off by one: L[i][i-1] A[i-1][j] lost)"},
 };
 
+static const ug_mutant_desc variants[] = {
+    {GDN_SOLVE_TRIL_LEGIT_COLUMN_ORIENTED, "column_oriented", "column by column, products and sums rounded separately (no FMA)"},
+    {GDN_SOLVE_TRIL_LEGIT_REVERSED_SUMS, "reversed_sums", "each row's sum taken in decreasing m"},
+};
+
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
 static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
@@ -83,6 +88,8 @@ static const ug_family gdn_solve_tril_family = {
     .regimes = gdn_regime_names,
     .n_mutants = sizeof mutants / sizeof mutants[0],
     .mutants = mutants,
+    .n_variants = sizeof variants / sizeof variants[0],
+    .variants = variants,
     .buffer_count = buffer_count,
     .generate = generate,
     .run = run,
