@@ -31,10 +31,16 @@ static void guards_set_access(const ug_guarded *g, bool accessible)
     }
 }
 
+static _Thread_local long allocations_left = -1;
+
+void ug_guarded_fail_after(long successes) { allocations_left = successes; }
+
 ug_status ug_guarded_alloc(ug_guarded *g, size_t bytes)
 {
     g->block = NULL;
     g->bytes = 0;
+    if (allocations_left == 0) return ug_fail(UG_ENOMEM, "cannot allocate %zu bytes (injected failure)", bytes);
+    if (allocations_left > 0) allocations_left--;
     /* Round the data up to the alignment so the tail guard starts aligned. */
     size_t padded = (bytes + UG_GUARD_BYTES - 1) / UG_GUARD_BYTES * UG_GUARD_BYTES;
     if (padded < bytes || padded > SIZE_MAX - 2 * UG_GUARD_BYTES)

@@ -22,6 +22,10 @@ typedef struct {
 ug_status ug_guarded_alloc(ug_guarded *g, size_t bytes);
 static inline void *ug_guarded_data(const ug_guarded *g) { return g->block + UG_GUARD_BYTES; }
 bool ug_guarded_intact(const ug_guarded *g);
+/* Fault injection for tests: the next `successes` guarded allocations
+ * succeed, then every one fails with UG_ENOMEM until reset with -1 (the
+ * default: never fail). Per thread. */
+void ug_guarded_fail_after(long successes);
 /* Frees the block; reports UG_EGUARD naming `what` when a guard was written.
  * Safe on a zeroed ug_guarded. */
 ug_status ug_guarded_free(ug_guarded *g, const char *what);
