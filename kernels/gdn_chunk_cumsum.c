@@ -1,0 +1,73 @@
+/* gdn_chunk_cumsum (SPEC §1.3). Heads are innermost in [B,T,H], so the
+ * kernel walks the tokens of a chunk once and keeps the running sums of a
+ * block of heads side by side: the inner loop over heads is contiguous in
+ * memory and each head's sum is the same sequence of f32 additions in token
+ * order, whatever the block width, so every build gives identical bits. */
+#include "gdn_chunk_cumsum.h"
+
+#include <stddef.h>
+
+#include "tensor_check.h"
+
+#ifndef UG_MUTANT
+#define UG_MUTANT GDN_CHUNK_CUMSUM_CORRECT
+#endif
+
+#define KERNEL "gated_delta_net_chunk_cumsum"
+
+enum { BT = GDN_CHUNK_CUMSUM_BT, HEAD_BLOCK = 64, SCAN_BLOCK = 16 };
+
+static ug_status validate(const gdn_chunk_cumsum_params *p, const ug_buf *g_raw, const ug_buf *g)
+{
+    if (!p) return ug_fail(UG_EINVAL, KERNEL ": no params (NULL)");
+    const ug_named_dim dims[] = {{"B", p->b}, {"T", p->t}, {"H", p->h}, {"BT", p->bt}};
+    UG_TRY(ug_check_dims_positive(KERNEL, sizeof dims / sizeof dims[0], dims));
+    if (p->bt != BT) return ug_fail(UG_EINVAL, KERNEL ": bt must be %d (got %u)", BT, p->bt);
+    if (p->t % p->bt != 0)
+        return ug_fail(UG_EINVAL, KERNEL ": t (%u) must be a multiple of bt (%u)", p->t, p->bt);
+    const ug_tensor_spec tensors[] = {
+        {"g_raw", g_raw, UG_F32, 3, {"B", "T", "H"}, {p->b, p->t, p->h}, false},
+        {"g", g, UG_F32, 3, {"B", "T", "H"}, {p->b, p->t, p->h}, false},
+    };
+    return ug_check_tensors(KERNEL, sizeof tensors / sizeof tensors[0], tensors);
+}
+
+/* Rows after which the running sums restart (mutants move the boundary). */
+static size_t restart_period(const gdn_chunk_cumsum_params *p)
+{
+    switch (UG_MUTANT) {
+    case GDN_CHUNK_CUMSUM_MUT_NO_RESET: return p->t;
+    case GDN_CHUNK_CUMSUM_MUT_CHUNK_OF_32: return 32;
+    default: return BT;
+    }
+}
+
+ug_status gdn_chunk_cumsum(const gdn_chunk_cumsum_params *p, const ug_buf *g_raw, ug_buf *g)
+{
+    UG_TRY(validate(p, g_raw, g));
+    const float *in = g_raw->data;
+    float *out = g->data;
+    const size_t heads = p->h, period = restart_period(p);
+    for (size_t b = 0; b < p->b; b++)
+        for (size_t h0 = 0; h0 < heads; h0 += HEAD_BLOCK) {
+            const size_t width = heads - h0 < HEAD_BLOCK ? heads - h0 : HEAD_BLOCK;
+            /* carried: the totals of the chunk's earlier 16-row blocks
+             * (variant TWO_LEVEL_SCAN only; zero otherwise) */
+            float sum[HEAD_BLOCK], carried[HEAD_BLOCK];
+            for (size_t t = 0; t < p->t; t++) {
+                if (t % period == 0)
+                    for (size_t i = 0; i < width; i++) sum[i] = carried[i] = 0.0f;
+                else if (UG_MUTANT == GDN_CHUNK_CUMSUM_LEGIT_TWO_LEVEL_SCAN && t % SCAN_BLOCK == 0)
+                    for (size_t i = 0; i < width; i++) carried[i] += sum[i], sum[i] = 0.0f;
+                const size_t row = (b * p->t + t) * heads + h0;
+                for (size_t i = 0; i < width; i++) {
+                    float before = sum[i];
+                    sum[i] += in[row + i];
+                    out[row + i] = UG_MUTANT == GDN_CHUNK_CUMSUM_MUT_EXCLUSIVE_SCAN ? before
+                                   : UG_MUTANT == GDN_CHUNK_CUMSUM_LEGIT_TWO_LEVEL_SCAN ? carried[i] + sum[i]
+                                                                                        : sum[i];
+                }
+            }
+        }
+    return ug_ok();
+}

@@ -1,0 +1,137 @@
+/* gdn_chunk_scaled_kkt (SPEC §1.3). The Gram matrix of a chunk's keys
+ * depends on the key head only, so it is formed once per (batch, key head,
+ * chunk) with the ISA micro-kernel (ug_gemm_f32_bf16: each entry the FMA
+ * chain over K in index order, identical bits on every path; the bf16
+ * products are exact in f32) and then scaled for each value head of the
+ * group. The key tiles and the Gram matrix live in one guarded scratch
+ * allocation of exactly the size they need. */
+#include "gdn_chunk_scaled_kkt.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../core/bf16.h"
+#include "../core/guard.h"
+#include "isa.h"
+#include "tensor_check.h"
+
+#ifndef UG_MUTANT
+#define UG_MUTANT GDN_CHUNK_SCALED_KKT_CORRECT
+#endif
+
+#define KERNEL "gated_delta_net_chunk_scaled_kkt"
+
+enum { BT = GDN_CHUNK_SCALED_KKT_BT };
+
+static ug_status validate(const gdn_chunk_scaled_kkt_params *p, const ug_buf *k, const ug_buf *beta,
+                          const ug_buf *g, const ug_buf *l)
+{
+    if (!p) return ug_fail(UG_EINVAL, KERNEL ": no params (NULL)");
+    const ug_named_dim dims[] = {{"B", p->b}, {"T", p->t}, {"Hg", p->hg}, {"H", p->h}, {"K", p->k}, {"BT", p->bt}};
+    UG_TRY(ug_check_dims_positive(KERNEL, sizeof dims / sizeof dims[0], dims));
+    if (p->h % p->hg != 0)
+        return ug_fail(UG_EINVAL, KERNEL ": h (%u) must be a multiple of hg (%u)", p->h, p->hg);
+    if (p->k > GDN_CHUNK_SCALED_KKT_MAX_K)
+        return ug_fail(UG_EINVAL, KERNEL ": K (%u) exceeds MAX_K = %u (the key tile of the kernel)", p->k,
+                       GDN_CHUNK_SCALED_KKT_MAX_K);
+    if (p->bt != BT) return ug_fail(UG_EINVAL, KERNEL ": bt must be %d (got %u)", BT, p->bt);
+    if (p->t % p->bt != 0)
+        return ug_fail(UG_EINVAL, KERNEL ": t (%u) must be a multiple of bt (%u)", p->t, p->bt);
+    const ug_tensor_spec tensors[] = {
+        {"k", k, UG_BF16, 4, {"B", "T", "Hg", "K"}, {p->b, p->t, p->hg, p->k}, false},
+        {"beta", beta, UG_F32, 3, {"B", "T", "H"}, {p->b, p->t, p->h}, false},
+        {"g", g, UG_F32, 3, {"B", "T", "H"}, {p->b, p->t, p->h}, false},
+        {"L", l, UG_F32, 4, {"B", "T", "H", "BT"}, {p->b, p->t, p->h, p->bt}, false},
+    };
+    return ug_check_tensors(KERNEL, sizeof tensors / sizeof tensors[0], tensors);
+}
+
+/* The scratch: the chunk's keys as f32 rows [BT][K] and as bf16 columns
+ * [K][BT] (the two operands of the Gram product), and the Gram matrix. */
+typedef struct {
+    float *rows;
+    ug_bf16 *cols;
+    float (*gram)[BT];
+} tiles;
+
+static size_t scratch_bytes(size_t k)
+{
+    return BT * k * sizeof(float) + k * BT * sizeof(ug_bf16) + BT * BT * sizeof(float);
+}
+
+static tiles carve(unsigned char *scratch, size_t k)
+{
+    tiles t;
+    t.gram = (float (*)[BT])scratch;
+    t.rows = (float *)(scratch + BT * BT * sizeof(float));
+    t.cols = (ug_bf16 *)(scratch + BT * BT * sizeof(float) + BT * k * sizeof(float));
+    return t;
+}
+
+static void gram_of_chunk(const gdn_chunk_scaled_kkt_params *p, const ug_bf16 *k, size_t b, size_t kh,
+                          size_t t0, const tiles *tl)
+{
+    const size_t dim = p->k;
+    for (size_t i = 0; i < BT; i++) {
+        const ug_bf16 *key = k + ((b * p->t + t0 + i) * p->hg + kh) * dim;
+        for (size_t d = 0; d < dim; d++) {
+            tl->rows[i * dim + d] = ug_bf16_to_f32(key[d]);
+            tl->cols[d * BT + i] = key[d];
+        }
+    }
+    if (UG_MUTANT != GDN_CHUNK_SCALED_KKT_LEGIT_REVERSED_DOT) {
+        ug_gemm_f32_bf16(BT, BT, dim, tl->rows, dim, tl->cols, BT, tl->gram[0], BT);
+        return;
+    }
+    for (size_t i = 0; i < BT; i++)
+        for (size_t j = 0; j < BT; j++) {
+            float dot = 0.0f;
+            for (size_t d = dim; d-- > 0;) dot += tl->rows[i * dim + d] * tl->rows[j * dim + d];
+            tl->gram[i][j] = dot;
+        }
+}
+
+static bool in_mask(size_t i, size_t j)
+{
+    return UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_MASK_INCLUDES_DIAGONAL ? i >= j : i > j;
+}
+
+/* L rows of value head h: beta_t * exp(g_t - g_s) * gram[i][j] below the diagonal. */
+static void scale_rows(const gdn_chunk_scaled_kkt_params *p, const float *beta, const float *g, size_t b,
+                       size_t h, size_t t0, float (*gram)[BT], float *l)
+{
+    for (size_t i = 0; i < BT; i++) {
+        const size_t row = (b * p->t + t0 + i) * p->h + h;
+        float *out = l + row * BT;
+        for (size_t j = 0; j < BT; j++) {
+            if (!in_mask(i, j)) {
+                out[j] = 0.0f;
+                continue;
+            }
+            const size_t col = (b * p->t + t0 + j) * p->h + h;
+            float gate = UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_GATE_SIGN_FLIPPED ? g[col] - g[row] : g[row] - g[col];
+            float scale = UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_BETA_OF_COLUMN ? beta[col] : beta[row];
+            out[j] = UG_MUTANT == GDN_CHUNK_SCALED_KKT_LEGIT_BETA_LAST ? scale * (expf(gate) * gram[i][j])
+                                                                      : scale * expf(gate) * gram[i][j];
+        }
+    }
+}
+
+ug_status gdn_chunk_scaled_kkt(const gdn_chunk_scaled_kkt_params *p, const ug_buf *k,
+                               const ug_buf *beta, const ug_buf *g, ug_buf *l)
+{
+    UG_TRY(validate(p, k, beta, g, l));
+    ug_guarded scratch;
+    UG_TRY(ug_guarded_alloc(&scratch, scratch_bytes(p->k)));
+    const tiles tl = carve(ug_guarded_data(&scratch), p->k);
+    const size_t group = p->h / p->hg;
+    for (size_t b = 0; b < p->b; b++)
+        for (size_t kh = 0; kh < p->hg; kh++)
+            for (size_t t0 = 0; t0 < p->t; t0 += BT) {
+                gram_of_chunk(p, k->data, b, kh, t0, &tl);
+                for (size_t h = kh * group; h < (kh + 1) * group; h++)
+                    scale_rows(p, beta->data, g->data, b, h, t0, tl.gram, l->data);
+            }
+    return ug_guarded_free(&scratch, KERNEL " scratch");
+}

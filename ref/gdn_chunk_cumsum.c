@@ -1,0 +1,35 @@
+#include "gdn_chunk_cumsum.h"
+
+#include <math.h>
+
+/* Holds any sum of at most 64 f32 values exactly: their bits span from
+ * 2^-149 to below 2^134. */
+enum { EXACT_SUM_PREC = 320 };
+
+ug_status gdn_chunk_cumsum_reference(const gdn_chunk_cumsum_shape *s, const float *g_raw,
+                                     ug_ref_mode mode, ug_ref_value *g)
+{
+    (void)mode; /* no staged cast: both modes are the exact sum */
+    mpfr_t sum;
+    mpfr_init2(sum, EXACT_SUM_PREC);
+    for (size_t b = 0; b < s->b; b++)
+        for (size_t h = 0; h < s->h; h++) {
+            double abs_sum = 0;
+            for (size_t t = 0; t < s->t; t++) {
+                const size_t i = t % s->bt, at = (b * s->t + t) * s->h + h;
+                if (i == 0) {
+                    mpfr_set_zero(sum, 1);
+                    abs_sum = 0;
+                }
+                mpfr_add_d(sum, sum, g_raw[at], MPFR_RNDN); /* exact */
+                abs_sum += fabs((double)g_raw[at]);
+                /* i additions after the first term; f32 additions never
+                 * underflow inexactly, so no absolute term. */
+                const double gamma = i * 0x1p-24 / (1 - i * 0x1p-24);
+                const double bounded = abs_sum * UG_REF_SUM_SLACK;
+                ug_ref_finish(&g[at], sum, gamma * bounded * UG_REF_SUM_SLACK, bounded, 0, UG_F32);
+            }
+        }
+    mpfr_clear(sum);
+    return ug_ok();
+}

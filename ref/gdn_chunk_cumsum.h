@@ -1,0 +1,27 @@
+/* MPFR reference of gdn_chunk_cumsum (SPEC §1.3), independent of
+ * kernels/gdn_chunk_cumsum.c.
+ *
+ *   g[t] = sum_{s = chunk start}^{t} g_raw[s]
+ *
+ * formed exactly (a sum of at most 64 f32 values spans fewer than 300 bits)
+ * and rounded once to f32. The stage has no deliberate intermediate rounding,
+ * so the staged mode is the exact mode. Per element: the bound of an f32
+ * running sum of i + 1 terms in any order (docs/error-model-gdn_stages.md §1)
+ * and sum |g_raw| for the condition number. Shapes must satisfy the kernel's
+ * validation (the caller checks). */
+#ifndef UG_REF_GDN_CHUNK_CUMSUM_H
+#define UG_REF_GDN_CHUNK_CUMSUM_H
+
+#include <stddef.h>
+
+#include "../core/status.h"
+#include "ref.h"
+
+typedef struct {
+    size_t b, t, h, bt;
+} gdn_chunk_cumsum_shape;
+
+ug_status gdn_chunk_cumsum_reference(const gdn_chunk_cumsum_shape *s, const float *g_raw,
+                                     ug_ref_mode mode, ug_ref_value *g);
+
+#endif

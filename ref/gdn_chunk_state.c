@@ -1,0 +1,352 @@
+#include "gdn_chunk_state.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "f32_model.h"
+
+/* Every term of every sum is exact: e^{G_last} S (two 128-bit values) fits
+ * in 256 bits, a bf16 (8 bits) times a 128-bit value in 136. */
+enum { PREC = UG_REF_PREC, BF16_PREC = 8, LEAD_TERM_PREC = 2 * PREC, TERM_PREC = PREC + BF16_PREC,
+       DIFF_PREC = 300 };
+
+/* What the bound knows of one staged operand (an entry of bf16(S) or of the
+ * decayed v): the kernel's operand is within dev of the reference's operand
+ * and at most mag in magnitude; abs is |reference operand|. */
+typedef struct {
+    double mag, dev, abs;
+    uint32_t flagged;
+} operand_bound;
+
+/* A weighted sum's bound parts: sum |weight| mag, sum |weight| dev,
+ * sum |weight| |operand| and the flagged operands it read. */
+typedef struct {
+    double mag, dev, abs;
+    uint32_t flagged;
+} sum_bound;
+
+/* Weights (bf16 values of w or k) exact in 8-bit MPFR, with their magnitudes. */
+typedef struct {
+    mpfr_t *value;
+    double *abs;
+} weights;
+
+/* Operands stored so that each weighted sum reads them contiguously. */
+typedef struct {
+    mpfr_t *value;
+    operand_bound *bound;
+} operands;
+
+typedef struct {
+    const gdn_chunk_state_shape *s;
+    ug_ref_mode mode;
+    size_t b, h, key_head;
+    /* state, [K][V] */
+    mpfr_t *state, *next;
+    double *state_mag, *state_err, *state_abs;
+    uint32_t *state_flagged;
+    /* per chunk */
+    operands state_ops;   /* [V][K]: bf16(S) as the reference takes it */
+    weights neg_w;        /* [BT][K]: -w */
+    mpfr_t *v;            /* [BT][V] */
+    double *v_mag, *v_err;
+    operands decayed_ops; /* [V][BT]: bf16(e^{G_last - G_i} v_i) as the reference takes it */
+    weights keys;         /* [K][BT] */
+    /* scratch */
+    size_t n_terms;
+    mpfr_t *terms;        /* terms[0] is the leading term (u or e^{G_last} S) */
+    mpfr_ptr *term_ptrs;
+    mpfr_t e, diff, radius, decayed;
+} workspace;
+
+/* ---- workspace ------------------------------------------------------------------ */
+
+static mpfr_t *init_all(size_t n, mpfr_prec_t prec)
+{
+    mpfr_t *a = malloc(n * sizeof *a);
+    if (a)
+        for (size_t i = 0; i < n; i++) mpfr_init2(a[i], prec);
+    return a;
+}
+
+static void clear_all(mpfr_t *a, size_t n)
+{
+    if (!a) return;
+    for (size_t i = 0; i < n; i++) mpfr_clear(a[i]);
+    free(a);
+}
+
+static void workspace_free(workspace *ws)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    const size_t kv = s->k * s->v, btv = s->bt * s->v, btk = s->bt * s->k;
+    clear_all(ws->state, kv);
+    clear_all(ws->next, kv);
+    clear_all(ws->state_ops.value, kv);
+    clear_all(ws->neg_w.value, btk);
+    clear_all(ws->v, btv);
+    clear_all(ws->decayed_ops.value, btv);
+    clear_all(ws->keys.value, btk);
+    clear_all(ws->terms, ws->n_terms);
+    free(ws->state_mag);
+    free(ws->state_flagged);
+    free(ws->state_ops.bound);
+    free(ws->neg_w.abs);
+    free(ws->v_mag);
+    free(ws->decayed_ops.bound);
+    free(ws->keys.abs);
+    free(ws->term_ptrs);
+    mpfr_clears(ws->e, ws->diff, ws->radius, ws->decayed, (mpfr_ptr)0);
+}
+
+static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, ug_ref_mode mode)
+{
+    const size_t kv = s->k * s->v, btv = s->bt * s->v, btk = s->bt * s->k;
+    ws->s = s;
+    ws->mode = mode;
+    ws->n_terms = (s->k > s->bt ? s->k : s->bt) + 1;
+    mpfr_inits2(PREC, ws->e, ws->decayed, (mpfr_ptr)0);
+    mpfr_init2(ws->diff, DIFF_PREC);
+    mpfr_init2(ws->radius, 64);
+    ws->state = init_all(kv, PREC);
+    ws->next = init_all(kv, PREC);
+    ws->state_ops.value = init_all(kv, PREC);
+    ws->neg_w.value = init_all(btk, BF16_PREC);
+    ws->v = init_all(btv, PREC);
+    ws->decayed_ops.value = init_all(btv, PREC);
+    ws->keys.value = init_all(btk, BF16_PREC);
+    ws->terms = init_all(ws->n_terms, TERM_PREC);
+    ws->state_mag = malloc(3 * kv * sizeof *ws->state_mag);
+    ws->state_flagged = malloc(kv * sizeof *ws->state_flagged);
+    ws->state_ops.bound = malloc(kv * sizeof *ws->state_ops.bound);
+    ws->neg_w.abs = malloc(btk * sizeof *ws->neg_w.abs);
+    ws->v_mag = malloc(2 * btv * sizeof *ws->v_mag);
+    ws->decayed_ops.bound = malloc(btv * sizeof *ws->decayed_ops.bound);
+    ws->keys.abs = malloc(btk * sizeof *ws->keys.abs);
+    ws->term_ptrs = malloc(ws->n_terms * sizeof *ws->term_ptrs);
+    if (!ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
+        !ws->decayed_ops.value || !ws->keys.value || !ws->terms || !ws->state_mag || !ws->state_flagged ||
+        !ws->state_ops.bound || !ws->neg_w.abs || !ws->v_mag || !ws->decayed_ops.bound || !ws->keys.abs ||
+        !ws->term_ptrs) {
+        workspace_free(ws);
+        return ug_fail(UG_ENOMEM, "gdn_chunk_state reference: cannot allocate the workspace (K=%zu, V=%zu)",
+                       s->k, s->v);
+    }
+    mpfr_set_prec(ws->terms[0], LEAD_TERM_PREC);
+    ws->state_err = ws->state_mag + kv;
+    ws->state_abs = ws->state_err + kv;
+    ws->v_err = ws->v_mag + btv;
+    return ug_ok();
+}
+
+/* ---- building blocks --------------------------------------------------------------- */
+
+static double abs_up(mpfr_srcptr x) { return fabs(mpfr_get_d(x, MPFR_RNDA)); }
+
+/* Bound parts of an f32 sum of n terms whose own parts are b: gamma_n sum|terms|
+ * plus the deviations of the operands plus underflow (error model §4). */
+static double f32_sum_error(size_t n, const sum_bound *b)
+{
+    return (ug_f32_gamma(n) * b->mag * UG_REF_SUM_SLACK + b->dev * UG_REF_SUM_SLACK) * UG_REF_SUM_SLACK +
+           (double)n * UG_F32_UNDERFLOW;
+}
+
+/* out = terms[0] + sum_j weight_j op_j, one correct rounding of exact terms;
+ * acc receives the weighted bound parts of the n operands. */
+static void weighted_sum(workspace *ws, size_t n, const weights *w, const operands *ops, mpfr_ptr out,
+                         sum_bound *acc)
+{
+    size_t used = 1;
+    ws->term_ptrs[0] = ws->terms[0];
+    for (size_t j = 0; j < n; j++) {
+        const double a = w->abs[j];
+        if (a == 0) continue;
+        const operand_bound *ob = &ops->bound[j];
+        if (!mpfr_zero_p(ops->value[j])) {
+            mpfr_mul(ws->terms[used], ops->value[j], w->value[j], MPFR_RNDN); /* exact */
+            ws->term_ptrs[used] = ws->terms[used];
+            used++;
+        }
+        acc->mag += a * ob->mag;
+        acc->dev += a * ob->dev;
+        acc->abs += a * ob->abs;
+        acc->flagged += ob->flagged;
+    }
+    mpfr_sum(out, ws->term_ptrs, used, MPFR_RNDN);
+}
+
+static void set_weight(weights *w, size_t at, ug_bf16 x, bool negate)
+{
+    const float f = ug_bf16_to_f32(x);
+    mpfr_set_flt(w->value[at], negate ? -f : f, MPFR_RNDN); /* exact in 8 bits */
+    w->abs[at] = fabs((double)f);
+}
+
+/* One staged operand x whose kernel counterpart lies within radius of it
+ * before its bf16 cast: the reference operand (x itself in exact mode,
+ * RN_bf16(x) in staged mode) and what the bound needs. */
+static void stage(workspace *ws, mpfr_srcptr x, double radius, mpfr_ptr op, operand_bound *ob)
+{
+    mpfr_set_d(ws->radius, radius, MPFR_RNDU);
+    ug_staged st;
+    ug_stage_operand(x, ws->radius, &st);
+    if (ws->mode == UG_REF_EXACT) {
+        mpfr_set(op, x, MPFR_RNDN); /* same precision: exact */
+        ob->dev = st.dev;
+    } else {
+        mpfr_set_flt(op, ug_bf16_to_f32(st.rn), MPFR_RNDN);
+        ob->dev = st.gap;
+    }
+    ob->mag = st.mag;
+    ob->abs = abs_up(op);
+    ob->flagged = st.flagged;
+}
+
+static size_t token(const workspace *ws, size_t t, size_t heads, size_t head, size_t width)
+{
+    return ((ws->b * ws->s->t + t) * heads + head) * width;
+}
+
+/* ---- one chunk ---------------------------------------------------------------------- */
+
+/* h[c] = S_c, and the operands bf16(S_c) of the w·S product, within the
+ * kernel's state error of S_c. */
+static void emit_state(workspace *ws, size_t c, ug_ref_value *h)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    ug_ref_value *out = h + ((ws->b * (s->t / s->bt) + c) * s->h + ws->h) * s->v * s->k;
+    for (size_t kk = 0; kk < s->k; kk++)
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const size_t x = kk * s->v + vv, op = vv * s->k + kk;
+            ug_ref_finish(&out[op], ws->state[x], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x],
+                          UG_BF16);
+            stage(ws, ws->state[x], ws->state_err[x], ws->state_ops.value[op], &ws->state_ops.bound[op]);
+        }
+}
+
+/* v = u - w·op(S), bounded as an f32 sum of K + 1 terms, and v_new = v. */
+static void corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, const ug_bf16 *u, ug_ref_value *v_new)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    for (size_t i = 0; i < s->bt; i++)
+        for (size_t kk = 0; kk < s->k; kk++)
+            set_weight(&ws->neg_w, i * s->k + kk, w[token(ws, t0 + i, s->h, ws->h, s->k) + kk], true);
+    for (size_t i = 0; i < s->bt; i++) {
+        const size_t row = token(ws, t0 + i, s->h, ws->h, s->v);
+        const weights w_row = {ws->neg_w.value + i * s->k, ws->neg_w.abs + i * s->k};
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const double u_val = ug_bf16_to_f32(u[row + vv]);
+            const operands column = {ws->state_ops.value + vv * s->k, ws->state_ops.bound + vv * s->k};
+            mpfr_set_d(ws->terms[0], u_val, MPFR_RNDN);
+            sum_bound acc = {fabs(u_val), 0, fabs(u_val), 0};
+            mpfr_ptr v = ws->v[i * s->v + vv];
+            weighted_sum(ws, s->k, &w_row, &column, v, &acc);
+            const double err = f32_sum_error(s->k + 1, &acc);
+            ws->v_err[i * s->v + vv] = err;
+            ws->v_mag[i * s->v + vv] = abs_up(v);
+            ug_ref_finish(&v_new[row + vv], v, err, acc.abs * UG_REF_SUM_SLACK, acc.flagged, UG_BF16);
+        }
+    }
+}
+
+/* e^{G_last - G_i} v_i, staged within the kernel's pre-cast error of
+ * fl(expf(fl(G_last - G_i)) v^_i). */
+static void decayed_values(workspace *ws, size_t t0, const float *g, float g_last)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    for (size_t i = 0; i < s->bt; i++) {
+        const float g_i = g[(ws->b * s->t + t0 + i) * s->h + ws->h];
+        mpfr_set_flt(ws->diff, g_last, MPFR_RNDN);
+        mpfr_sub_d(ws->diff, ws->diff, g_i, MPFR_RNDN); /* exact */
+        mpfr_exp(ws->e, ws->diff, MPFR_RNDN);
+        const double e = mpfr_get_d(ws->e, MPFR_RNDU);
+        const double e_err = ug_expf_error(e, ug_expf_of_difference_rel(g_last, g_i)), e_up = e + e_err;
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const size_t x = i * s->v + vv, op = vv * s->bt + i;
+            mpfr_mul(ws->decayed, ws->e, ws->v[x], MPFR_RNDN);
+            const double v_abs = ws->v_mag[x] + ws->v_err[x]; /* >= |v^| */
+            double radius = e_err * v_abs + e * ws->v_err[x] + UG_F32_U * e_up * v_abs + 0.5 * UG_F32_UNDERFLOW;
+            /* plus the reference's own 2^-126 relative error, far below the rest */
+            radius = radius * UG_REF_SUM_SLACK + abs_up(ws->decayed) * 0x1p-100;
+            stage(ws, ws->decayed, radius, ws->decayed_ops.value[op], &ws->decayed_ops.bound[op]);
+        }
+    }
+}
+
+/* S_{c+1} = e^{G_last} S_c + sum_i k_i op_i, bounded as an f32 sum of BT + 1
+ * terms whose first is the kernel's decayed state. */
+static void advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_last)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    mpfr_set_flt(ws->e, g_last, MPFR_RNDN);
+    mpfr_exp(ws->e, ws->e, MPFR_RNDN);
+    const double e = mpfr_get_d(ws->e, MPFR_RNDU);
+    const double e_err = ug_expf_error(e, ug_expf_of_difference_rel(g_last, 0.0f));
+    for (size_t i = 0; i < s->bt; i++)
+        for (size_t kk = 0; kk < s->k; kk++)
+            set_weight(&ws->keys, kk * s->bt + i, k[token(ws, t0 + i, s->hg, ws->key_head, s->k) + kk], false);
+    for (size_t kk = 0; kk < s->k; kk++) {
+        const weights key_column = {ws->keys.value + kk * s->bt, ws->keys.abs + kk * s->bt};
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const size_t x = kk * s->v + vv;
+            const operands column = {ws->decayed_ops.value + vv * s->bt, ws->decayed_ops.bound + vv * s->bt};
+            const double s_abs = ws->state_mag[x] + ws->state_err[x]; /* >= |S^| */
+            mpfr_mul(ws->terms[0], ws->e, ws->state[x], MPFR_RNDN);   /* exact */
+            sum_bound acc = {(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x], e * ws->state_mag[x], 0};
+            weighted_sum(ws, s->bt, &key_column, &column, ws->next[x], &acc);
+            ws->state_err[x] = f32_sum_error(s->bt + 1, &acc);
+            ws->state_abs[x] = acc.abs * UG_REF_SUM_SLACK;
+            ws->state_flagged[x] = acc.flagged;
+        }
+    }
+    for (size_t x = 0; x < s->k * s->v; x++) {
+        mpfr_swap(ws->state[x], ws->next[x]);
+        ws->state_mag[x] = abs_up(ws->state[x]);
+    }
+}
+
+typedef struct {
+    const ug_bf16 *k, *w, *u;
+    const float *g, *h0;
+    ug_ref_value *h, *v_new, *final_state;
+} io;
+
+static void reference_head(workspace *ws, const io *a)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    const size_t kv = s->k * s->v;
+    for (size_t x = 0; x < kv; x++) {
+        const double h0 = a->h0 ? a->h0[(ws->b * s->h + ws->h) * kv + x] : 0.0;
+        mpfr_set_d(ws->state[x], h0, MPFR_RNDN);
+        ws->state_mag[x] = ws->state_abs[x] = fabs(h0);
+        ws->state_err[x] = 0; /* the kernel starts from the same f32 values */
+        ws->state_flagged[x] = 0;
+    }
+    for (size_t t0 = 0, c = 0; t0 < s->t; t0 += s->bt, c++) {
+        const float g_last = a->g[(ws->b * s->t + t0 + s->bt - 1) * s->h + ws->h];
+        emit_state(ws, c, a->h);
+        corrected_values(ws, t0, a->w, a->u, a->v_new);
+        decayed_values(ws, t0, a->g, g_last);
+        advance_state(ws, t0, a->k, g_last);
+    }
+    ug_ref_value *out = a->final_state + (ws->b * s->h + ws->h) * kv;
+    for (size_t x = 0; x < kv; x++)
+        ug_ref_finish(&out[x], ws->state[x], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x], UG_F32);
+}
+
+ug_status gdn_chunk_state_reference(const gdn_chunk_state_shape *s, const ug_bf16 *k, const ug_bf16 *w,
+                                    const ug_bf16 *u, const float *g, const float *h0, ug_ref_mode mode,
+                                    ug_ref_value *h, ug_ref_value *v_new, ug_ref_value *final_state)
+{
+    workspace ws = {0};
+    UG_TRY(workspace_init(&ws, s, mode));
+    const io a = {k, w, u, g, s->has_h0 ? h0 : NULL, h, v_new, final_state};
+    const size_t group = s->h / s->hg;
+    for (ws.b = 0; ws.b < s->b; ws.b++)
+        for (ws.h = 0; ws.h < s->h; ws.h++) {
+            ws.key_head = ws.h / group;
+            reference_head(&ws, &a);
+        }
+    workspace_free(&ws);
+    return ug_ok();
+}
