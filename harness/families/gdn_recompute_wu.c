@@ -1,14 +1,11 @@
 /* Descriptor of gdn_recompute_wu (SPEC §1.1): parameters, buffers, input
  * generators and the adapters to kernels/gdn_recompute_wu.c and
  * ref/gdn_recompute_wu.c. */
-#include <gsl/gsl_randist.h>
-#include <math.h>
-#include <stdlib.h>
 
 #include "../../kernels/gdn_recompute_wu.h"
 #include "../../ref/gdn_recompute_wu.h"
 #include "../family.h"
-#include "../gen.h"
+#include "../gdn_inputs.h"
 
 enum { P_B, P_T, P_HG, P_H, P_K, P_V, P_BT, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "V", "BT"};
@@ -22,12 +19,6 @@ static const ug_buffer_desc buffers[N_BUFFERS] = {
     [BUF_A] = {"A", UG_F32, false, "[B,T,H,BT]"},
     [BUF_W] = {"w", UG_BF16, true, "[B,T,H,K]"},
     [BUF_U] = {"u", UG_BF16, true, "[B,T,H,V]"},
-};
-
-/* Input regimes (SPEC §1.3): realistic model inputs, then the hard cases. */
-enum { R_REALISTIC, R_LOGSIGMOID, R_GATES_ZERO, R_STRONG_DECAY, R_BETA_NEAR_ONE, R_PARALLEL_KEYS, N_REGIMES };
-static const char *const regimes[N_REGIMES] = {
-    "realistic", "logsigmoid", "gates_zero", "strong_decay", "beta_near_one", "parallel_keys",
 };
 
 static const ug_mutant_desc mutants[] = {
@@ -103,134 +94,15 @@ static ug_status plan(const ug_params *p, ug_plan *out)
     return ug_ok();
 }
 
-/* ---- input generation ------------------------------------------------- */
-
-typedef struct {
-    gdn_recompute_wu_shape s;
-    size_t regime;
-    gsl_rng *rng;
-    ug_buf *bufs;
-} gen_ctx;
-
-static size_t at3(const gdn_recompute_wu_shape *s, size_t b, size_t t, size_t h)
-{
-    return (b * s->t + t) * s->h + h;
-}
-
-/* Keys: unit vectors per (token, key head); in the parallel-keys regime every
- * key of a chunk is one base direction plus 1e-3 noise, so k_i . k_j ~ 1 and
- * (I + L) is ill-conditioned. */
-static ug_status generate_keys(gen_ctx *c, double *scratch)
-{
-    const gdn_recompute_wu_shape *s = &c->s;
-    ug_bf16 *k = c->bufs[BUF_K].data;
-    double *base = scratch + s->k;
-    for (size_t b = 0; b < s->b; b++)
-        for (size_t kh = 0; kh < s->hg; kh++)
-            for (size_t t = 0; t < s->t; t++) {
-                bool parallel = c->regime == R_PARALLEL_KEYS;
-                if (parallel && t % s->bt == 0) ug_gen_unit_vector(c->rng, NULL, 0, s->k, base);
-                ug_gen_unit_vector(c->rng, parallel ? base : NULL, 1e-3, s->k, scratch);
-                ug_gen_to_bf16(scratch, s->k, k + ((b * s->t + t) * s->hg + kh) * s->k);
-            }
-    return ug_ok();
-}
-
-static double draw_beta(gen_ctx *c)
-{
-    double x = c->regime == R_BETA_NEAR_ONE ? gsl_ran_gaussian(c->rng, 1.0) + 7.0
-                                            : gsl_ran_gaussian(c->rng, 1.0);
-    return ug_gen_sigmoid(x);
-}
-
-/* Raw log-gate of one token; ~10% exactly zero (decay 1) in the model regimes. */
-static double draw_gate(gen_ctx *c, double a_log, double dt_bias, double divisor)
-{
-    switch (c->regime) {
-    case R_GATES_ZERO: return 0.0;
-    case R_STRONG_DECAY: return -gsl_ran_flat(c->rng, 2.0, 20.0);
-    case R_LOGSIGMOID:
-        return gsl_rng_uniform(c->rng) < 0.1 ? 0.0
-                                              : ug_gen_logsigmoid(gsl_ran_gaussian(c->rng, 1.0)) / divisor;
-    default:
-        return gsl_rng_uniform(c->rng) < 0.1 ? 0.0 : ug_gen_mamba_gate(c->rng, a_log, dt_bias);
-    }
-}
-
-static void generate_beta_gates_values(gen_ctx *c)
-{
-    const gdn_recompute_wu_shape *s = &c->s;
-    float *beta = c->bufs[BUF_BETA].data, *g = c->bufs[BUF_G].data;
-    ug_bf16 *v = c->bufs[BUF_V].data;
-    for (size_t b = 0; b < s->b; b++)
-        for (size_t h = 0; h < s->h; h++) {
-            double a_log = log(gsl_ran_flat(c->rng, 1.0, 16.0));
-            double dt = gsl_ran_flat(c->rng, 1e-3, 1e-1);
-            double dt_bias = dt + log(-expm1(-dt)); /* inverse softplus */
-            double divisor = h % 2 ? 10.0 : 1.0;
-            double cumulative = 0;
-            for (size_t t = 0; t < s->t; t++) {
-                if (t % s->bt == 0) cumulative = 0;
-                cumulative += draw_gate(c, a_log, dt_bias, divisor);
-                g[at3(s, b, t, h)] = (float)cumulative;
-                beta[at3(s, b, t, h)] = (float)draw_beta(c);
-                for (size_t col = 0; col < s->v; col++) {
-                    double x = c->regime == R_LOGSIGMOID ? gsl_rng_uniform(c->rng)
-                                                         : gsl_ran_gaussian(c->rng, 1.0);
-                    v[((b * s->t + t) * s->h + h) * s->v + col] = ug_bf16_from_f32((float)x);
-                }
-            }
-        }
-}
-
-/* A = (I + L)^-1 per chunk with L[i][j] = beta_i exp(G_i - G_j) k_i.k_j for
- * i > j, from the generated (rounded) k, beta and g: the matrix a real
- * solve_tril produces, solved in binary64 by forward substitution. */
-static void generate_solved_a(gen_ctx *c, double *l, double *inv)
-{
-    const gdn_recompute_wu_shape *s = &c->s;
-    const size_t bt = s->bt, group = s->h / s->hg;
-    const ug_bf16 *k = c->bufs[BUF_K].data;
-    const float *beta = c->bufs[BUF_BETA].data, *g = c->bufs[BUF_G].data;
-    float *a = c->bufs[BUF_A].data;
-    for (size_t b = 0; b < s->b; b++)
-        for (size_t h = 0; h < s->h; h++)
-            for (size_t t0 = 0; t0 < s->t; t0 += bt) {
-                const ug_bf16 *kc = k + ((b * s->t + t0) * s->hg + h / group) * s->k;
-                const size_t k_row = s->hg * s->k;
-                for (size_t i = 0; i < bt; i++)
-                    for (size_t j = 0; j < i; j++) {
-                        double dot = 0;
-                        for (size_t d = 0; d < s->k; d++)
-                            dot += (double)ug_bf16_to_f32(kc[i * k_row + d]) * ug_bf16_to_f32(kc[j * k_row + d]);
-                        double gi = g[at3(s, b, t0 + i, h)], gj = g[at3(s, b, t0 + j, h)];
-                        l[i * bt + j] = beta[at3(s, b, t0 + i, h)] * exp(gi - gj) * dot;
-                    }
-                for (size_t i = 0; i < bt; i++)
-                    for (size_t j = 0; j < bt; j++) {
-                        double x = i == j ? 1.0 : 0.0;
-                        for (size_t m = j; m < i; m++) x -= l[i * bt + m] * inv[m * bt + j];
-                        inv[i * bt + j] = i < j ? 0.0 : x;
-                    }
-                for (size_t i = 0; i < bt; i++)
-                    for (size_t j = 0; j < bt; j++)
-                        a[((b * s->t + t0 + i) * s->h + h) * bt + j] = (float)inv[i * bt + j];
-            }
-}
+/* ---- input generation: the shared GDN generators (harness/gdn_inputs.h) -- */
 
 static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs)
 {
-    gen_ctx c = {ref_shape(p), regime, rng, bufs};
-    size_t bt = c.s.bt;
-    double *scratch = malloc((2 * c.s.k + 2 * bt * bt) * sizeof *scratch);
-    if (!scratch) return ug_fail(UG_ENOMEM, "gdn_recompute_wu generator: out of memory (K=%zu, BT=%zu)", c.s.k, bt);
-    ug_status st = generate_keys(&c, scratch);
-    if (ug_is_ok(&st)) {
-        generate_beta_gates_values(&c);
-        generate_solved_a(&c, scratch + 2 * c.s.k, scratch + 2 * c.s.k + bt * bt);
-    }
-    free(scratch);
-    return st;
+    gdn_gen_shape s = {param(p, P_B), param(p, P_T), param(p, P_HG), param(p, P_H),
+                       param(p, P_K), param(p, P_V), param(p, P_BT)};
+    UG_TRY(gdn_gen_keys(&s, (gdn_regime)regime, rng, bufs[BUF_K].data));
+    gdn_gen_tokens(&s, (gdn_regime)regime, rng, NULL, bufs[BUF_G].data, bufs[BUF_BETA].data, bufs[BUF_V].data);
+    return gdn_gen_solved_a(&s, bufs[BUF_K].data, bufs[BUF_BETA].data, bufs[BUF_G].data, bufs[BUF_A].data);
 }
 
 static const ug_family gdn_recompute_wu_family = {
@@ -240,8 +112,8 @@ static const ug_family gdn_recompute_wu_family = {
     .param_names = param_names,
     .n_buffers = N_BUFFERS,
     .buffers = buffers,
-    .n_regimes = N_REGIMES,
-    .regimes = regimes,
+    .n_regimes = GDN_REGIME_COUNT,
+    .regimes = gdn_regime_names,
     .n_mutants = sizeof mutants / sizeof mutants[0],
     .mutants = mutants,
     .buffer_count = buffer_count,
