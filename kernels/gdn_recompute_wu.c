@@ -15,6 +15,7 @@
 #include "../core/bf16.h"
 #include "../core/guard.h"
 #include "isa.h"
+#include "tensor_check.h"
 
 #ifndef UG_MUTANT
 #define UG_MUTANT GDN_RECOMPUTE_WU_CORRECT
@@ -41,63 +42,14 @@ static uint64_t planned_threadgroup_bytes(uint32_t bt)
 
 /* ---- validation ---------------------------------------------------------- */
 
-enum { MAX_RANK = 4 };
-
-/* What validate() demands of one buffer: dtype and shape. */
-typedef struct {
-    const char *name;
-    const ug_buf *buf;
-    ug_dtype dtype;
-    size_t rank;
-    const char *dim_names[MAX_RANK];
-    uint32_t dims[MAX_RANK];
-} tensor_spec;
-
-static ug_status check_dims_positive(const gdn_recompute_wu_params *p)
-{
-    const struct {
-        const char *name;
-        uint32_t value;
-    } dims[] = {{"B", p->b}, {"T", p->t}, {"Hg", p->hg}, {"H", p->h},
-                {"K", p->k}, {"V", p->v}, {"BT", p->bt}};
-    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
-        if (dims[i].value == 0)
-            return ug_fail(UG_EINVAL, KERNEL ": all dims must be > 0: %s (0) must be > 0", dims[i].name);
-    return ug_ok();
-}
-
-/* The seed multiplies u32 dims, which can wrap; here a count that does not
- * fit in size_t is itself a rejection, naming the shape. */
-static ug_status check_tensor(const tensor_spec *t)
-{
-    size_t expected = 1;
-    for (size_t i = 0; i < t->rank; i++) {
-        if (!__builtin_mul_overflow(expected, (size_t)t->dims[i], &expected)) continue;
-        char shape[128];
-        int len = 0;
-        for (size_t d = 0; d < t->rank; d++)
-            len += snprintf(shape + len, sizeof shape - (size_t)len, "%s%s=%u", d ? ", " : "",
-                            t->dim_names[d], t->dims[d]);
-        return ug_fail(UG_EINVAL, KERNEL ": %s shape [%s] has more elements than size_t can count",
-                       t->name, shape);
-    }
-    if (!t->buf)
-        return ug_fail(UG_EINVAL, KERNEL ": %s must be %s[%zu] (got no buffer)", t->name,
-                       ug_dtype_name(t->dtype), expected);
-    if (t->buf->count != expected || t->buf->dtype != t->dtype)
-        return ug_fail(UG_EINVAL, KERNEL ": %s must be %s[%zu] (got %zu %s)", t->name,
-                       ug_dtype_name(t->dtype), expected, t->buf->count, ug_dtype_name(t->buf->dtype));
-    if (!t->buf->data)
-        return ug_fail(UG_EINVAL, KERNEL ": %s has %zu elements but no data (NULL)", t->name, expected);
-    return ug_ok();
-}
-
 static ug_status validate(const gdn_recompute_wu_params *p, const ug_buf *k, const ug_buf *v,
                           const ug_buf *beta, const ug_buf *g, const ug_buf *a, const ug_buf *w,
                           const ug_buf *u)
 {
     if (!p) return ug_fail(UG_EINVAL, KERNEL ": no params (NULL)");
-    UG_TRY(check_dims_positive(p));
+    const ug_named_dim dims[] = {{"B", p->b}, {"T", p->t}, {"Hg", p->hg}, {"H", p->h},
+                                 {"K", p->k}, {"V", p->v}, {"BT", p->bt}};
+    UG_TRY(ug_check_dims_positive(KERNEL, sizeof dims / sizeof dims[0], dims));
     if (p->h % p->hg != 0)
         return ug_fail(UG_EINVAL, KERNEL ": h (%u) must be a multiple of hg (%u)", p->h, p->hg);
     if (p->k > GDN_RECOMPUTE_WU_MAX_K)
@@ -121,17 +73,16 @@ static ug_status validate(const gdn_recompute_wu_params *p, const ug_buf *k, con
                        (unsigned long long)shared_bytes, (unsigned long long)threadgroup_memory_cap,
                        p->bt, stage_width);
 
-    const tensor_spec tensors[] = {
-        {"k", k, UG_BF16, 4, {"B", "T", "Hg", "K"}, {p->b, p->t, p->hg, p->k}},
-        {"v", v, UG_BF16, 4, {"B", "T", "H", "V"}, {p->b, p->t, p->h, p->v}},
-        {"beta", beta, UG_F32, 3, {"B", "T", "H"}, {p->b, p->t, p->h}},
-        {"g", g, UG_F32, 3, {"B", "T", "H"}, {p->b, p->t, p->h}},
-        {"A", a, UG_F32, 4, {"B", "T", "H", "BT"}, {p->b, p->t, p->h, p->bt}},
-        {"w", w, UG_BF16, 4, {"B", "T", "H", "K"}, {p->b, p->t, p->h, p->k}},
-        {"u", u, UG_BF16, 4, {"B", "T", "H", "V"}, {p->b, p->t, p->h, p->v}},
+    const ug_tensor_spec tensors[] = {
+        {"k", k, UG_BF16, 4, {"B", "T", "Hg", "K"}, {p->b, p->t, p->hg, p->k}, false},
+        {"v", v, UG_BF16, 4, {"B", "T", "H", "V"}, {p->b, p->t, p->h, p->v}, false},
+        {"beta", beta, UG_F32, 3, {"B", "T", "H"}, {p->b, p->t, p->h}, false},
+        {"g", g, UG_F32, 3, {"B", "T", "H"}, {p->b, p->t, p->h}, false},
+        {"A", a, UG_F32, 4, {"B", "T", "H", "BT"}, {p->b, p->t, p->h, p->bt}, false},
+        {"w", w, UG_BF16, 4, {"B", "T", "H", "K"}, {p->b, p->t, p->h, p->k}, false},
+        {"u", u, UG_BF16, 4, {"B", "T", "H", "V"}, {p->b, p->t, p->h, p->v}, false},
     };
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) UG_TRY(check_tensor(&tensors[i]));
-    return ug_ok();
+    return ug_check_tensors(KERNEL, sizeof tensors / sizeof tensors[0], tensors);
 }
 
 /* ---- layouts -------------------------------------------------------------- */
