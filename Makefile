@@ -115,6 +115,15 @@ screenshot:
 	chromium --headless --no-sandbox --disable-gpu --window-size=1000,1400 \
 	    --screenshot=$(abspath $(REPORTS))/report.png file://$(abspath $(REPORTS))/report.html
 
+# Kernel speed against this machine's peaks measured in the same run, a naive
+# baseline, the MPFR reference's speed and verify --jobs 2 vs 1 (docs/performance.md).
+BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard bench/*.c))
+.PHONY: bench
+bench: $(BUILD)/bench/bench $(BUILD)/ulpgate
+	@$(call timed,bench,$(BUILD)/bench/bench --ulpgate $(BUILD)/ulpgate)
+$(BUILD)/bench/bench: $(BENCH_OBJ) $(LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
 deps:
 	@ci/install-deps.sh
 
