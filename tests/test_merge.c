@@ -129,4 +129,27 @@ static void test_merged_shards_equal_unsharded_run(void)
     ug_test_remove_tree(fx.dir);
 }
 
-UG_TEST_SUITE(merge_suite, "merge", UG_TEST(test_merged_shards_equal_unsharded_run));
+/* Two runs of the same sweep give the same report.json, timings aside, and
+ * the same bits whatever the thread count (determinism). */
+static void test_two_runs_give_identical_reports(void)
+{
+    fixture fx = {0};
+    snprintf(fx.dir, sizeof fx.dir, "/tmp/ug_test_repeat_XXXXXX");
+    CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
+    snprintf(fx.sweep, sizeof fx.sweep, "%s/sweep.json", fx.dir);
+    snprintf(fx.budgets, sizeof fx.budgets, "%s/budgets.json", fx.dir);
+    write_file(fx.sweep, sweep_text);
+    write_file(fx.budgets, budgets_text);
+    CU_ASSERT_FATAL(ug_budgets_load(fx.budgets, &fx.b).code == UG_OK);
+    run_and_report(&fx, 0, 0, "first");
+    run_and_report(&fx, 0, 0, "second");
+    json_t *a = load_report(&fx, "first"), *b = load_report(&fx, "second");
+    CU_ASSERT_TRUE(json_equal(a, b));
+    json_decref(a);
+    json_decref(b);
+    ug_budgets_free(&fx.b);
+    ug_test_remove_tree(fx.dir);
+}
+
+UG_TEST_SUITE(merge_suite, "merge", UG_TEST(test_merged_shards_equal_unsharded_run),
+              UG_TEST(test_two_runs_give_identical_reports));
