@@ -1,6 +1,7 @@
 /* Resource failures: an allocation that fails (injected) gives a clear error,
  * writes nothing and leaks nothing; a full disk while writing reports is
  * reported and leaves no file behind. */
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +132,51 @@ static void test_full_disk_is_reported_and_leaves_nothing(void)
     ug_test_remove_tree(dir);
 }
 
+/* A run killed while writing its reports (SIGKILL at random points) leaves
+ * each report either absent or complete: never a truncated report.json. */
+static void test_killed_while_writing_leaves_no_partial_report(void)
+{
+    ug_sweep sw;
+    CU_ASSERT_FATAL(ug_sweep_load("fixtures/sweeps/memcheck", &sw).code == UG_OK);
+    CU_ASSERT_FATAL(ug_sweep_filter(&sw, "gdn_recompute_wu/").code == UG_OK);
+    size_t kept = 0;
+    for (size_t i = 0; i < sw.n_cases; i++)
+        if (sw.cases[i].expect_reject) sw.cases[kept++] = sw.cases[i];
+    sw.n_cases = kept;
+    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
+    for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
+    ug_run_result run;
+    ug_budgets budgets = {0};
+    ug_verdict verdict = {0};
+    CU_ASSERT_FATAL(ug_run_sweep(&sw, &opt, &run).code == UG_OK);
+    CU_ASSERT_FATAL(ug_gate_evaluate(&run, &budgets, NULL, &verdict).code == UG_OK);
+    for (int attempt = 0; attempt < 20; attempt++) {
+        char dir[] = "/tmp/ug_test_killed_XXXXXX";
+        CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+        pid_t pid = fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+            for (;;) ug_report_write_all(dir, &run, &budgets, &verdict);
+        }
+        usleep(200 + 700 * attempt);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        char path[96];
+        snprintf(path, sizeof path, "%s/report.json", dir);
+        if (access(path, F_OK) == 0) {
+            json_error_t err;
+            json_t *j = json_load_file(path, 0, &err);
+            CU_ASSERT_PTR_NOT_NULL(j); /* complete, or not there at all */
+            json_decref(j);
+        }
+        ug_test_remove_tree(dir);
+    }
+    ug_verdict_free(&verdict);
+    ug_run_result_free(&run);
+    ug_sweep_free(&sw);
+}
+
 UG_TEST_SUITE(faults_suite, "faults", UG_TEST(test_kernel_scratch_allocation_failure),
               UG_TEST(test_case_buffer_allocation_failure_fails_the_case),
-              UG_TEST(test_full_disk_is_reported_and_leaves_nothing));
+              UG_TEST(test_full_disk_is_reported_and_leaves_nothing),
+              UG_TEST(test_killed_while_writing_leaves_no_partial_report));
