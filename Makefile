@@ -27,7 +27,7 @@ JOBS     ?= $(shell nproc)
 VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all test verify baseline memcheck mutants clean deps screenshot sanitize fuzz
+.PHONY: all test verify verify-large baseline memcheck mutants clean deps screenshot sanitize fuzz
 # $(call timed,WHAT,COMMAND): runs COMMAND, prints its wall time, keeps its status.
 timed = start=$$(date +%s%N); $(2); rc=$$?; \
 	echo "make: $(1): $$(( ($$(date +%s%N) - start) / 1000000 )) ms wall (exit $$rc)"; exit $$rc
@@ -63,6 +63,11 @@ test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate
 verify: $(BUILD)/ulpgate
 	@$(call timed,verify,$(BUILD)/ulpgate verify --sweep $(SWEEP) --budgets $(BUDGETS) \
 	    --baseline $(BASELINE) --reports $(REPORTS) --jobs $(JOBS))
+
+# The opt-in large shapes (long sequences, bigger heads): not part of verify.
+verify-large: $(BUILD)/ulpgate
+	@$(call timed,verify-large,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/large --budgets $(BUDGETS) \
+	    --reports $(REPORTS)/large --jobs $(JOBS))
 
 # Accepting a new baseline is deliberate: it rewrites fixtures/baseline.json
 # from a full verify run; review and commit the diff.
