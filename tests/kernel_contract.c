@@ -150,6 +150,13 @@ void kc_check_rejections_leave_outputs_untouched(const kc_kernel *k, const void 
         memcpy(buf, c.buf, sizeof buf);
         buf[which].count++;
         rejected_call(&c, c.params, buf);
+        if (c.buf[which].count == 0) continue;
+        memcpy(buf, c.buf, sizeof buf);
+        buf[which].count--;
+        rejected_call(&c, c.params, buf);
+        memcpy(buf, c.buf, sizeof buf);
+        buf[which].data = NULL;
+        rejected_call(&c, c.params, buf);
     }
     kc_case_close(&c);
 }
@@ -189,6 +196,10 @@ void kc_check_each_buffer_by_name(const kc_kernel *k, const void *valid)
         memcpy(buf, c.buf, sizeof buf);
         buf[which].data = NULL;
         snprintf(want, sizeof want, "%s has %zu elements but no data", name, count);
+        expect_buffer_message(&c, buf, want);
+        memcpy(buf, c.buf, sizeof buf);
+        buf[which] = (ug_buf){NULL, 0, k->buffers[which].dtype};
+        snprintf(want, sizeof want, "%s must be %s[%zu] (got 0 %s)", name, dtype, count, dtype);
         expect_buffer_message(&c, buf, want);
         ug_buf *ptrs[KC_MAX_BUFFERS];
         memcpy(buf, c.buf, sizeof buf);

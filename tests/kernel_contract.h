@@ -15,7 +15,7 @@
 #include "../core/guard.h"
 #include "../core/status.h"
 
-enum { KC_MAX_BUFFERS = 8, KC_MAX_EXPECT = 3, KC_MAX_PARAMS_BYTES = 64 };
+enum { KC_MAX_BUFFERS = 8, KC_MAX_EXPECT = 4, KC_MAX_PARAMS_BYTES = 64 };
 
 typedef struct {
     const char *name;
@@ -27,7 +27,7 @@ typedef struct {
     const char *prefix;        /* "gated_delta_net_solve_tril: " */
     size_t n_buffers;
     const kc_buffer *buffers;  /* in the kernel's argument order */
-    size_t params_size;        /* <= KC_MAX_PARAMS_BYTES; every field a uint32_t */
+    size_t params_size;        /* <= KC_MAX_PARAMS_BYTES; every field 4 bytes (u32 or f32) */
     /* Element count of buffer i the kernel expects for params p. */
     size_t (*count)(const void *p, size_t i);
     /* Calls the kernel; p and any buffer pointer may be NULL. */
@@ -49,10 +49,12 @@ void kc_case_close(kc_case *c);
 /* Runs the kernel on the case's buffers (or on bufs when not NULL). */
 ug_status kc_run(const kc_case *c, const void *params, ug_buf *bufs);
 
-/* A broken rule: one u32 parameter set to a value, or one buffer given an
- * element too many. */
+/* A broken rule: one 4-byte parameter set to a value, or one buffer given an
+ * element too many. The value's bytes are stored as they are, so a float field
+ * takes its bit pattern (KC_F32_INF for +inf). */
 #define KC_NO_DIM SIZE_MAX
 #define KC_NO_BUFFER (-1)
+#define KC_F32_INF 0x7F800000u
 typedef struct {
     size_t dim_offset;
     uint32_t dim_value;
@@ -68,12 +70,14 @@ void kc_expect_message(const kc_kernel *k, const ug_status *s, const char *const
 void kc_check_each_rule(const kc_kernel *k, const void *valid, const kc_rule *rules, size_t n);
 /* Every pair of rules that can coexist: the earlier one is reported. */
 void kc_check_rule_order(const kc_kernel *k, const void *valid, const kc_rule *rules, size_t n);
-/* Every rule and pair, and every spoiled buffer: the outputs keep their bytes. */
+/* Every rule and pair, and every spoiled buffer (other dtype, an element too
+ * many or too few, NULL data): the outputs keep their bytes. */
 void kc_check_rejections_leave_outputs_untouched(const kc_kernel *k, const void *valid, const kc_rule *rules,
                                                  size_t n);
 /* "<name> must be <dtype>[N] (got M <dtype>)" for a count off by one either
  * way and for every other dtype; "<name> has N elements but no data" for a
- * NULL data pointer; "(got no buffer)" for a NULL buffer; a NULL params
+ * NULL data pointer; "(got 0 <dtype>)" for an empty buffer with no data;
+ * "(got no buffer)" for a NULL buffer; a NULL params
  * pointer is rejected. Buffers the shape leaves empty are skipped. */
 void kc_check_each_buffer_by_name(const kc_kernel *k, const void *valid);
 
