@@ -674,6 +674,9 @@ static ug_status write_json_file(const char *path, const json_t *root)
 
 ug_status ug_baseline_write(const char *path, const ug_run_result *run)
 {
+    if (run->source_name)
+        return ug_fail(UG_EINVAL, "refusing to write baseline %s from a run of the %s path: the baseline "
+                       "records the built-in kernels", path, run->source_name);
     json_t *root = baseline_json(run);
     if (!root) return ug_fail(UG_ENOMEM, "%s: out of memory while building the baseline", path);
     ug_status s = write_json_file(path, root);
@@ -817,8 +820,14 @@ static void check_output_mode(findings *fs, const ug_family_result *fr, size_t o
         check_regression(fs, what, &s, e, budgets);
 }
 
-static void check_bits(findings *fs, const ug_family_result *fr, const ug_baseline *baseline)
+static void check_bits(findings *fs, const ug_run_result *run, const ug_family_result *fr,
+                       const ug_baseline *baseline)
 {
+    /* The baseline records the built-in kernels' bits per ISA path; another
+     * implementation's bits are expected to differ, so only its figures are compared. */
+    if (fr->source_ran)
+        add(fs, UG_FINDING_INFO, "%s: bits of the %s path not compared with the baseline (it records the "
+            "built-in kernels' ISA paths)", fr->family->name, run->source_name);
     const ug_baseline_bits *b = baseline_bits_find(baseline, fr->family->name);
     for (int i = 0; b && i < UG_ISA_COUNT; i++) {
         if (!fr->isa_ran[i] || !b->has[i] || b->hash[i] == fr->bits_hash[i]) continue;
@@ -850,7 +859,7 @@ ug_status ug_gate_evaluate(const ug_run_result *run, const ug_budgets *budgets,
         for (size_t o = 0; o < fr->n_outputs; o++)
             for (int m = 0; m < UG_REF_MODE_COUNT; m++)
                 check_output_mode(&fs, fr, o, (ug_ref_mode)m, budgets, baseline);
-        if (baseline) check_bits(&fs, fr, baseline);
+        if (baseline) check_bits(&fs, run, fr, baseline);
     }
     if (!fs.out_of_memory) return ug_ok();
     ug_verdict_free(out);

@@ -152,12 +152,22 @@ static void md_row(FILE *f, const row *r)
             r->mode, r->elements, r->max, r->p99, r->share, r->ratio, r->rms, r->budget, r->verdict);
 }
 
+/* Which kernels the run measured: "built-in", or the source's label and what it is. */
+static const char *kernels_label(const ug_run_result *run, char *label, size_t size)
+{
+    if (!run->source_name) return "built-in";
+    snprintf(label, size, "%s%s%s", run->source_name, run->source_detail[0] ? ": " : "", run->source_detail);
+    return label;
+}
+
 static void md_head(FILE *f, const report_in *in)
 {
     const ug_run_result *run = in->run;
     double rate = run->wall_seconds > 0 ? (double)run->elements_checked / run->wall_seconds : 0;
     fprintf(f, "# ulpgate report: %s\n\n", run->sweep->path);
     fprintf(f, "- started: %s\n", run->started_utc);
+    char kernels[320];
+    fprintf(f, "- kernels: %s\n", kernels_label(run, kernels, sizeof kernels));
     fprintf(f, "- wall time: %.2f s\n", run->wall_seconds);
     fprintf(f, "- elements checked: %" PRIu64 " (%.0f elements/s)\n", run->elements_checked, rate);
     fprintf(f, "- moderate condition: <= %g\n", run->moderate_cond);
@@ -455,11 +465,12 @@ static json_t *family_outputs_json(const report_in *in, const ug_family_result *
     return outputs;
 }
 
-static json_t *bits_json(const ug_family_result *fr)
+static json_t *bits_json(const ug_run_result *run, const ug_family_result *fr)
 {
     json_t *bits = json_object();
     for (int i = 0; bits && i < UG_ISA_COUNT; i++)
         if (fr->isa_ran[i]) bits = set(bits, ug_isa_name((ug_isa)i), hex_json(fr->bits_hash[i]));
+    if (bits && fr->source_ran) bits = set(bits, run->source_name, hex_json(fr->source_bits_hash));
     return bits;
 }
 
@@ -473,7 +484,7 @@ static json_t *families_json(const report_in *in)
                                     "spec_section", fr->family->spec_section, "cases_accepted",
                                     (json_int_t)fr->cases_accepted, "cases_rejected",
                                     (json_int_t)fr->cases_rejected, "cases_failed",
-                                    (json_int_t)fr->cases_failed, "bits", bits_json(fr),
+                                    (json_int_t)fr->cases_failed, "bits", bits_json(in->run, fr),
                                     "outputs", family_outputs_json(in, fr)));
     }
     return families;
@@ -538,6 +549,7 @@ static json_t *case_json(const ug_run_result *run, const ug_case_result *cr)
     json_t *isa_bits = json_object();
     for (int isa = 0; isa_bits && isa < UG_ISA_COUNT; isa++)
         if (cr->isa_ran[isa]) isa_bits = set(isa_bits, ug_isa_name((ug_isa)isa), hex_json(cr->isa_bits[isa]));
+    if (isa_bits && cr->source_ran) isa_bits = set(isa_bits, run->source_name, hex_json(cr->bits_hash));
     j = set(j, "isa_bits", isa_bits);
     j = set(j, "bits_hash", c->expect_reject ? json_null() : hex_json(cr->bits_hash));
     j = set(j, "isa_bits_agree", json_boolean(cr->isa_bits_agree));
@@ -574,7 +586,9 @@ static json_t *run_json(const ug_run_result *run)
                                             ? json_pack("{s:I, s:I}", "index", (json_int_t)run->sweep->shard_index,
                                                         "count", (json_int_t)run->sweep->shard_count)
                                             : json_null());
-    return json_pack("{s:o, s:o, s:s, s:o, s:I, s:o, s:o, s:I, s:I, s:I}", "memory", memory, "sweep", sweep,
+    char kernels[320];
+    return json_pack("{s:s, s:o, s:o, s:s, s:o, s:I, s:o, s:o, s:I, s:I, s:I}", "kernels",
+                     kernels_label(run, kernels, sizeof kernels), "memory", memory, "sweep", sweep,
                      "started_utc", run->started_utc, "wall_seconds", real_json(run->wall_seconds),
                      "elements_checked", (json_int_t)run->elements_checked, "elements_per_second",
                      real_json(rate), "moderate_condition", real_json(run->moderate_cond),

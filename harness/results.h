@@ -24,6 +24,8 @@ typedef struct {
     double kernel_seconds, reference_seconds;
     bool isa_ran[UG_ISA_COUNT];     /* the kernel ran and returned UG_OK on the path */
     uint64_t isa_bits[UG_ISA_COUNT];/* FNV-1a of all outputs' bytes per path */
+    bool source_ran;                /* the run's kernel source ran and returned UG_OK
+                                       (its bits are bits_hash; no ISA path ran) */
     uint64_t elements;              /* output elements measured */
     ug_stats *pending;              /* runner-internal: this case's statistics until
                                        they are merged, in case order; NULL after */
@@ -40,11 +42,15 @@ typedef struct {
     ug_stats agg[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
     uint64_t bits_hash[UG_ISA_COUNT];           /* over the cases' isa_bits, in case order */
     bool isa_ran[UG_ISA_COUNT];
+    uint64_t source_bits_hash;                  /* over the cases' source bits, in case order */
+    bool source_ran;
     size_t cases_accepted, cases_rejected, cases_failed, plan_findings;
 } ug_family_result;
 
 typedef struct {
     const ug_sweep *sweep;
+    const char *source_name;    /* the kernel source's label ("plugin"); NULL: built-in kernels */
+    char source_detail[256];    /* what the source is, for reports ("libmine.so"); may be empty */
     double moderate_cond;
     size_t n_cases;
     ug_case_result *cases;

@@ -162,36 +162,60 @@ static bool element_is_poison(const ug_buf *b, size_t i)
     return is_poison((const unsigned char *)b->data + i * size, size);
 }
 
-static ug_status run_kernel_on(const ug_case *c, case_buffers *cb, ug_isa isa, uint64_t input_hash,
+/* One way of producing a case's outputs: an ISA path of the built-in kernel,
+ * or the run's kernel source in place of all of them. */
+typedef struct {
+    const char *label;               /* in failure messages: "avx2", "plugin" */
+    ug_isa isa;                      /* built-in: the path the kernel runs on */
+    const ug_kernel_source *source;  /* NULL: the built-in kernel */
+} kernel_path;
+
+static kernel_path isa_path(ug_isa isa) { return (kernel_path){ug_isa_name(isa), isa, NULL}; }
+
+/* The paths a case runs on: the source alone, or every enabled ISA path the CPU supports. */
+static size_t kernel_paths(const ug_run_options *opt, kernel_path paths[UG_ISA_COUNT])
+{
+    if (opt->source) {
+        paths[0] = (kernel_path){opt->source->name, UG_ISA_COUNT, opt->source};
+        return 1;
+    }
+    size_t n = 0;
+    for (int isa = 0; isa < UG_ISA_COUNT; isa++)
+        if (opt->isa_enabled[isa] && ug_isa_supported((ug_isa)isa)) paths[n++] = isa_path((ug_isa)isa);
+    return n;
+}
+
+static ug_status run_kernel_on(const ug_case *c, case_buffers *cb, const kernel_path *path, uint64_t input_hash,
                                ug_case_result *r, ug_status *kernel_status)
 {
-    UG_TRY(ug_isa_select(isa));
+    if (!path->source) UG_TRY(ug_isa_select(path->isa));
     poison_outputs(cb);
     double t0 = now_seconds();
-    *kernel_status = c->family->run(&c->params, cb->buf);
+    *kernel_status = path->source ? path->source->run(path->source->ctx, c, cb->buf)
+                                  : c->family->run(&c->params, cb->buf);
     r->kernel_seconds += now_seconds() - t0;
     const char *broken = guard_broken(cb);
-    if (broken) set_failure(r, "[%s] guard zone of buffer %s overwritten", ug_isa_name(isa), broken);
-    if (hash_buffers(cb, false) != input_hash) set_failure(r, "[%s] the kernel modified an input buffer", ug_isa_name(isa));
+    if (broken) set_failure(r, "[%s] guard zone of buffer %s overwritten", path->label, broken);
+    if (hash_buffers(cb, false) != input_hash) set_failure(r, "[%s] the kernel modified an input buffer", path->label);
     return ug_ok();
 }
 
-static void check_rejection(const ug_case *c, case_buffers *cb, ug_isa isa, const ug_status *ks,
+static void check_rejection(const ug_case *c, case_buffers *cb, const char *label, const ug_status *ks,
                             ug_case_result *r)
 {
     const char *which = NULL;
     if (ks->code != UG_EINVAL) {
-        set_failure(r, "[%s] expected rejection (invalid-argument), kernel returned %s%s%s", ug_isa_name(isa),
+        set_failure(r, "[%s] expected rejection (invalid-argument), kernel returned %s%s%s", label,
                     ug_code_name(ks->code), ks->msg[0] ? ": " : "", ks->msg);
         return;
     }
     for (size_t e = 0; e < c->n_expect; e++)
         if (!strstr(ks->msg, c->expect[e])) {
-            set_failure(r, "[%s] message lacks \"%s\": %s", ug_isa_name(isa), c->expect[e], ks->msg);
+            set_failure(r, "[%s] message lacks \"%s\": %s", label, c->expect[e], ks->msg);
             return;
         }
     if (!outputs_all_poison(cb, &which))
-        set_failure(r, "[%s] rejected call wrote to output %s", ug_isa_name(isa), which);
+        set_failure(r, "[%s] rejected call wrote to output %s", label, which);
 }
 
 typedef struct {
@@ -249,7 +273,7 @@ static void keep_if_worse(size_t *worst, double *ratio, size_t *n, size_t index,
  * statistics (merged into the family's in case order after the run, so the
  * figures do not depend on the number of worker threads); reports the first
  * failing element. */
-static ug_status measure(const ug_case *c, const case_buffers *cb, const case_reference *cr, ug_isa isa,
+static ug_status measure(const ug_case *c, const case_buffers *cb, const case_reference *cr, const char *label,
                          double moderate_cond, ug_case_result *r)
 {
     if (!r->pending) {
@@ -262,7 +286,7 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const case_re
         const char *name = c->family->buffers[cr->out_buf[o]].name;
         for (size_t i = 0; i < b->count; i++)
             if (element_is_poison(b, i)) {
-                set_failure(r, "[%s] %s[%zu] was never written", ug_isa_name(isa), name, i);
+                set_failure(r, "[%s] %s[%zu] was never written", label, name, i);
                 break;
             }
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
@@ -278,7 +302,7 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const case_re
                 if (i % stride == 0) UG_TRY(keep_sample(r, b, &ref[i], &e, o, m));
                 else keep_if_worse(worst, worst_ratio, &n_worst, i, e.ratio);
                 if (!e.class_ok || e.ratio > 1.0)
-                    set_failure(r, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", ug_isa_name(isa),
+                    set_failure(r, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label,
                                 name, i, ug_ref_mode_name((ug_ref_mode)m),
                                 b->dtype == UG_BF16 ? (double)ug_bf16_to_f32((ug_bf16)element_bits(b, i))
                                                     : (double)ug_f32_from_bits(element_bits(b, i)),
@@ -323,19 +347,25 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
     uint64_t input_hash = hash_buffers(cb, false);
     bool first = true;
     r->isa_bits_agree = true;
-    for (int isa = 0; isa < UG_ISA_COUNT && ug_is_ok(&st); isa++) {
-        if (!opt->isa_enabled[isa] || !ug_isa_supported((ug_isa)isa)) continue;
+    kernel_path paths[UG_ISA_COUNT];
+    size_t n_paths = kernel_paths(opt, paths);
+    for (size_t k = 0; k < n_paths && ug_is_ok(&st); k++) {
+        const kernel_path *path = &paths[k];
         ug_status ks;
-        st = run_kernel_on(c, cb, (ug_isa)isa, input_hash, r, &ks);
+        st = run_kernel_on(c, cb, path, input_hash, r, &ks);
         if (!ug_is_ok(&st)) break;
         if (ks.code != UG_OK) {
-            set_failure(r, "[%s] kernel returned %s: %s", ug_isa_name((ug_isa)isa), ug_code_name(ks.code), ks.msg);
+            set_failure(r, "[%s] kernel returned %s: %s", path->label, ug_code_name(ks.code), ks.msg);
             r->kernel_status = ks;
             continue;
         }
         uint64_t bits = hash_buffers(cb, true);
-        r->isa_ran[isa] = true;
-        r->isa_bits[isa] = bits;
+        if (path->source) {
+            r->source_ran = true;
+        } else {
+            r->isa_ran[path->isa] = true;
+            r->isa_bits[path->isa] = bits;
+        }
         if (first) {
             r->bits_hash = bits;
             r->kernel_status = ks;
@@ -345,7 +375,7 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
             r->isa_bits_agree = false;
         }
         first = false;
-        st = measure(c, cb, &cr, (ug_isa)isa, opt->moderate_cond, r);
+        st = measure(c, cb, &cr, path->label, opt->moderate_cond, r);
         for (size_t o = 0; o < cr.n_outputs; o++) r->elements += cb->buf[cr.out_buf[o]].count;
     }
     reference_free(&cr);
@@ -355,14 +385,13 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
 static ug_status run_rejected(const ug_case *c, const ug_run_options *opt, case_buffers *cb, ug_case_result *r)
 {
     uint64_t input_hash = hash_buffers(cb, false);
-    bool first = true;
-    for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
-        if (!opt->isa_enabled[isa] || !ug_isa_supported((ug_isa)isa)) continue;
+    kernel_path paths[UG_ISA_COUNT];
+    size_t n_paths = kernel_paths(opt, paths);
+    for (size_t k = 0; k < n_paths; k++) {
         ug_status ks;
-        UG_TRY(run_kernel_on(c, cb, (ug_isa)isa, input_hash, r, &ks));
-        if (first) r->kernel_status = ks;
-        first = false;
-        check_rejection(c, cb, (ug_isa)isa, &ks, r);
+        UG_TRY(run_kernel_on(c, cb, &paths[k], input_hash, r, &ks));
+        if (k == 0) r->kernel_status = ks;
+        check_rejection(c, cb, paths[k].label, &ks, r);
     }
     return ug_ok();
 }
@@ -470,6 +499,11 @@ void ug_run_result_fold_cases(ug_run_result *out)
                                        sizeof r->isa_bits[isa]);
             fr->isa_ran[isa] = true;
         }
+        if (r->source_ran) {
+            fr->source_bits_hash = fnv1a(fr->source_ran ? fr->source_bits_hash : fnv_offset, &r->bits_hash,
+                                         sizeof r->bits_hash);
+            fr->source_ran = true;
+        }
         if (!r->pending) continue;
         for (size_t o = 0; o < fr->n_outputs; o++)
             for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
@@ -490,13 +524,15 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
 {
     memset(out, 0, sizeof *out);
     double t0 = now_seconds();
-    bool any_isa = false;
-    for (int isa = 0; isa < UG_ISA_COUNT; isa++) any_isa |= opt->isa_enabled[isa] && ug_isa_supported((ug_isa)isa);
-    if (!any_isa) return ug_fail(UG_EINVAL, "no enabled ISA path is supported by this CPU: nothing would run");
+    kernel_path paths[UG_ISA_COUNT];
+    if (kernel_paths(opt, paths) == 0) return ug_fail(UG_EINVAL, "no enabled ISA path is supported by this CPU: nothing would run");
     if (opt->jobs < 0 || opt->jobs > 256) return ug_fail(UG_EINVAL, "jobs (%d) must be in [0, 256]", opt->jobs);
     if (opt->jobs > 1 && !mpfr_buildopt_tls_p())
         return ug_fail(UG_EINVAL, "jobs (%d) > 1 needs a thread-safe MPFR; this one is not", opt->jobs);
+    if (opt->source && (!opt->source->name || !opt->source->run))
+        return ug_fail(UG_EINVAL, "kernel source %s has no run function", opt->source->name ? opt->source->name : "(unnamed)");
     UG_TRY(ug_run_result_init(sw, opt->moderate_cond, out));
+    out->source_name = opt->source ? opt->source->name : NULL;
     ug_isa saved = ug_isa_current(); /* the calling thread runs cases on every path */
     work_queue q = {sw, opt, out, PTHREAD_MUTEX_INITIALIZER, 0, 0, ug_ok()};
     pthread_t threads[256];

@@ -9,6 +9,8 @@
  * Rejected case: the kernel must return UG_EINVAL with every expected
  * substring in its message, and leave outputs bit-identical to their poison,
  * inputs and guards untouched.
+ * With a kernel source (ug_run_options.source), the source stands in for the
+ * ISA paths: one run per case, the same checks.
  * Budgets and the baseline are the gate's business (gate.h). */
 #ifndef UG_RUNNER_H
 #define UG_RUNNER_H
@@ -17,12 +19,27 @@
 
 #include "results.h"
 
+/* Where a case's outputs come from when they are not from the built-in kernels: a plugin library
+ * (--kernel-lib) or a candidate's saved outputs (`score`). */
+typedef struct ug_kernel_source {
+    const char *name;  /* the path's label in messages and reports: "plugin", "candidate" */
+    /* Writes the outputs of case c into bufs (descriptor order; inputs already generated, outputs
+     * poisoned) as the kernel would, and returns the kernel's status (UG_EINVAL with its message for
+     * a shape it rejects; the runner checks that like a built-in rejection). */
+    ug_status (*run)(void *ctx, const ug_case *c, ug_buf *bufs);
+    void *ctx;
+} ug_kernel_source;
+
 typedef struct {
     double moderate_cond;     /* from the budgets */
     bool isa_enabled[UG_ISA_COUNT];
     size_t max_case_bytes;    /* refuse cases whose buffers exceed this */
     bool progress;            /* progress lines on stderr */
     int jobs;                 /* threads running cases (0 or 1: the caller only); results do not depend on it */
+    /* NULL: the built-in kernels, every enabled ISA path. Otherwise each case runs once through
+     * source->run (from several threads under jobs > 1), with the same poisoning, guard, input,
+     * non-finite, ratio and statistics checks, labelled source->name instead of an ISA path. */
+    const ug_kernel_source *source;
 } ug_run_options;
 
 ug_status ug_run_sweep(const ug_sweep *sweep, const ug_run_options *opt, ug_run_result *out);
