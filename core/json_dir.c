@@ -1,6 +1,7 @@
 #include "json_dir.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,24 @@ bool ug_is_directory(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+ug_status ug_make_dirs(const char *dir)
+{
+    char p[1024];
+    if (!*dir || strlen(dir) >= sizeof p) return ug_fail(UG_EIO, "directory '%s': empty or too long", dir);
+    strcpy(p, dir);
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0') continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            return ug_fail(UG_EIO, "cannot create directory '%s': %s", p, strerror(errno));
+        *s = c;
+        if (!c) break;
+    }
+    if (!ug_is_directory(dir)) return ug_fail(UG_EIO, "'%s' is not a directory", dir);
+    return ug_ok();
 }
 
 static int is_json_name(const struct dirent *e)

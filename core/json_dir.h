@@ -8,6 +8,9 @@
 #include "status.h"
 
 bool ug_is_directory(const char *path);
+/* mkdir -p: creates dir and its missing parents; fails naming the directory
+ * that could not be made, or a path that exists and is not a directory. */
+ug_status ug_make_dirs(const char *dir);
 /* Calls fn(path, index, ctx) for every *.json file of dir in name order
  * (hidden files skipped), stopping at the first failure; a directory with no
  * such file is an UG_EPARSE error naming it. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "interop.h"
 #include "merge.h"
 #include "report.h"
 #include "runner.h"
@@ -54,6 +55,8 @@ static void usage(FILE *out)
           "  compare  compare two results (before/after a change); exit 1 on a regression\n"
           "  merge    combine the reports of verify --shard I/N runs, then gate and report\n"
           "  report   re-gate and re-render one run's report.json (e.g. against another baseline)\n"
+          "  export   write a sweep's cases as safetensors fixtures for a kernel outside ulpgate\n"
+          "  score    gate a candidate's outputs read from safetensors files (docs/interop.md)\n"
           "  list     the kernel families: parameters, buffers, regimes, mutants\n"
           "  mutants  the deliberately broken kernel builds, one per line: FAMILY ID NAME\n"
           "  variants the numerically legitimate rewrites the gate must accept: FAMILY ID NAME\n",
@@ -75,6 +78,30 @@ static bool parse_isa_list(char *list, bool enabled[UG_ISA_COUNT])
         }
         enabled[isa] = true;
     }
+    return true;
+}
+
+static bool parse_max_case_mib(const char *arg, size_t *bytes)
+{
+    char *end;
+    unsigned long long mib = strtoull(arg, &end, 10);
+    if (*end || mib == 0 || mib > (1ull << 20)) {
+        fprintf(stderr, "ulpgate: --max-case-mib: '%s' is not a number of MiB in [1, 1048576]\n", arg);
+        return false;
+    }
+    *bytes = (size_t)mib << 20;
+    return true;
+}
+
+static bool parse_jobs(const char *arg, int *jobs)
+{
+    char *end;
+    long n = strtol(arg, &end, 10);
+    if (*end || n < 1 || n > 256) {
+        fprintf(stderr, "ulpgate: --jobs: '%s' is not a number of threads in [1, 256]\n", arg);
+        return false;
+    }
+    *jobs = (int)n;
     return true;
 }
 
@@ -102,7 +129,6 @@ static int parse_verify(int argc, char **argv, verify_args *a)
     a->run.progress = isatty(STDERR_FILENO) && !getenv("CI");
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
-        char *end;
         switch (ch) {
         case 's': a->sweep = optarg; break;
         case 'b': a->budgets = optarg; break;
@@ -114,24 +140,12 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         case 'i':
             if (!parse_isa_list(optarg, a->run.isa_enabled)) return EXIT_USAGE;
             break;
-        case 'm': {
-            unsigned long long mib = strtoull(optarg, &end, 10);
-            if (*end || mib == 0 || mib > (1ull << 20)) {
-                fprintf(stderr, "ulpgate: --max-case-mib: '%s' is not a number of MiB in [1, 1048576]\n", optarg);
-                return EXIT_USAGE;
-            }
-            a->run.max_case_bytes = (size_t)mib << 20;
+        case 'm':
+            if (!parse_max_case_mib(optarg, &a->run.max_case_bytes)) return EXIT_USAGE;
             break;
-        }
-        case 'j': {
-            long jobs = strtol(optarg, &end, 10);
-            if (*end || jobs < 1 || jobs > 256) {
-                fprintf(stderr, "ulpgate: --jobs: '%s' is not a number of threads in [1, 256]\n", optarg);
-                return EXIT_USAGE;
-            }
-            a->run.jobs = (int)jobs;
+        case 'j':
+            if (!parse_jobs(optarg, &a->run.jobs)) return EXIT_USAGE;
             break;
-        }
         case 'S': {
             unsigned long i, n;
             int used = 0;
@@ -324,6 +338,125 @@ static int cmd_list(void)
     return EXIT_PASS;
 }
 
+static const char export_usage[] =
+    "usage: ulpgate export --sweep PATH --out DIR [--filter TEXT] [--max-case-mib N]\n"
+    "Writes, for every accepted case of the sweep, DIR/NNNN-FAMILY.safetensors with the case's\n"
+    "inputs and, per output and reference mode, OUT.MODE.ref (the correctly rounded reference in\n"
+    "the output's dtype), OUT.MODE.ref_f64 and OUT.MODE.bound (f64); then DIR/manifest.json.\n"
+    "Rejected cases are not exported (a file cannot ask a kernel to refuse a shape).\n"
+    "A candidate writes CDIR/NNNN-FAMILY.safetensors with each output under its own name;\n"
+    "`ulpgate score` gates it (docs/interop.md).\n"
+    "exit: 0 written, 2 usage or input error, 3 internal error\n";
+
+static int cmd_export(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"sweep", required_argument, 0, 's'},  {"out", required_argument, 0, 'o'},
+        {"filter", required_argument, 0, 'f'}, {"max-case-mib", required_argument, 0, 'm'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+    };
+    const char *sweep_path = NULL, *out = NULL, *filter = NULL;
+    size_t max_bytes = (size_t)1 << 30;
+    optind = 1;
+    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        if (ch == 's') sweep_path = optarg;
+        else if (ch == 'o') out = optarg;
+        else if (ch == 'f') filter = optarg;
+        else if (ch != 'm' || !parse_max_case_mib(optarg, &max_bytes)) {
+            fputs(export_usage, ch == 'h' ? stdout : stderr);
+            return ch == 'h' ? EXIT_PASS : EXIT_USAGE;
+        }
+    }
+    if (!sweep_path || !out || optind < argc) {
+        fprintf(stderr, "ulpgate export: --sweep and --out are required, and nothing else\n%s", export_usage);
+        return EXIT_USAGE;
+    }
+    ug_sweep sweep = {0};
+    size_t exported = 0, skipped = 0;
+    ug_status st = ug_sweep_load(sweep_path, &sweep);
+    if (ug_is_ok(&st) && filter) st = ug_sweep_filter(&sweep, filter);
+    if (ug_is_ok(&st)) st = ug_export(&sweep, out, max_bytes, &exported, &skipped);
+    if (ug_is_ok(&st))
+        printf("ulpgate export: %zu cases to %s/ (+ %s); %zu rejected cases not exported\n", exported, out,
+               UG_FIXTURES_MANIFEST, skipped);
+    int rc = ug_is_ok(&st) ? EXIT_PASS : fail_with(&st);
+    ug_sweep_free(&sweep);
+    mpfr_free_cache();
+    return rc;
+}
+
+static const char score_usage[] =
+    "usage: ulpgate score --fixtures DIR --candidate CDIR --budgets PATH [--baseline FILE]\n"
+    "                     [--reports DIR] [--jobs N] [--max-case-mib N] [--quiet]\n"
+    "Gates a kernel that ran outside ulpgate: for every case of DIR/manifest.json (written by\n"
+    "`ulpgate export`), reads the outputs from CDIR/<the case's file> (each output under its\n"
+    "buffer name, the manifest's dtype and shape) and measures, gates and reports them exactly as\n"
+    "verify does its own kernels. Missing or malformed candidate files, and fixtures exported by\n"
+    "a version of ulpgate that draws other inputs, stop it before anything is written.\n"
+    "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n";
+
+static int cmd_score(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"fixtures", required_argument, 0, 'x'}, {"candidate", required_argument, 0, 'c'},
+        {"budgets", required_argument, 0, 'b'},  {"baseline", required_argument, 0, 'B'},
+        {"reports", required_argument, 0, 'r'},  {"jobs", required_argument, 0, 'j'},
+        {"max-case-mib", required_argument, 0, 'm'}, {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+    };
+    const char *fixtures = NULL, *candidate = NULL;
+    gate_args g = {0};
+    ug_run_options run_opt = {.max_case_bytes = (size_t)1 << 30, .jobs = 1,
+                              .progress = isatty(STDERR_FILENO) && !getenv("CI")};
+    bool ok = true;
+    optind = 1;
+    for (int ch; ok && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (ch) {
+        case 'x': fixtures = optarg; break;
+        case 'c': candidate = optarg; break;
+        case 'b': g.budgets = optarg; break;
+        case 'B': g.baseline = optarg; break;
+        case 'r': g.reports = optarg; break;
+        case 'q': run_opt.progress = false; break;
+        case 'j': ok = parse_jobs(optarg, &run_opt.jobs); break;
+        case 'm': ok = parse_max_case_mib(optarg, &run_opt.max_case_bytes); break;
+        default:
+            fputs(score_usage, ch == 'h' ? stdout : stderr);
+            return ch == 'h' ? EXIT_PASS : EXIT_USAGE;
+        }
+    }
+    if (!ok) return EXIT_USAGE;
+    if (!fixtures || !candidate || !g.budgets || optind < argc) {
+        fprintf(stderr, "ulpgate score: --fixtures, --candidate and --budgets are required, and nothing else\n%s",
+                score_usage);
+        return EXIT_USAGE;
+    }
+    for (int i = 0; i < UG_ISA_COUNT; i++) run_opt.isa_enabled[i] = true;
+    ug_budgets budgets = {0};
+    ug_sweep sweep = {0};
+    ug_candidate *cand = NULL;
+    ug_kernel_source source;
+    ug_run_result run = {0};
+    ug_verdict verdict = {0};
+    ug_status st = ug_budgets_load(g.budgets, &budgets);
+    if (ug_is_ok(&st)) st = ug_candidate_open(fixtures, candidate, run_opt.max_case_bytes, &sweep, &cand, &source);
+    if (ug_is_ok(&st)) {
+        run_opt.moderate_cond = budgets.moderate_cond;
+        run_opt.source = &source;
+        st = ug_run_sweep(&sweep, &run_opt, &run);
+        snprintf(run.source_detail, sizeof run.source_detail, "%s", candidate);
+    }
+    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &verdict);
+    int rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
+    ug_verdict_free(&verdict);
+    ug_run_result_free(&run);
+    ug_candidate_free(cand);
+    ug_sweep_free(&sweep);
+    ug_budgets_free(&budgets);
+    mpfr_free_cache();
+    return rc;
+}
+
 /* One line per build: FAMILY ID NAME<tab>WHAT (ci/mutants.sh reads them). */
 static int cmd_builds(bool variants)
 {
@@ -346,6 +479,8 @@ int main(int argc, char **argv)
     if (strcmp(verb, "verify") == 0) return cmd_verify(argc - 1, argv + 1);
     if (strcmp(verb, "compare") == 0) return cmd_compare(argc - 1, argv + 1);
     if (strcmp(verb, "merge") == 0 || strcmp(verb, "report") == 0) return cmd_merge(argc - 1, argv + 1);
+    if (strcmp(verb, "export") == 0) return cmd_export(argc - 1, argv + 1);
+    if (strcmp(verb, "score") == 0) return cmd_score(argc - 1, argv + 1);
     if (strcmp(verb, "list") == 0) return cmd_list();
     if (strcmp(verb, "mutants") == 0) return cmd_builds(false);
     if (strcmp(verb, "variants") == 0) return cmd_builds(true);

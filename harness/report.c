@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "../core/atomic_file.h"
+#include "../core/json_dir.h"
 
 #define REPORT_SCHEMA "ulpgate-report/1"
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -623,28 +624,6 @@ static ug_status write_json(FILE *f, const report_in *in)
 
 typedef ug_status file_writer(FILE *f, const report_in *in);
 
-/* mkdir -p; fails naming the directory that could not be made. */
-static ug_status make_dirs(const char *dir)
-{
-    char p[1024];
-    if (!*dir || strlen(dir) >= sizeof p)
-        return ug_fail(UG_EIO, "report directory '%s': empty or too long", dir);
-    strcpy(p, dir);
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s != '\0') continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST)
-            return ug_fail(UG_EIO, "cannot create report directory '%s': %s", p, strerror(errno));
-        *s = c;
-        if (!c) break;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return ug_fail(UG_EIO, "report directory '%s' is not a directory", dir);
-    return ug_ok();
-}
-
 static ug_status write_file(const char *dir, const char *name, file_writer *write,
                             const report_in *in)
 {
@@ -733,7 +712,7 @@ ug_status ug_report_write_all(const char *dir, const ug_run_result *run,
                               const ug_budgets *budgets, const ug_verdict *verdict)
 {
     report_in in = {run, budgets, verdict};
-    UG_TRY(make_dirs(dir));
+    UG_TRY(ug_make_dirs(dir));
     UG_TRY(write_file(dir, "report.md", write_md, &in));
     UG_TRY(write_file(dir, "report.json", write_json, &in));
     UG_TRY(write_file(dir, "junit.xml", write_junit, &in));

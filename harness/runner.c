@@ -106,6 +106,20 @@ static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_by
     return ug_ok();
 }
 
+ug_status ug_case_generate(const ug_case *c, ug_buf *bufs)
+{
+    for (size_t i = 0; i < c->family->n_buffers; i++)
+        if (!c->family->buffers[i].is_output) memset(bufs[i].data, input_fill_byte, buf_bytes(&bufs[i]));
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!rng) return ug_fail(UG_ENOMEM, "cannot allocate a random generator");
+    gsl_rng_set(rng, c->seed);
+    ug_status st = c->family->generate(&c->params, c->regime, rng, bufs);
+    gsl_rng_free(rng);
+    return st;
+}
+
+uint64_t ug_buf_hash(const ug_buf *b) { return fnv1a(fnv_offset, b->data, buf_bytes(b)); }
+
 static uint64_t hash_buffers(const case_buffers *cb, bool outputs)
 {
     uint64_t h = fnv_offset;
@@ -334,15 +348,10 @@ static ug_status audit_plan(const ug_case *c, ug_case_result *r)
 static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_buffers *cb, ug_case_result *r)
 {
     UG_TRY(audit_plan(c, r));
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!rng) return ug_fail(UG_ENOMEM, "cannot allocate a random generator");
-    gsl_rng_set(rng, c->seed);
-    ug_status st = c->family->generate(&c->params, c->regime, rng, cb->buf);
-    gsl_rng_free(rng);
-    UG_TRY(st);
+    UG_TRY(ug_case_generate(c, cb->buf));
     case_reference cr;
     double t0 = now_seconds();
-    st = reference_compute(c, cb, &cr);
+    ug_status st = reference_compute(c, cb, &cr);
     r->reference_seconds = now_seconds() - t0;
     uint64_t input_hash = hash_buffers(cb, false);
     bool first = true;

@@ -44,6 +44,13 @@ typedef struct {
 
 ug_status ug_run_sweep(const ug_sweep *sweep, const ug_run_options *opt, ug_run_result *out);
 
+/* The inputs of accepted case c exactly as a run draws them (`export` and
+ * `score` rely on it): bufs in descriptor order with counts, dtypes and data
+ * set; inputs are filled, then generated from the case seed. */
+ug_status ug_case_generate(const ug_case *c, ug_buf *bufs);
+/* FNV-1a of a buffer's bytes (the input hashes of exported fixtures). */
+uint64_t ug_buf_hash(const ug_buf *b);
+
 /* The pieces ug_run_sweep is made of, for `merge`, which rebuilds a run from
  * shard results: an empty result for the sweep's cases and families, and the
  * fold of the case results into their families in case order (counts, bits

@@ -1,0 +1,569 @@
+#include "interop.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/atomic_file.h"
+#include "../core/json_dir.h"
+#include "../core/safetensors.h"
+
+/* ------------------------------------------------------------------------
+ * Shapes: the layout string of a buffer ("[B,T,Hg,K]") evaluated with the
+ * case's parameters. A dimension is a sum of terms, each a parameter or an
+ * integer, optionally divided by an integer ("head_dim/4"); at most one
+ * dimension may name something that is not a parameter (NT in "[B,NT,H,V,K]")
+ * and is then the element count divided by the others. A layout that does
+ * not describe the whole buffer (htmp's two parts, a buffer absent in this
+ * case's variant) gives the flat shape [count]. */
+
+static bool eval_term(const ug_family *f, const ug_params *p, const char *s, size_t n, uint64_t *out)
+{
+    const char *slash = memchr(s, '/', n);
+    size_t len = slash ? (size_t)(slash - s) : n;
+    char name[64];
+    if (len == 0 || len >= sizeof name) return false;
+    memcpy(name, s, len);
+    name[len] = '\0';
+    char *end;
+    unsigned long long v = strtoull(name, &end, 10);
+    if (*end) {
+        int k = ug_family_param_index(f, name);
+        if (k < 0) return false;
+        v = (unsigned long long)p->v[k];
+    }
+    if (slash) {
+        unsigned long long d = strtoull(slash + 1, &end, 10);
+        if (end != s + n || d == 0 || v % d) return false;
+        v /= d;
+    }
+    *out = v;
+    return true;
+}
+
+static bool eval_dim(const ug_family *f, const ug_params *p, const char *s, size_t n, uint64_t *out)
+{
+    *out = 0;
+    for (const char *t = s; t < s + n;) {
+        const char *plus = memchr(t, '+', (size_t)(s + n - t));
+        const char *e = plus ? plus : s + n;
+        uint64_t v;
+        if (!eval_term(f, p, t, (size_t)(e - t), &v)) return false;
+        *out += v;
+        t = plus ? plus + 1 : e;
+    }
+    return true;
+}
+
+static void buffer_shape(const ug_family *f, const ug_params *p, size_t i, size_t count, uint64_t *shape,
+                         size_t *rank)
+{
+    const char *l = f->buffers[i].layout, *close = strchr(l, ']');
+    size_t n = 0, unknown = UG_ST_MAX_RANK;
+    uint64_t known = 1;
+    bool ok = l[0] == '[' && close;
+    for (const char *d = l + 1; ok && d < close; n++) {
+        const char *comma = memchr(d, ',', (size_t)(close - d));
+        const char *e = comma ? comma : close;
+        if (n == UG_ST_MAX_RANK) ok = false;
+        else if (!eval_dim(f, p, d, (size_t)(e - d), &shape[n])) ok = unknown == UG_ST_MAX_RANK, unknown = n;
+        else known *= shape[n];
+        d = e + 1;
+    }
+    if (ok && unknown < n) {
+        ok = known && count % known == 0;
+        shape[unknown] = ok ? count / known : 0;
+        known = count;
+    }
+    if (ok && n > 0 && known == count) {
+        *rank = n;
+        return;
+    }
+    shape[0] = count;
+    *rank = 1;
+}
+
+static void shape_text(const uint64_t *shape, size_t rank, char *out, size_t size)
+{
+    size_t at = (size_t)snprintf(out, size, "[");
+    for (size_t d = 0; d < rank && at < size; d++)
+        at += (size_t)snprintf(out + at, size - at, "%s%" PRIu64, d ? "," : "", shape[d]);
+    if (at < size) snprintf(out + at, size - at, "]");
+}
+
+/* ------------------------------------------------------------------------
+ * A case's buffers, plain allocations (the runner guards its own). */
+
+typedef struct {
+    size_t n;
+    ug_buf buf[UG_MAX_BUFFERS];
+} plain_buffers;
+
+static void plain_free(plain_buffers *pb)
+{
+    for (size_t i = 0; i < pb->n; i++) free(pb->buf[i].data);
+    pb->n = 0;
+}
+
+static ug_status plain_alloc(const ug_case *c, size_t max_bytes, plain_buffers *pb)
+{
+    const ug_family *f = c->family;
+    memset(pb, 0, sizeof *pb);
+    size_t total = 0;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        ug_buf *b = &pb->buf[i];
+        UG_TRY(f->buffer_count(&c->params, i, &b->count));
+        b->dtype = f->buffers[i].dtype;
+        size_t bytes = b->count * ug_dtype_size(b->dtype);
+        if (b->count > SIZE_MAX / 8 || bytes > max_bytes - total)
+            return ug_fail(UG_ENOMEM, "%s/%s: buffers need more than the %zu-byte cap (at buffer %s, %zu elements)",
+                           f->name, c->label, max_bytes, f->buffers[i].name, b->count);
+        total += bytes;
+    }
+    for (size_t i = 0; i < f->n_buffers; i++, pb->n = i) {
+        pb->buf[i].data = calloc(pb->buf[i].count ? pb->buf[i].count : 1, ug_dtype_size(pb->buf[i].dtype));
+        if (!pb->buf[i].data) {
+            plain_free(pb);
+            return ug_fail(UG_ENOMEM, "%s/%s: cannot allocate buffer %s (%zu elements)", f->name, c->label,
+                           f->buffers[i].name, pb->buf[i].count);
+        }
+    }
+    return ug_ok();
+}
+
+static void case_file_name(const ug_case *c, char *out, size_t size)
+{
+    snprintf(out, size, "%04zu-%s.safetensors", c->index, c->family->name);
+}
+
+static ug_status join_path(const char *dir, const char *name, char *out, size_t size)
+{
+    if ((size_t)snprintf(out, size, "%s/%s", dir, name) >= size)
+        return ug_fail(UG_EIO, "path '%s/%s' is longer than %zu bytes", dir, name, size - 1);
+    return ug_ok();
+}
+
+/* ------------------------------------------------------------------------
+ * export */
+
+enum { REF_TENSORS = 3 }; /* per output and mode: ref, ref_f64, bound */
+static const char *const ref_tensor_kind[REF_TENSORS] = {"ref", "ref_f64", "bound"};
+
+typedef struct {
+    ug_ref_value *ref[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
+    void *data[UG_MAX_BUFFERS][UG_REF_MODE_COUNT][REF_TENSORS];
+} case_reference;
+
+static void reference_free(case_reference *cr)
+{
+    for (size_t o = 0; o < UG_MAX_BUFFERS; o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            free(cr->ref[o][m]);
+            for (int k = 0; k < REF_TENSORS; k++) free(cr->data[o][m][k]);
+        }
+}
+
+/* The reference of every output in both modes, as the three exported
+ * arrays: RN in the output dtype, r_hi as f64, the bound as f64. */
+static ug_status reference_arrays(const ug_case *c, const plain_buffers *pb, case_reference *cr)
+{
+    const ug_family *f = c->family;
+    memset(cr, 0, sizeof *cr);
+    for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+        ug_ref_value *outs[UG_MAX_BUFFERS];
+        size_t o = 0;
+        for (size_t i = 0; i < f->n_buffers; i++) {
+            if (!f->buffers[i].is_output) continue;
+            const ug_buf *b = &pb->buf[i];
+            cr->ref[o][m] = calloc(b->count ? b->count : 1, sizeof(ug_ref_value));
+            cr->data[o][m][0] = calloc(b->count ? b->count : 1, ug_dtype_size(b->dtype));
+            cr->data[o][m][1] = calloc(b->count ? b->count : 1, sizeof(double));
+            cr->data[o][m][2] = calloc(b->count ? b->count : 1, sizeof(double));
+            if (!cr->ref[o][m] || !cr->data[o][m][0] || !cr->data[o][m][1] || !cr->data[o][m][2])
+                return ug_fail(UG_ENOMEM, "reference of %s/%s: %zu elements", f->name, c->label, b->count);
+            outs[o] = cr->ref[o][m];
+            o++;
+        }
+        UG_TRY(f->reference(&c->params, pb->buf, (ug_ref_mode)m, outs));
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        if (!f->buffers[i].is_output) continue;
+        const ug_buf *b = &pb->buf[i];
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++)
+            for (size_t e = 0; e < b->count; e++) {
+                const ug_ref_value *r = &cr->ref[o][m][e];
+                if (b->dtype == UG_BF16) ((uint16_t *)cr->data[o][m][0])[e] = (uint16_t)r->rn_bits;
+                else ((uint32_t *)cr->data[o][m][0])[e] = r->rn_bits;
+                ((double *)cr->data[o][m][1])[e] = r->r_hi;
+                ((double *)cr->data[o][m][2])[e] = r->bound;
+            }
+        o++;
+    }
+    return ug_ok();
+}
+
+static json_t *shape_json(const uint64_t *shape, size_t rank)
+{
+    json_t *a = json_array();
+    for (size_t d = 0; d < rank; d++) json_array_append_new(a, json_integer((json_int_t)shape[d]));
+    return a;
+}
+
+static json_t *tensor_json(const char *name, ug_dtype dtype, const uint64_t *shape, size_t rank)
+{
+    return json_pack("{s:s, s:s, s:o}", "name", name, "dtype", ug_st_dtype_name(dtype), "shape",
+                     shape_json(shape, rank));
+}
+
+static json_t *params_json(const ug_case *c)
+{
+    json_t *p = json_object();
+    for (size_t k = 0; k < c->family->n_params; k++) {
+        double v = c->params.v[k];
+        json_object_set_new(p, c->family->param_names[k],
+                            v == (double)(json_int_t)v ? json_integer((json_int_t)v) : json_real(v));
+    }
+    return p;
+}
+
+enum { NAME_LEN = 96 };
+
+/* One case: its safetensors file, and its entry in the manifest. */
+static ug_status export_case(const ug_case *c, const char *dir, size_t max_bytes, json_t *cases)
+{
+    const ug_family *f = c->family;
+    plain_buffers pb;
+    UG_TRY(plain_alloc(c, max_bytes, &pb));
+    case_reference cr;
+    ug_status st = ug_case_generate(c, pb.buf);
+    if (ug_is_ok(&st)) st = reference_arrays(c, &pb, &cr);
+    else memset(&cr, 0, sizeof cr);
+    ug_st_entry entries[UG_MAX_BUFFERS * (1 + UG_REF_MODE_COUNT * REF_TENSORS)];
+    char names[UG_MAX_BUFFERS * UG_REF_MODE_COUNT * REF_TENSORS][NAME_LEN];
+    char file[128], path[1024], hash[32], index[32];
+    case_file_name(c, file, sizeof file);
+    snprintf(index, sizeof index, "%zu", c->index);
+    json_t *inputs = json_array(), *outputs = json_array();
+    size_t n = 0, o = 0;
+    for (size_t i = 0; i < f->n_buffers && ug_is_ok(&st); i++) {
+        const ug_buf *b = &pb.buf[i];
+        ug_st_entry *e = &entries[n++];
+        *e = (ug_st_entry){f->buffers[i].name, b->dtype, 0, {0}, b->data};
+        buffer_shape(f, &c->params, i, b->count, e->shape, &e->rank);
+        json_t *t = tensor_json(e->name, e->dtype, e->shape, e->rank);
+        if (!f->buffers[i].is_output) {
+            snprintf(hash, sizeof hash, "%016" PRIx64, ug_buf_hash(b));
+            json_object_set_new(t, "fnv1a", json_string(hash));
+            json_array_append_new(inputs, t);
+            continue;
+        }
+        n--; /* an output's own tensor is the candidate's to write */
+        json_t *refs = json_object();
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            json_t *mode = json_object();
+            for (int k = 0; k < REF_TENSORS; k++) {
+                char *name = names[(o * UG_REF_MODE_COUNT + (size_t)m) * REF_TENSORS + (size_t)k];
+                snprintf(name, NAME_LEN, "%s.%s.%s", f->buffers[i].name, ug_ref_mode_name((ug_ref_mode)m),
+                         ref_tensor_kind[k]);
+                ug_st_entry *r = &entries[n++];
+                *r = *e;
+                r->name = name;
+                r->dtype = k == 0 ? b->dtype : UG_F64;
+                r->data = cr.data[o][m][k];
+                json_object_set_new(mode, ref_tensor_kind[k], json_string(name));
+            }
+            json_object_set_new(refs, ug_ref_mode_name((ug_ref_mode)m), mode);
+        }
+        json_object_set_new(t, "reference", refs);
+        json_array_append_new(outputs, t);
+        o++;
+    }
+    const char *meta[] = {"schema", UG_FIXTURES_SCHEMA, "family", f->name, "label", c->label, "case", index};
+    if (ug_is_ok(&st)) st = join_path(dir, file, path, sizeof path);
+    if (ug_is_ok(&st)) st = ug_st_write(path, entries, n, meta, sizeof meta / sizeof meta[0] / 2);
+    if (ug_is_ok(&st)) {
+        snprintf(hash, sizeof hash, "0x%016" PRIx64, c->seed);
+        json_array_append_new(cases, json_pack("{s:I, s:s, s:s, s:o, s:s, s:s, s:s, s:O, s:O}", "id",
+                                               (json_int_t)c->index, "family", f->name, "label", c->label,
+                                               "params", params_json(c), "regime", f->regimes[c->regime],
+                                               "seed", hash, "file", file, "inputs", inputs, "outputs", outputs));
+    }
+    json_decref(inputs);
+    json_decref(outputs);
+    reference_free(&cr);
+    plain_free(&pb);
+    return st;
+}
+
+static ug_status write_manifest(const char *path, json_t *root)
+{
+    ug_atomic_file af;
+    UG_TRY(ug_atomic_open(&af, path));
+    if (json_dumpf(root, af.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 || fputc('\n', af.fp) == EOF) {
+        ug_atomic_abort(&af);
+        return ug_fail(UG_EIO, "writing '%s' failed", path);
+    }
+    return ug_atomic_commit(&af);
+}
+
+ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, size_t *n_exported,
+                    size_t *n_rejected_skipped)
+{
+    *n_exported = *n_rejected_skipped = 0;
+    char manifest[1024];
+    UG_TRY(ug_make_dirs(dir));
+    UG_TRY(join_path(dir, UG_FIXTURES_MANIFEST, manifest, sizeof manifest));
+    if (unlink(manifest) != 0 && errno != ENOENT)
+        return ug_fail(UG_EIO, "cannot remove the old manifest '%s': %s", manifest, strerror(errno));
+    char hash[32];
+    snprintf(hash, sizeof hash, "%016" PRIx64, sw->content_hash);
+    json_t *cases = json_array();
+    json_t *root = json_pack("{s:s, s:{s:s, s:I, s:s, s:s}, s:o}", "schema", UG_FIXTURES_SCHEMA, "sweep", "path",
+                             sw->path, "seed", (json_int_t)sw->seed, "content_hash", hash, "filter", sw->filter,
+                             "cases", cases);
+    if (!root) return ug_fail(UG_ENOMEM, "cannot build the manifest of %s", sw->path);
+    ug_status st = ug_ok();
+    for (size_t i = 0; i < sw->n_cases && ug_is_ok(&st); i++) {
+        const ug_case *c = &sw->cases[i];
+        if (c->expect_reject) {
+            ++*n_rejected_skipped;
+            continue;
+        }
+        st = export_case(c, dir, max_case_bytes, cases);
+        *n_exported += ug_is_ok(&st);
+    }
+    json_object_set_new(root, "rejected_cases_not_exported", json_integer((json_int_t)*n_rejected_skipped));
+    if (ug_is_ok(&st) && *n_exported == 0)
+        st = ug_fail(UG_EINVAL, "%s has no accepted case to export", sw->path);
+    if (ug_is_ok(&st)) st = write_manifest(manifest, root);
+    json_decref(root);
+    return st;
+}
+
+/* ------------------------------------------------------------------------
+ * score */
+
+struct ug_candidate {
+    char dir[512];
+    size_t n;
+    char (*file)[128];  /* per case, as the manifest names it */
+};
+
+void ug_candidate_free(ug_candidate *cand)
+{
+    if (!cand) return;
+    free(cand->file);
+    free(cand);
+}
+
+/* Reads the candidate file of case c and copies each output into bufs,
+ * checking name, dtype and shape; an output with no elements in this case
+ * may be absent. */
+static ug_status candidate_outputs(const ug_candidate *cand, const ug_case *c, ug_buf *bufs)
+{
+    char path[1024];
+    UG_TRY(join_path(cand->dir, cand->file[c->index], path, sizeof path));
+    ug_st_file sf;
+    UG_TRY(ug_st_read(path, &sf));
+    ug_status st = ug_ok();
+    const ug_family *f = c->family;
+    for (size_t i = 0; i < f->n_buffers && ug_is_ok(&st); i++) {
+        if (!f->buffers[i].is_output) continue;
+        const ug_st_tensor *t = ug_st_find(&sf, f->buffers[i].name);
+        uint64_t shape[UG_ST_MAX_RANK];
+        size_t rank;
+        buffer_shape(f, &c->params, i, bufs[i].count, shape, &rank);
+        char want[160], got[160];
+        shape_text(shape, rank, want, sizeof want);
+        if (!t) {
+            if (bufs[i].count == 0) continue;
+            st = ug_fail(UG_EPARSE, "candidate %s: no tensor '%s' (output %s %s of %s/%s)", path, f->buffers[i].name,
+                         ug_st_dtype_name(bufs[i].dtype), want, f->name, c->label);
+            break;
+        }
+        shape_text(t->shape, t->rank, got, sizeof got);
+        if (t->dtype != bufs[i].dtype)
+            st = ug_fail(UG_EPARSE, "candidate %s: tensor '%s' is %s, the output is %s", path, t->name,
+                         ug_st_dtype_name(t->dtype), ug_st_dtype_name(bufs[i].dtype));
+        else if (strcmp(want, got) != 0)
+            st = ug_fail(UG_EPARSE, "candidate %s: tensor '%s' has shape %s, the output's is %s", path, t->name, got,
+                         want);
+        else ug_st_copy(t, bufs[i].data);
+    }
+    ug_st_free(&sf);
+    return st;
+}
+
+static ug_status candidate_run(void *ctx, const ug_case *c, ug_buf *bufs)
+{
+    return candidate_outputs(ctx, c, bufs);
+}
+
+#define MANIFEST_FAIL(...) ug_fail(UG_EPARSE, __VA_ARGS__)
+
+/* The tensors a manifest lists for a case must be the buffers this tool
+ * has for it, with the same dtypes and shapes. */
+static ug_status check_manifest_tensors(const char *path, const ug_case *c, const json_t *list, bool outputs,
+                                        const plain_buffers *pb)
+{
+    const ug_family *f = c->family;
+    size_t k = 0;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        if (f->buffers[i].is_output != outputs) continue;
+        const json_t *t = json_array_get(list, k++);
+        uint64_t shape[UG_ST_MAX_RANK];
+        size_t rank;
+        buffer_shape(f, &c->params, i, pb->buf[i].count, shape, &rank);
+        json_t *mine_obj = tensor_json(f->buffers[i].name, pb->buf[i].dtype, shape, rank);
+        char *mine = json_dumps(mine_obj, JSON_COMPACT);
+        json_decref(mine_obj);
+        json_t *theirs_obj = json_pack("{s:O?, s:O?, s:O?}", "name", json_object_get(t, "name"), "dtype",
+                                       json_object_get(t, "dtype"), "shape", json_object_get(t, "shape"));
+        char *theirs = theirs_obj ? json_dumps(theirs_obj, JSON_COMPACT) : NULL;
+        json_decref(theirs_obj);
+        bool same = mine && theirs && strcmp(mine, theirs) == 0;
+        ug_status st = same ? ug_ok()
+                            : MANIFEST_FAIL("%s: case %zu (%s/%s): fixture/tool version mismatch: the manifest lists "
+                                            "%s, this tool has %s",
+                                            path, c->index, f->name, c->label, theirs ? theirs : "nothing", mine);
+        free(mine);
+        free(theirs);
+        UG_TRY(st);
+        if (outputs) continue;
+        char hash[32];
+        snprintf(hash, sizeof hash, "%016" PRIx64, ug_buf_hash(&pb->buf[i]));
+        const char *want = json_string_value(json_object_get(t, "fnv1a"));
+        if (!want || strcmp(want, hash) != 0)
+            return MANIFEST_FAIL("%s: case %zu (%s/%s): fixture/tool version mismatch: input %s hashes to %s here, "
+                                 "the manifest says %s (export the fixtures again with this ulpgate)",
+                                 path, c->index, f->name, c->label, f->buffers[i].name, hash, want ? want : "nothing");
+    }
+    if (k != json_array_size(list))
+        return MANIFEST_FAIL("%s: case %zu (%s/%s): the manifest lists %zu %s, this tool has %zu", path, c->index,
+                             f->name, c->label, json_array_size(list), outputs ? "outputs" : "inputs", k);
+    return ug_ok();
+}
+
+/* One manifest entry into a case of the sweep. */
+static ug_status manifest_case(const char *path, const json_t *e, size_t index, ug_case *c, char *file, size_t file_size)
+{
+    const char *family = json_string_value(json_object_get(e, "family"));
+    const char *label = json_string_value(json_object_get(e, "label"));
+    const char *regime = json_string_value(json_object_get(e, "regime"));
+    const char *seed = json_string_value(json_object_get(e, "seed"));
+    const char *name = json_string_value(json_object_get(e, "file"));
+    const json_t *params = json_object_get(e, "params");
+    if (!family || !label || !regime || !seed || !name || !json_is_object(params))
+        return MANIFEST_FAIL("%s: case %zu lacks one of family, label, regime, seed, file (strings) and params", path,
+                             index);
+    memset(c, 0, sizeof *c);
+    c->family = ug_family_find(family);
+    if (!c->family) return MANIFEST_FAIL("%s: case %zu: unknown family '%s'", path, index, family);
+    if (strlen(label) >= sizeof c->label || strlen(name) >= file_size || strchr(name, '/'))
+        return MANIFEST_FAIL("%s: case %zu: label or file name too long, or the file name has a '/'", path, index);
+    strcpy(c->label, label);
+    strcpy(file, name);
+    if (json_object_size(params) != c->family->n_params)
+        return MANIFEST_FAIL("%s: case %zu: %zu params, %s has %zu", path, index, json_object_size(params), family,
+                             c->family->n_params);
+    for (size_t k = 0; k < c->family->n_params; k++) {
+        const json_t *v = json_object_get(params, c->family->param_names[k]);
+        if (!json_is_number(v))
+            return MANIFEST_FAIL("%s: case %zu: param %s missing or not a number", path, index,
+                                 c->family->param_names[k]);
+        c->params.v[k] = json_number_value(v);
+    }
+    c->regime = c->family->n_regimes;
+    for (size_t r = 0; r < c->family->n_regimes; r++)
+        if (strcmp(c->family->regimes[r], regime) == 0) c->regime = r;
+    if (c->regime == c->family->n_regimes)
+        return MANIFEST_FAIL("%s: case %zu: %s has no regime '%s'", path, index, family, regime);
+    char *end;
+    errno = 0;
+    c->seed = strtoull(seed, &end, 16);
+    if (*end || errno || strncmp(seed, "0x", 2) != 0)
+        return MANIFEST_FAIL("%s: case %zu: seed '%s' is not a 0x-prefixed 64-bit hex number", path, index, seed);
+    c->override.buffer = -1;
+    c->override.dtype = UG_DTYPE_COUNT;
+    c->index = index;
+    return ug_ok();
+}
+
+/* Every case: the manifest's tensors and input hashes against this tool's,
+ * then the candidate's outputs (read once here, so that a bad file stops
+ * the run before anything is measured or written). */
+static ug_status preflight(const char *path, const json_t *cases, const ug_sweep *sw, const ug_candidate *cand,
+                           size_t max_bytes)
+{
+    for (size_t i = 0; i < sw->n_cases; i++) {
+        const ug_case *c = &sw->cases[i];
+        const json_t *e = json_array_get(cases, i);
+        plain_buffers pb;
+        UG_TRY(plain_alloc(c, max_bytes, &pb));
+        ug_status st = ug_case_generate(c, pb.buf);
+        if (ug_is_ok(&st)) st = check_manifest_tensors(path, c, json_object_get(e, "inputs"), false, &pb);
+        if (ug_is_ok(&st)) st = check_manifest_tensors(path, c, json_object_get(e, "outputs"), true, &pb);
+        if (ug_is_ok(&st)) st = candidate_outputs(cand, c, pb.buf);
+        plain_free(&pb);
+        UG_TRY(st);
+    }
+    return ug_ok();
+}
+
+static ug_status load_manifest(const char *path, const json_t *root, ug_sweep *sw, ug_candidate *cand)
+{
+    const char *schema = json_string_value(json_object_get(root, "schema"));
+    if (!schema || strcmp(schema, UG_FIXTURES_SCHEMA) != 0)
+        return MANIFEST_FAIL("%s: schema is '%s', expected '%s'", path, schema ? schema : "(none)", UG_FIXTURES_SCHEMA);
+    const json_t *cases = json_object_get(root, "cases");
+    const json_t *sweep = json_object_get(root, "sweep");
+    if (!json_is_array(cases) || json_array_size(cases) == 0 || !json_is_object(sweep))
+        return MANIFEST_FAIL("%s: no \"cases\" array with at least one case, or no \"sweep\" object", path);
+    size_t n = json_array_size(cases);
+    sw->cases = calloc(n, sizeof *sw->cases);
+    cand->file = calloc(n, sizeof *cand->file);
+    if (!sw->cases || !cand->file) return ug_fail(UG_ENOMEM, "%s: cannot allocate %zu cases", path, n);
+    snprintf(sw->path, sizeof sw->path, "%s", path);
+    sw->seed = (uint64_t)json_integer_value(json_object_get(sweep, "seed"));
+    const char *hash = json_string_value(json_object_get(sweep, "content_hash"));
+    sw->content_hash = hash ? strtoull(hash, NULL, 16) : 0;
+    for (size_t i = 0; i < n; i++, sw->n_cases = cand->n = i)
+        UG_TRY(manifest_case(path, json_array_get(cases, i), i, &sw->cases[i], cand->file[i], sizeof cand->file[i]));
+    return ug_ok();
+}
+
+ug_status ug_candidate_open(const char *fixtures, const char *candidate_dir, size_t max_case_bytes, ug_sweep *sw,
+                            ug_candidate **out, ug_kernel_source *source)
+{
+    memset(sw, 0, sizeof *sw);
+    *out = NULL;
+    char path[1024];
+    UG_TRY(join_path(fixtures, UG_FIXTURES_MANIFEST, path, sizeof path));
+    ug_candidate *cand = calloc(1, sizeof *cand);
+    if (!cand) return ug_fail(UG_ENOMEM, "cannot allocate the candidate of %s", candidate_dir);
+    if (!ug_is_directory(candidate_dir) || strlen(candidate_dir) >= sizeof cand->dir) {
+        free(cand);
+        return ug_fail(UG_EIO, "candidate directory '%s' does not exist or its path is too long", candidate_dir);
+    }
+    strcpy(cand->dir, candidate_dir);
+    json_error_t err;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    ug_status st = root ? load_manifest(path, root, sw, cand)
+                        : ug_fail(errno == ENOENT ? UG_EIO : UG_EPARSE, "%s: %s (line %d)", path, err.text, err.line);
+    if (ug_is_ok(&st)) st = preflight(path, json_object_get(root, "cases"), sw, cand, max_case_bytes);
+    json_decref(root);
+    if (!ug_is_ok(&st)) {
+        ug_candidate_free(cand);
+        ug_sweep_free(sw);
+        return st;
+    }
+    *out = cand;
+    *source = (ug_kernel_source){"candidate", candidate_run, cand};
+    return ug_ok();
+}
