@@ -6,7 +6,7 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation \
            -ffp-contract=off -fno-fast-math -MMD -MP
-LDLIBS  := -pthread -lmpfr -lgmp -lgsl -lgslcblas -ljansson -lm
+LDLIBS  := -pthread -lmpfr -lgmp -lgsl -lgslcblas -ljansson -lm -ldl
 BUILD   ?= build
 
 SIMD_FLAGS_avx2   := -mavx2 -mfma
@@ -40,7 +40,28 @@ $(BUILD)/%.o: %.c
 $(BUILD)/ulpgate: $(BUILD)/harness/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/tests/run_tests: $(TEST_OBJ) $(LIB_OBJ)
+# The built-in kernels as a kernel library (include/ulpgate/kernel_abi.h): the
+# library's sources compiled position-independent in their own tree, every
+# symbol hidden but the entry point (plugin/exports.map), bound to themselves
+# (-Bsymbolic), so that the library and a host holding the same functions
+# never interpose on each other.
+PLUGIN_LINK := -shared -Wl,-Bsymbolic -Wl,--version-script=plugin/exports.map
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(SIMD_FLAGS_$(lastword $(subst _, ,$*))) -c $< -o $@
+$(BUILD)/libulpgate_kernels.so: $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(wildcard plugin/*.c)) plugin/exports.map
+	$(CC) $(CFLAGS) $(PLUGIN_LINK) $(filter %.o,$^) -o $@ $(LDLIBS)
+# Broken kernel libraries for the tests: fixtures/plugin/cumsum.c built once
+# per planted defect (-DPLUGIN_DEFECT_<NAME>; "none" is the working control).
+PLUGIN_DEFECTS  := none wrong_version no_entry unknown_family duplicate_family null_run wrong_values \
+                   out_of_bounds bad_status
+PLUGIN_FIXTURES := $(PLUGIN_DEFECTS:%=$(BUILD)/plugin-fixtures/cumsum-%.so)
+$(BUILD)/plugin-fixtures/cumsum-%.so: fixtures/plugin/cumsum.c include/ulpgate/kernel_abi.h plugin/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DPLUGIN_DEFECT_$* $< -o $@
+
+# tests/test_plugin.c loads these from the test binary's $(BUILD) (order-only: not linked in).
+$(BUILD)/tests/run_tests: $(TEST_OBJ) $(LIB_OBJ) | $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcunit
 
 # A mutant is the whole tool with one kernel file rebuilt as -DUG_MUTANT=<id>.

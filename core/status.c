@@ -30,6 +30,7 @@ const char *ug_code_name(ug_code code)
     case UG_EPARSE: return "parse-error";
     case UG_EGUARD: return "guard-overwritten";
     case UG_EREF: return "reference-error";
+    case UG_EKERNEL: return "kernel-error";
     }
     return "unknown";
 }

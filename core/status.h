@@ -15,7 +15,8 @@ typedef enum {
     UG_EIO,      /* file could not be read or written */
     UG_EPARSE,   /* malformed input file (JSON, sweep, budgets, baseline) */
     UG_EGUARD,   /* guard zone overwritten: out-of-bounds write detected */
-    UG_EREF      /* the reference could not compute a value */
+    UG_EREF,     /* the reference could not compute a value */
+    UG_EKERNEL   /* a kernel library reported a failure of its own */
 } ug_code;
 
 enum { UG_MSG_MAX = 512 };

@@ -13,6 +13,7 @@
 #include "gate.h"
 #include "interop.h"
 #include "merge.h"
+#include "plugin.h"
 #include "report.h"
 #include "runner.h"
 
@@ -28,6 +29,7 @@ static void usage_verify(FILE *out)
 {
     fputs("usage: ulpgate verify --sweep FILE --budgets FILE [--baseline FILE] [--reports DIR]\n"
           "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--jobs N] [--shard I/N] [--quiet]\n"
+          "                      [--kernel-lib PATH]\n"
           "Runs every case of the sweep on every ISA path of this CPU, measures each output\n"
           "element against the MPFR reference (exact and staged modes), gates the figures\n"
           "against the budgets and the baseline, prints a summary and writes the reports.\n"
@@ -43,6 +45,8 @@ static void usage_verify(FILE *out)
           "  --shard I/N            run only the cases whose index modulo N is I (0 <= I < N);\n"
           "                         `ulpgate merge` combines the shards' report.json files\n"
           "  --quiet                no progress line even on a terminal\n"
+          "  --kernel-lib PATH      verify the kernels of this shared library (include/ulpgate/kernel_abi.h)\n"
+          "                         instead of the built-in ones, on the sweep's families it provides\n"
           "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n",
           out);
 }
@@ -106,7 +110,7 @@ static bool parse_jobs(const char *arg, int *jobs)
 }
 
 typedef struct {
-    const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter;
+    const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter, *kernel_lib;
     size_t shard_index, shard_count;
     ug_run_options run;
 } verify_args;
@@ -120,6 +124,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         {"isa", required_argument, 0, 'i'},      {"max-case-mib", required_argument, 0, 'm'},
         {"quiet", no_argument, 0, 'q'},          {"help", no_argument, 0, 'h'},
         {"jobs", required_argument, 0, 'j'},    {"shard", required_argument, 0, 'S'},
+        {"kernel-lib", required_argument, 0, 'k'},
         {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
@@ -136,6 +141,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         case 'r': a->reports = optarg; break;
         case 'w': a->write_baseline = optarg; break;
         case 'f': a->filter = optarg; break;
+        case 'k': a->kernel_lib = optarg; break;
         case 'q': a->run.progress = false; break;
         case 'i':
             if (!parse_isa_list(optarg, a->run.isa_enabled)) return EXIT_USAGE;
@@ -196,6 +202,19 @@ static ug_status gate_and_report(const gate_args *g, const ug_run_result *run, c
     return ug_ok();
 }
 
+/* Loads the library and keeps the sweep's cases of its families (before
+ * --filter and --shard, which then apply to what it runs). */
+static ug_status open_kernel_lib(const char *path, ug_sweep *sweep, ug_plugin **plugin, ug_run_options *run)
+{
+    UG_TRY(ug_plugin_open(path, plugin));
+    char skipped[1024];
+    UG_TRY(ug_plugin_restrict_sweep(*plugin, sweep, skipped, sizeof skipped));
+    run->source = ug_plugin_source(*plugin);
+    printf("ulpgate: kernels from %s (plugin); families skipped, not in the library: %s\n",
+           ug_plugin_basename(*plugin), skipped[0] ? skipped : "none");
+    return ug_ok();
+}
+
 static int cmd_verify(int argc, char **argv)
 {
     verify_args a;
@@ -205,8 +224,10 @@ static int cmd_verify(int argc, char **argv)
     ug_sweep sweep = {0};
     ug_run_result run = {0};
     ug_verdict verdict = {0};
+    ug_plugin *plugin = NULL;
     ug_status st = ug_budgets_load(a.budgets, &budgets);
     if (ug_is_ok(&st)) st = ug_sweep_load(a.sweep, &sweep);
+    if (ug_is_ok(&st) && a.kernel_lib) st = open_kernel_lib(a.kernel_lib, &sweep, &plugin, &a.run);
     if (ug_is_ok(&st) && a.filter) {
         st = ug_sweep_filter(&sweep, a.filter);
         if (ug_is_ok(&st) && sweep.n_cases == 0)
@@ -216,6 +237,7 @@ static int cmd_verify(int argc, char **argv)
     if (ug_is_ok(&st)) {
         a.run.moderate_cond = budgets.moderate_cond;
         st = ug_run_sweep(&sweep, &a.run, &run);
+        if (plugin) snprintf(run.source_detail, sizeof run.source_detail, "%s", ug_plugin_basename(plugin));
     }
     gate_args g = {a.budgets, a.baseline, a.reports, a.write_baseline};
     if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &verdict);
@@ -224,6 +246,7 @@ static int cmd_verify(int argc, char **argv)
     ug_run_result_free(&run);
     ug_sweep_free(&sweep);
     ug_budgets_free(&budgets);
+    ug_plugin_close(plugin);
     mpfr_free_cache();
     return rc;
 }

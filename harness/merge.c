@@ -104,6 +104,14 @@ static ug_status same_sweep(const shard *shards, size_t n, const char **path, co
     *moderate = real_of(json_object_get(run0, "moderate_condition"));
     if (!*path || !*filter || !hex_of(json_object_get(sweep0, "content_hash"), hash))
         return bad(shards[0].path, "run.sweep lacks path, filter or content_hash");
+    for (size_t i = 0; i < n; i++) {
+        /* A kernel library's run covers only its families, and the baseline
+         * does not hold its bits: its reports are not rebuilt here. */
+        const char *kernels = json_string_value(json_object_get(json_object_get(shards[i].root, "run"), "kernels"));
+        if (kernels && strcmp(kernels, "built-in") != 0)
+            return ug_fail(UG_EINVAL, "%s: a run of \"%s\": merge and report rebuild runs of the built-in kernels "
+                           "only (re-run verify --kernel-lib for its report)", shards[i].path, kernels);
+    }
     for (size_t i = 1; i < n; i++) {
         json_t *run = json_object_get(shards[i].root, "run"), *sweep = json_object_get(run, "sweep");
         uint64_t h;
@@ -159,7 +167,7 @@ static ug_status read_case(const char *path, const json_t *j, ug_run_result *out
     snprintf(r->failure, sizeof r->failure, "%s", failure ? failure : "");
     json_t *ks = json_object_get(j, "kernel_status");
     const char *code = json_string_value(json_object_get(ks, "code"));
-    for (int c = UG_OK; code && c <= UG_EREF; c++)
+    for (int c = UG_OK; code && c <= UG_EKERNEL; c++)
         if (strcmp(code, ug_code_name((ug_code)c)) == 0) r->kernel_status.code = (ug_code)c;
     const char *msg = json_string_value(json_object_get(ks, "message"));
     snprintf(r->kernel_status.msg, sizeof r->kernel_status.msg, "%s", msg ? msg : "");

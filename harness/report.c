@@ -740,6 +740,8 @@ void ug_report_print_summary(FILE *out, const ug_run_result *run, const ug_budge
     case_counts n = count_cases(run);
     fprintf(out, "%zu cases, %zu rejected shapes checked, %zu failed\n", n.accepted, n.rejected,
             n.failed);
+    char kernels[320];
+    if (run->source_name) fprintf(out, "kernels: %s\n", kernels_label(run, kernels, sizeof kernels));
     fprintf(out, "%" PRIu64 " elements checked in %.1f s (%.0f elements/s; each against both reference modes), "
                  "peak resident memory %.0f MiB\n",
             run->elements_checked, run->wall_seconds,

@@ -326,21 +326,31 @@ void ug_sweep_free(ug_sweep *s)
     s->n_cases = 0;
 }
 
-ug_status ug_sweep_filter(ug_sweep *s, const char *filter)
+void ug_sweep_keep(ug_sweep *s, bool (*keep)(const ug_case *c, const void *ctx), const void *ctx)
 {
-    if (strlen(filter) >= sizeof s->filter)
-        return ug_fail(UG_EINVAL, "filter '%s' is longer than %zu bytes", filter, sizeof s->filter - 1);
-    snprintf(s->filter, sizeof s->filter, "%s", filter);
     size_t kept = 0;
-    char name[UG_LABEL_LEN + 80];
     for (size_t i = 0; i < s->n_cases; i++) {
-        snprintf(name, sizeof name, "%s/%s", s->cases[i].family->name, s->cases[i].label);
-        if (!strstr(name, filter)) continue;
+        if (!keep(&s->cases[i], ctx)) continue;
         s->cases[kept] = s->cases[i];
         s->cases[kept].index = kept;
         kept++;
     }
     s->n_cases = kept;
+}
+
+static bool name_contains(const ug_case *c, const void *filter)
+{
+    char name[UG_LABEL_LEN + 80];
+    snprintf(name, sizeof name, "%s/%s", c->family->name, c->label);
+    return strstr(name, filter) != NULL;
+}
+
+ug_status ug_sweep_filter(ug_sweep *s, const char *filter)
+{
+    if (strlen(filter) >= sizeof s->filter)
+        return ug_fail(UG_EINVAL, "filter '%s' is longer than %zu bytes", filter, sizeof s->filter - 1);
+    snprintf(s->filter, sizeof s->filter, "%s", filter);
+    ug_sweep_keep(s, name_contains, filter);
     return ug_ok();
 }
 

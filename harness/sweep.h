@@ -63,6 +63,8 @@ void ug_sweep_free(ug_sweep *s);
 /* Keeps only cases whose "<family>/<label>" contains filter (and renumbers
  * their index). */
 ug_status ug_sweep_filter(ug_sweep *s, const char *filter);
+/* Keeps the cases keep() accepts, in order, and renumbers their index. */
+void ug_sweep_keep(ug_sweep *s, bool (*keep)(const ug_case *c, const void *ctx), const void *ctx);
 /* Keeps the cases whose index % count == index: shards of one sweep are
  * disjoint, cover it, and do not depend on the machine that runs them. */
 ug_status ug_sweep_shard(ug_sweep *s, size_t index, size_t count);
