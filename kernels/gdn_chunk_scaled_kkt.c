@@ -14,7 +14,9 @@
 #include "../core/bf16.h"
 #include "../core/guard.h"
 #include "isa.h"
+#include "parallel.h"
 #include "tensor_check.h"
+#include "worker_scratch.h"
 
 #ifndef UG_MUTANT
 #define UG_MUTANT GDN_CHUNK_SCALED_KKT_CORRECT
@@ -72,14 +74,10 @@ static tiles carve(unsigned char *scratch, size_t k)
 static void gram_of_chunk(const gdn_chunk_scaled_kkt_params *p, const ug_bf16 *k, size_t b, size_t kh,
                           size_t t0, const tiles *tl)
 {
-    const size_t dim = p->k;
-    for (size_t i = 0; i < BT; i++) {
-        const ug_bf16 *key = k + ((b * p->t + t0 + i) * p->hg + kh) * dim;
-        for (size_t d = 0; d < dim; d++) {
-            tl->rows[i * dim + d] = ug_bf16_to_f32(key[d]);
-            tl->cols[d * BT + i] = key[d];
-        }
-    }
+    const size_t dim = p->k, key_stride = (size_t)p->hg * dim;
+    const ug_bf16 *keys = k + ((b * p->t + t0) * p->hg + kh) * dim;
+    for (size_t i = 0; i < BT; i++) ug_rows_widen(dim, keys + i * key_stride, tl->rows + i * dim);
+    ug_rows_transpose(BT, dim, keys, key_stride, tl->cols, BT);
     if (UG_MUTANT != GDN_CHUNK_SCALED_KKT_LEGIT_REVERSED_DOT) {
         ug_gemm_f32_bf16(BT, BT, dim, tl->rows, dim, tl->cols, BT, tl->gram[0], BT);
         return;
@@ -92,29 +90,60 @@ static void gram_of_chunk(const gdn_chunk_scaled_kkt_params *p, const ug_bf16 *k
         }
 }
 
-static bool in_mask(size_t i, size_t j)
+/* Row i's masked columns are j < masked_columns(i). */
+static size_t masked_columns(size_t i)
 {
-    return UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_MASK_INCLUDES_DIAGONAL ? i >= j : i > j;
+    return UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_MASK_INCLUDES_DIAGONAL ? i + 1 : i;
 }
 
-/* L rows of value head h: beta_t * exp(g_t - g_s) * gram[i][j] below the diagonal. */
+/* L rows of value head h: beta_t * exp(g_t - g_s) * gram[i][j] below the
+ * diagonal; one expf per entry (its argument differs per entry), the
+ * products by row on the ISA path. */
 static void scale_rows(const gdn_chunk_scaled_kkt_params *p, const float *beta, const float *g, size_t b,
                        size_t h, size_t t0, float (*gram)[BT], float *l)
 {
+    const bool scalar_products = UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_BETA_OF_COLUMN ||
+                                 UG_MUTANT == GDN_CHUNK_SCALED_KKT_LEGIT_BETA_LAST;
+    float decay[BT];
     for (size_t i = 0; i < BT; i++) {
-        const size_t row = (b * p->t + t0 + i) * p->h + h;
+        const size_t row = (b * p->t + t0 + i) * p->h + h, n = masked_columns(i);
         float *out = l + row * BT;
-        for (size_t j = 0; j < BT; j++) {
-            if (!in_mask(i, j)) {
-                out[j] = 0.0f;
-                continue;
-            }
+        for (size_t j = 0; j < n; j++) {
             const size_t col = (b * p->t + t0 + j) * p->h + h;
-            float gate = UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_GATE_SIGN_FLIPPED ? g[col] - g[row] : g[row] - g[col];
-            float scale = UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_BETA_OF_COLUMN ? beta[col] : beta[row];
-            out[j] = UG_MUTANT == GDN_CHUNK_SCALED_KKT_LEGIT_BETA_LAST ? scale * (expf(gate) * gram[i][j])
-                                                                      : scale * expf(gate) * gram[i][j];
+            decay[j] = expf(UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_GATE_SIGN_FLIPPED ? g[col] - g[row] : g[row] - g[col]);
         }
+        if (!scalar_products) ug_rows_mul3(n, beta[row], decay, gram[i], out);
+        else
+            for (size_t j = 0; j < n; j++) {
+                const size_t col = (b * p->t + t0 + j) * p->h + h;
+                float scale = UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_BETA_OF_COLUMN ? beta[col] : beta[row];
+                out[j] = UG_MUTANT == GDN_CHUNK_SCALED_KKT_LEGIT_BETA_LAST ? scale * (decay[j] * gram[i][j])
+                                                                          : scale * decay[j] * gram[i][j];
+            }
+        for (size_t j = n; j < BT; j++) out[j] = 0.0f;
+    }
+}
+
+/* Work item x of the parallel loop is chunk x % NT of (batch, key head)
+ * x / NT; each worker has its own tiles. */
+typedef struct {
+    const gdn_chunk_scaled_kkt_params *p;
+    const ug_bf16 *k;
+    const float *beta, *g;
+    float *l;
+    const ug_worker_scratch *scratch;
+} call;
+
+static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
+{
+    const call *c = ctx;
+    const gdn_chunk_scaled_kkt_params *p = c->p;
+    const tiles tl = carve(ug_worker_scratch_data(c->scratch, worker), p->k);
+    const size_t group = p->h / p->hg, chunks = p->t / BT;
+    for (size_t x = begin; x < end; x++) {
+        const size_t b = x / chunks / p->hg, kh = x / chunks % p->hg, t0 = x % chunks * BT;
+        gram_of_chunk(p, c->k, b, kh, t0, &tl);
+        for (size_t h = kh * group; h < (kh + 1) * group; h++) scale_rows(p, c->beta, c->g, b, h, t0, tl.gram, c->l);
     }
 }
 
@@ -122,16 +151,10 @@ ug_status gdn_chunk_scaled_kkt(const gdn_chunk_scaled_kkt_params *p, const ug_bu
                                const ug_buf *beta, const ug_buf *g, ug_buf *l)
 {
     UG_TRY(validate(p, k, beta, g, l));
-    ug_guarded scratch;
-    UG_TRY(ug_guarded_alloc(&scratch, scratch_bytes(p->k)));
-    const tiles tl = carve(ug_guarded_data(&scratch), p->k);
-    const size_t group = p->h / p->hg;
-    for (size_t b = 0; b < p->b; b++)
-        for (size_t kh = 0; kh < p->hg; kh++)
-            for (size_t t0 = 0; t0 < p->t; t0 += BT) {
-                gram_of_chunk(p, k->data, b, kh, t0, &tl);
-                for (size_t h = kh * group; h < (kh + 1) * group; h++)
-                    scale_rows(p, beta->data, g->data, b, h, t0, tl.gram, l->data);
-            }
-    return ug_guarded_free(&scratch, KERNEL " scratch");
+    const size_t items = (size_t)p->b * p->hg * (p->t / BT);
+    ug_worker_scratch scratch;
+    UG_TRY(ug_worker_scratch_alloc(&scratch, ug_parallel_workers(items), scratch_bytes(p->k)));
+    call c = {.p = p, .k = k->data, .beta = beta->data, .g = g->data, .l = l->data, .scratch = &scratch};
+    ug_parallel_for(items, run_chunks, &c);
+    return ug_worker_scratch_free(&scratch, KERNEL " scratch");
 }

@@ -11,11 +11,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../core/bf16.h"
 #include "../core/guard.h"
 #include "isa.h"
+#include "parallel.h"
 #include "tensor_check.h"
+#include "worker_scratch.h"
 
 #ifndef UG_MUTANT
 #define UG_MUTANT GDN_RECOMPUTE_WU_CORRECT
@@ -130,7 +133,7 @@ static float exp_gate(float g)
  * as (k*beta)*exp(g)). Source and destination rows are dim wide. */
 typedef struct {
     const ug_bf16 *src;
-    size_t src_heads, src_head;
+    size_t src_heads;
     ug_bf16 *dst;
     size_t dim;
     bool gated;
@@ -147,29 +150,39 @@ typedef struct {
 
 static void load_ba_tile(const chunk_job *job, const float *a)
 {
-    for (size_t i = 0; i < BT; i++) {
-        const float *a_row = a + at_bthd(job->p, job->b, job->t0 + i, job->h, job->p->h, 0, BT);
-        for (size_t j = 0; j < BT; j++) job->ba_tile[i][j] = a_row[j];
-    }
+    for (size_t i = 0; i < BT; i++)
+        memcpy(job->ba_tile[i], a + at_bthd(job->p, job->b, job->t0 + i, job->h, job->p->h, 0, BT),
+               sizeof job->ba_tile[i]);
 }
 
-/* stage[j][c] = bf16(x[t0 + j][col0 + c] * beta (* exp(g))), the f32 product
- * formed left to right as the shader forms it. `unrounded` receives the f32
- * values for mutant STAGE_CAST_DROPPED only. */
+static size_t source_head(const chunk_job *job, const wy_product *prod)
+{
+    return prod->gated ? key_head(job->p, job->h) : job->h;
+}
+
+/* stage[j][c] = bf16(x[t0 + j][col0 + c] * beta * gate) with gate = exp(g)
+ * (gated) or 1 (an exact product), the f32 product formed left to right as
+ * the shader forms it. `unrounded` receives the f32 values for mutant
+ * STAGE_CAST_DROPPED only. */
 static void stage_tile(const chunk_job *job, const wy_product *prod, size_t col0, float unrounded[][TILE])
 {
+    const bool scalar_cast = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_TRUNCATE_STAGE_CAST ||
+                             UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED;
     for (size_t j = 0; j < BT; j++) {
         size_t row = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_ROW_OFF_BY_ONE ? (j + 1) % BT : j;
         size_t t = job->t0 + row;
         float beta_t = job->beta[at_bth(job->p, job->b, t, job->h)];
         float gate = prod->gated ? exp_gate(job->g[at_bth(job->p, job->b, t, job->h)]) : 1.0f;
         const ug_bf16 *x =
-            prod->src + at_bthd(job->p, job->b, t, prod->src_head, prod->src_heads, col0, prod->dim);
+            prod->src + at_bthd(job->p, job->b, t, source_head(job, prod), prod->src_heads, col0, prod->dim);
+        if (!scalar_cast) {
+            ug_rows_scale_round(TILE, x, beta_t, gate, job->stage[j]);
+            continue;
+        }
         for (size_t c = 0; c < TILE; c++) {
-            float scaled = ug_bf16_to_f32(x[c]) * beta_t;
-            if (prod->gated) scaled = scaled * gate;
+            float scaled = ug_bf16_to_f32(x[c]) * beta_t * gate;
             job->stage[j][c] = stage_cast(scaled);
-            if (UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED) unrounded[j][c] = scaled;
+            unrounded[j][c] = scaled;
         }
     }
 }
@@ -200,7 +213,43 @@ static void column_tile(const chunk_job *job, const wy_product *prod, size_t col
 
     for (size_t i = 0; i < BT; i++) {
         ug_bf16 *out = prod->dst + at_bthd(job->p, job->b, job->t0 + i, job->h, job->p->h, col0, prod->dim);
-        for (size_t c = 0; c < TILE; c++) out[c] = output_cast(product[i][c]);
+        if (UG_MUTANT != GDN_RECOMPUTE_WU_MUT_OUTPUT_TRUNCATED) ug_rows_round(TILE, product[i], out);
+        else
+            for (size_t c = 0; c < TILE; c++) out[c] = output_cast(product[i][c]);
+    }
+}
+
+/* Work item x of the parallel loop is chunk x % NT of (batch, value head)
+ * x / NT; a worker's threadgroup memory is its own scratch slice. */
+typedef struct {
+    const gdn_recompute_wu_params *p;
+    const ug_buf *k, *v, *beta, *g, *a;
+    ug_buf *w, *u;
+    const ug_worker_scratch *scratch;
+} call;
+
+static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
+{
+    const call *c = ctx;
+    const gdn_recompute_wu_params *p = c->p;
+    unsigned char *threadgroup_memory = ug_worker_scratch_data(c->scratch, worker);
+    chunk_job job = {
+        .p = p,
+        .beta = c->beta->data,
+        .g = c->g->data,
+        .ba_tile = (float (*)[BT])threadgroup_memory,
+        .stage = (ug_bf16 (*)[TILE])(threadgroup_memory + ba_tile_bytes(p->bt)),
+    };
+    const wy_product u_from_v = {.src = c->v->data, .src_heads = p->h, .dst = c->u->data, .dim = p->v, .gated = false};
+    const wy_product w_from_k = {.src = c->k->data, .src_heads = p->hg, .dst = c->w->data, .dim = p->k, .gated = true};
+    const size_t chunks = p->t / BT;
+    for (size_t x = begin; x < end; x++) {
+        job.b = x / chunks / p->h;
+        job.h = x / chunks % p->h;
+        job.t0 = x % chunks * BT;
+        load_ba_tile(&job, c->a->data);
+        for (size_t col0 = 0; col0 < p->v; col0 += TILE) column_tile(&job, &u_from_v, col0);
+        for (size_t col0 = 0; col0 < p->k; col0 += TILE) column_tile(&job, &w_from_k, col0);
     }
 }
 
@@ -209,28 +258,10 @@ ug_status gdn_recompute_wu(const gdn_recompute_wu_params *p, const ug_buf *k, co
 {
     UG_TRY(validate(p, k, v, beta, g, a, w, u));
 
-    ug_guarded scratch;
-    UG_TRY(ug_guarded_alloc(&scratch, planned_threadgroup_bytes(p->bt)));
-    unsigned char *threadgroup_memory = ug_guarded_data(&scratch);
-    chunk_job job = {
-        .p = p,
-        .beta = beta->data,
-        .g = g->data,
-        .ba_tile = (float (*)[BT])threadgroup_memory,
-        .stage = (ug_bf16 (*)[TILE])(threadgroup_memory + ba_tile_bytes(p->bt)),
-    };
-    wy_product u_from_v = {.src = v->data, .src_heads = p->h, .dst = u->data, .dim = p->v, .gated = false};
-    wy_product w_from_k = {.src = k->data, .src_heads = p->hg, .dst = w->data, .dim = p->k, .gated = true};
-
-    for (job.b = 0; job.b < p->b; job.b++)
-        for (job.h = 0; job.h < p->h; job.h++) {
-            u_from_v.src_head = job.h;
-            w_from_k.src_head = key_head(p, job.h);
-            for (job.t0 = 0; job.t0 < p->t; job.t0 += BT) {
-                load_ba_tile(&job, a->data);
-                for (size_t col0 = 0; col0 < p->v; col0 += TILE) column_tile(&job, &u_from_v, col0);
-                for (size_t col0 = 0; col0 < p->k; col0 += TILE) column_tile(&job, &w_from_k, col0);
-            }
-        }
-    return ug_guarded_free(&scratch, KERNEL " threadgroup scratch");
+    const size_t items = (size_t)p->b * p->h * (p->t / BT);
+    ug_worker_scratch scratch;
+    UG_TRY(ug_worker_scratch_alloc(&scratch, ug_parallel_workers(items), planned_threadgroup_bytes(p->bt)));
+    call c = {.p = p, .k = k, .v = v, .beta = beta, .g = g, .a = a, .w = w, .u = u, .scratch = &scratch};
+    ug_parallel_for(items, run_chunks, &c);
+    return ug_worker_scratch_free(&scratch, KERNEL " threadgroup scratch");
 }

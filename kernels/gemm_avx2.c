@@ -1,63 +1,122 @@
-/* AVX2 path (built with -mavx2 -mfma). A block of 4 rows x 16 columns keeps
- * its 8 accumulators in registers for the whole inner loop; each B row is
- * widened once per block and each A element broadcast once per block. Columns
- * left over after the 8-wide vectors take the scalar FMA chain, which rounds
- * identically. */
+/* AVX2 path (built with -mavx2 -mfma).
+ *
+ * The product has the AVX-512 path's structure at half the width: B widened
+ * to f32 once per panel of 16 columns and up to KC rows, a 6 x 16 block of C
+ * in 12 accumulators (of the 16 ymm registers), A broadcast from memory into
+ * the FMAs. Partial panels are packed element by element (AVX2 has no 16-bit
+ * masked load) and zero-filled; C's column tail is a masked store.
+ *
+ * The row operations are the scalar contract (gemm_paths.h) compiled with
+ * this path's flags: they are a small part of each kernel next to the
+ * products, and the same source cannot round differently. */
 #include <immintrin.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "gemm_paths.h"
+#include "transpose_avx2.h"
 
-enum { LANES = 8, BLOCK_ROWS = 4, BLOCK_VECTORS = 2 };
+enum { LANES = 8, MR = 6, NR = 2 * LANES, KC = 256 };
 
 /* -O2 does not unroll the block's short loops by itself; unrolled, with
  * constant trip counts, the accumulator array lives in registers. */
-#define UNROLLED _Pragma("GCC unroll 4")
+#define UNROLLED _Pragma("GCC unroll 8")
 
 /* Eight bf16 widened to f32: a bf16 is the upper half of its f32. */
-static inline __m256 load_bf16x8(const ug_bf16 *p)
+static inline __m256 widen8(const ug_bf16 *p)
 {
     __m256i widened = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(widened, 16));
 }
 
-/* C[rows][vectors * LANES] for rows <= BLOCK_ROWS, vectors <= BLOCK_VECTORS;
- * always inlined so that rows and vectors are constants. */
-static inline __attribute__((always_inline)) void
-block(size_t rows, size_t vectors, size_t kk, const float *A, size_t lda, const ug_bf16 *B,
-      size_t ldb, float *C, size_t ldc)
+/* All-ones in the lanes below `remaining`: the mask of maskload/maskstore. */
+static inline __m256i lanes_for(size_t remaining)
 {
-    __m256 acc[BLOCK_ROWS][BLOCK_VECTORS];
+    const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const int below = remaining >= LANES ? LANES : (int)remaining;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(below), index);
+}
+
+/* C[rows][vectors * LANES] over the panel's kc rows, from +0 (first) or from
+ * the partial sums in C; `lanes` limits each vector's columns. */
+static inline __attribute__((always_inline)) void
+block(size_t rows, size_t vectors, const __m256i lanes[2], size_t kc, const float *a, ptrdiff_t a_row,
+      ptrdiff_t a_col, const float (*panel)[NR], float *c, size_t ldc, bool first)
+{
+    __m256 acc[MR][2];
     UNROLLED for (size_t r = 0; r < rows; r++)
-        UNROLLED for (size_t v = 0; v < vectors; v++) acc[r][v] = _mm256_setzero_ps();
-    for (size_t p = 0; p < kk; p++) {
-        __m256 b[BLOCK_VECTORS];
-        UNROLLED for (size_t v = 0; v < vectors; v++) b[v] = load_bf16x8(B + p * ldb + v * LANES);
+        UNROLLED for (size_t v = 0; v < vectors; v++)
+            acc[r][v] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(c + r * ldc + v * LANES, lanes[v]);
+    for (size_t p = 0; p < kc; p++, a += a_col) {
+        __m256 b[2];
+        UNROLLED for (size_t v = 0; v < vectors; v++) b[v] = _mm256_load_ps(panel[p] + v * LANES);
         UNROLLED for (size_t r = 0; r < rows; r++) {
-            __m256 a = _mm256_set1_ps(A[r * lda + p]);
-            UNROLLED for (size_t v = 0; v < vectors; v++) acc[r][v] = _mm256_fmadd_ps(a, b[v], acc[r][v]);
+            const __m256 ar = _mm256_broadcast_ss(a + (ptrdiff_t)r * a_row);
+            UNROLLED for (size_t v = 0; v < vectors; v++) acc[r][v] = _mm256_fmadd_ps(ar, b[v], acc[r][v]);
         }
     }
     UNROLLED for (size_t r = 0; r < rows; r++)
-        UNROLLED for (size_t v = 0; v < vectors; v++) _mm256_storeu_ps(C + r * ldc + v * LANES, acc[r][v]);
+        UNROLLED for (size_t v = 0; v < vectors; v++) _mm256_maskstore_ps(c + r * ldc + v * LANES, lanes[v], acc[r][v]);
 }
 
 static inline __attribute__((always_inline)) void
-row_block(size_t rows, size_t n, size_t kk, const float *A, size_t lda, const ug_bf16 *B,
-          size_t ldb, float *C, size_t ldc)
+block_of_width(size_t rows, size_t nc, size_t kc, const float *a, ptrdiff_t a_row, ptrdiff_t a_col,
+               const float (*panel)[NR], float *c, size_t ldc, bool first)
 {
-    size_t j = 0;
-    for (; j + BLOCK_VECTORS * LANES <= n; j += BLOCK_VECTORS * LANES)
-        block(rows, BLOCK_VECTORS, kk, A, lda, B + j, ldb, C + j, ldc);
-    for (; j + LANES <= n; j += LANES) block(rows, 1, kk, A, lda, B + j, ldb, C + j, ldc);
-    for (; j < n; j++)
-        for (size_t r = 0; r < rows; r++) C[r * ldc + j] = ug_gemm_dot_f32_bf16(kk, A + r * lda, B + j, ldb);
+    const __m256i lanes[2] = {lanes_for(nc), lanes_for(nc > LANES ? nc - LANES : 0)};
+    if (nc > LANES) block(rows, 2, lanes, kc, a, a_row, a_col, panel, c, ldc, first);
+    else block(rows, 1, lanes, kc, a, a_row, a_col, panel, c, ldc, first);
 }
 
-void ug_gemm_f32_bf16_avx2(size_t m, size_t n, size_t kk, const float *A, size_t lda,
-                           const ug_bf16 *B, size_t ldb, float *C, size_t ldc)
+/* B(p0 .. p0+kc, j0 .. j0+nc) widened into the panel, zero beyond nc. */
+static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j0, size_t nc, float (*panel)[NR])
 {
-    size_t i = 0;
-    for (; i + BLOCK_ROWS <= m; i += BLOCK_ROWS)
-        row_block(BLOCK_ROWS, n, kk, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
-    for (; i < m; i++) row_block(1, n, kk, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
+    if (g->b_col == 1 && nc == NR) {
+        for (size_t p = 0; p < kc; p++) {
+            const ug_bf16 *row = g->b + (ptrdiff_t)(p0 + p) * g->b_row + (ptrdiff_t)j0;
+            _mm256_store_ps(panel[p], widen8(row));
+            _mm256_store_ps(panel[p] + LANES, widen8(row + LANES));
+        }
+        return;
+    }
+    for (size_t j = 0; j < NR; j++)
+        for (size_t p = 0; p < kc; p++) panel[p][j] = j < nc ? ug_gemm_b(g, p0 + p, j0 + j) : 0.0f;
 }
+
+static void gemm(const ug_gemm_operands *g)
+{
+    float panel[KC][NR] __attribute__((aligned(32)));
+    for (size_t j0 = 0; j0 < g->n; j0 += NR) {
+        const size_t nc = g->n - j0 < NR ? g->n - j0 : NR;
+        for (size_t p0 = 0; p0 == 0 || p0 < g->kk; p0 += KC) {
+            const size_t kc = g->kk - p0 < KC ? g->kk - p0 : KC;
+            pack_panel(g, p0, kc, j0, nc, panel);
+            const float *a = g->a + (ptrdiff_t)p0 * g->a_col;
+            for (size_t i0 = 0; i0 < g->m; i0 += MR) {
+                const float *ai = a + (ptrdiff_t)i0 * g->a_row;
+                float *c = g->c + i0 * g->ldc + j0;
+                const float(*pn)[NR] = (const float(*)[NR])panel;
+                switch (g->m - i0 < MR ? g->m - i0 : MR) {
+                case 6: block_of_width(6, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                case 5: block_of_width(5, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                case 4: block_of_width(4, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                case 3: block_of_width(3, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                case 2: block_of_width(2, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                default: block_of_width(1, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                }
+            }
+        }
+    }
+}
+
+const ug_isa_path ug_isa_path_avx2 = {
+    .gemm = gemm,
+    .widen = ug_rows_widen_scalar,
+    .round = ug_rows_round_scalar,
+    .scale_round = ug_rows_scale_round_scalar,
+    .mul3 = ug_rows_mul3_scalar,
+    .fma = ug_rows_fma_scalar,
+    .scaled_sum_round = ug_rows_scaled_sum_round_scalar,
+    .residual = ug_rows_residual_scalar,
+    .transpose = ug_transpose_avx2,
+};

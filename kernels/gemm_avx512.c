@@ -1,74 +1,217 @@
 /* AVX-512 path (built with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma).
- * A block of 4 rows x 64 columns keeps its 16 accumulators in registers for
- * the whole inner loop; each B row is widened once per block and each A
- * element broadcast once per block. Columns left over after the 64-wide blocks
- * go 16 at a time, the last 16 masked, so no scalar tail is needed. */
+ *
+ * The product, BLIS-style: B is widened to f32 once per panel of 32 columns
+ * and up to KC rows, packed [p][32] so that a k-step reads two aligned
+ * vectors; an 8 x 32 block of C keeps its 16 accumulators in registers while
+ * each A element is broadcast from memory straight into its FMAs. The inner
+ * loop is loads and FMAs only (the widening of B per block and per k-step,
+ * which competed with the FMAs for ports 0 and 5, is gone). Sums longer than
+ * KC continue from the partial C stored by the previous panel, so each
+ * element's chain is unbroken and in increasing p. Column tails are masked
+ * lanes, row tails smaller blocks: no scalar code in the product.
+ *
+ * The row operations do 16 elements per instruction, the last vector masked;
+ * f32 -> bf16 is the integer rounding of ug_bf16_from_f32 (vcvtneps2bf16
+ * would flush subnormals). */
 #include <immintrin.h>
+#include <stdbool.h>
 
 #include "gemm_paths.h"
+#include "transpose_avx2.h"
 
-enum { LANES = 16, BLOCK_ROWS = 4, BLOCK_VECTORS = 4 };
+enum { LANES = 16, MR = 8, NR = 2 * LANES, KC = 256 };
 
 /* -O2 does not unroll the block's short loops by itself; unrolled, with
  * constant trip counts, the accumulator array lives in registers. */
-#define UNROLLED _Pragma("GCC unroll 4")
+#define UNROLLED _Pragma("GCC unroll 8")
 
 static const __mmask16 all_lanes = 0xFFFF;
 
-/* The lanes of a vector that hold one of the `remaining` columns. */
-static __mmask16 lanes_for(size_t remaining)
+/* The lanes of a vector that hold one of the `remaining` elements. */
+static inline __mmask16 lanes_for(size_t remaining)
 {
     return remaining >= LANES ? all_lanes : (__mmask16)((1u << remaining) - 1u);
 }
 
 /* Up to sixteen bf16 widened to f32 (a bf16 is the upper half of its f32);
- * masked-off lanes are not read. */
-static inline __m512 load_bf16x16(const ug_bf16 *p, __mmask16 lanes)
+ * masked-off lanes are not read and come out as +0. */
+static inline __m512 widen16(const ug_bf16 *p, __mmask16 lanes)
 {
     __m512i widened = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, p));
     return _mm512_castsi512_ps(_mm512_slli_epi32(widened, 16));
 }
 
-/* C[rows][vectors * LANES] for rows <= BLOCK_ROWS, vectors <= BLOCK_VECTORS,
- * the last vector limited to last_lanes; always inlined so that rows and
- * vectors are constants. */
-static inline __attribute__((always_inline)) void
-block(size_t rows, size_t vectors, __mmask16 last_lanes, size_t kk, const float *A, size_t lda,
-      const ug_bf16 *B, size_t ldb, float *C, size_t ldc)
+/* ug_bf16_from_f32 on sixteen lanes: NaN -> sign | 0x7FC0, otherwise add
+ * 0x7FFF plus the lowest kept bit and keep the upper half. */
+static inline __m256i round16(__m512 x)
 {
-    __m512 acc[BLOCK_ROWS][BLOCK_VECTORS];
-    __mmask16 lanes[BLOCK_VECTORS];
-    UNROLLED for (size_t v = 0; v < vectors; v++) lanes[v] = v + 1 == vectors ? last_lanes : all_lanes;
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i upper = _mm512_srli_epi32(u, 16);
+    const __m512i lsb = _mm512_and_si512(upper, _mm512_set1_epi32(1));
+    __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+    const __m512i quiet = _mm512_or_si512(_mm512_and_si512(upper, _mm512_set1_epi32(0x8000)), _mm512_set1_epi32(0x7FC0));
+    rounded = _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), quiet);
+    return _mm512_cvtepi32_epi16(rounded);
+}
+
+static inline void store16(ug_bf16 *p, __mmask16 lanes, __m256i x) { _mm256_mask_storeu_epi16(p, lanes, x); }
+
+/* ---- the product ----------------------------------------------------------------- */
+
+/* C[rows][vectors * LANES] (the last vector limited to `last`) over the panel's
+ * kc rows, starting from +0 (first) or from the partial sums in C; always
+ * inlined so that rows and vectors are constants. */
+static inline __attribute__((always_inline)) void
+block(size_t rows, size_t vectors, __mmask16 last, size_t kc, const float *a, ptrdiff_t a_row, ptrdiff_t a_col,
+      const float (*panel)[NR], float *c, size_t ldc, bool first)
+{
+    __m512 acc[MR][2];
+    const __mmask16 lanes[2] = {vectors == 1 ? last : all_lanes, last};
     UNROLLED for (size_t r = 0; r < rows; r++)
-        UNROLLED for (size_t v = 0; v < vectors; v++) acc[r][v] = _mm512_setzero_ps();
-    for (size_t p = 0; p < kk; p++) {
-        __m512 b[BLOCK_VECTORS];
-        UNROLLED for (size_t v = 0; v < vectors; v++) b[v] = load_bf16x16(B + p * ldb + v * LANES, lanes[v]);
+        UNROLLED for (size_t v = 0; v < vectors; v++)
+            acc[r][v] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(lanes[v], c + r * ldc + v * LANES);
+    for (size_t p = 0; p < kc; p++, a += a_col) {
+        __m512 b[2];
+        UNROLLED for (size_t v = 0; v < vectors; v++) b[v] = _mm512_load_ps(panel[p] + v * LANES);
         UNROLLED for (size_t r = 0; r < rows; r++) {
-            __m512 a = _mm512_set1_ps(A[r * lda + p]);
-            UNROLLED for (size_t v = 0; v < vectors; v++) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+            const __m512 ar = _mm512_set1_ps(a[(ptrdiff_t)r * a_row]);
+            UNROLLED for (size_t v = 0; v < vectors; v++) acc[r][v] = _mm512_fmadd_ps(ar, b[v], acc[r][v]);
         }
     }
     UNROLLED for (size_t r = 0; r < rows; r++)
-        UNROLLED for (size_t v = 0; v < vectors; v++)
-            _mm512_mask_storeu_ps(C + r * ldc + v * LANES, lanes[v], acc[r][v]);
+        UNROLLED for (size_t v = 0; v < vectors; v++) _mm512_mask_storeu_ps(c + r * ldc + v * LANES, lanes[v], acc[r][v]);
 }
 
 static inline __attribute__((always_inline)) void
-row_block(size_t rows, size_t n, size_t kk, const float *A, size_t lda, const ug_bf16 *B,
-          size_t ldb, float *C, size_t ldc)
+block_of_width(size_t rows, size_t nc, size_t kc, const float *a, ptrdiff_t a_row, ptrdiff_t a_col,
+               const float (*panel)[NR], float *c, size_t ldc, bool first)
 {
-    size_t j = 0;
-    for (; j + BLOCK_VECTORS * LANES <= n; j += BLOCK_VECTORS * LANES)
-        block(rows, BLOCK_VECTORS, all_lanes, kk, A, lda, B + j, ldb, C + j, ldc);
-    for (; j < n; j += LANES) block(rows, 1, lanes_for(n - j), kk, A, lda, B + j, ldb, C + j, ldc);
+    if (nc > LANES) block(rows, 2, lanes_for(nc - LANES), kc, a, a_row, a_col, panel, c, ldc, first);
+    else block(rows, 1, lanes_for(nc), kc, a, a_row, a_col, panel, c, ldc, first);
 }
 
-void ug_gemm_f32_bf16_avx512(size_t m, size_t n, size_t kk, const float *A, size_t lda,
-                             const ug_bf16 *B, size_t ldb, float *C, size_t ldc)
+/* B(p0 .. p0+kc, j0 .. j0+nc) widened into the panel, zero beyond nc. */
+static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j0, size_t nc, float (*panel)[NR])
 {
-    size_t i = 0;
-    for (; i + BLOCK_ROWS <= m; i += BLOCK_ROWS)
-        row_block(BLOCK_ROWS, n, kk, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
-    for (; i < m; i++) row_block(1, n, kk, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
+    if (g->b_col == 1) {
+        const __mmask16 low = lanes_for(nc), high = nc > LANES ? lanes_for(nc - LANES) : 0;
+        for (size_t p = 0; p < kc; p++) {
+            const ug_bf16 *row = g->b + (ptrdiff_t)(p0 + p) * g->b_row + (ptrdiff_t)j0;
+            _mm512_store_ps(panel[p], widen16(row, low));
+            _mm512_store_ps(panel[p] + LANES, widen16(row + LANES, high));
+        }
+        return;
+    }
+    /* B stored by columns (or strided): column j runs along p in the source. */
+    for (size_t j = 0; j < NR; j++)
+        for (size_t p = 0; p < kc; p++) panel[p][j] = j < nc ? ug_gemm_b(g, p0 + p, j0 + j) : 0.0f;
 }
+
+static void gemm(const ug_gemm_operands *g)
+{
+    float panel[KC][NR] __attribute__((aligned(64)));
+    for (size_t j0 = 0; j0 < g->n; j0 += NR) {
+        const size_t nc = g->n - j0 < NR ? g->n - j0 : NR;
+        for (size_t p0 = 0; p0 == 0 || p0 < g->kk; p0 += KC) {
+            const size_t kc = g->kk - p0 < KC ? g->kk - p0 : KC;
+            pack_panel(g, p0, kc, j0, nc, panel);
+            const float *a = g->a + (ptrdiff_t)p0 * g->a_col;
+            for (size_t i0 = 0; i0 < g->m; i0 += MR) {
+                const float *ai = a + (ptrdiff_t)i0 * g->a_row;
+                float *c = g->c + i0 * g->ldc + j0;
+                const float(*pn)[NR] = (const float(*)[NR])panel;
+                switch (g->m - i0 < MR ? g->m - i0 : MR) {
+                case 8: block_of_width(8, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                case 7: block_of_width(7, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                case 6: block_of_width(6, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                case 5: block_of_width(5, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                case 4: block_of_width(4, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                case 3: block_of_width(3, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                case 2: block_of_width(2, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                default: block_of_width(1, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
+                }
+            }
+        }
+    }
+}
+
+/* ---- the row operations: sixteen lanes at a time, the last vector masked --------- */
+
+static void widen(size_t n, const ug_bf16 *x, float *out)
+{
+    for (size_t i = 0; i < n; i += LANES) {
+        const __mmask16 lanes = lanes_for(n - i);
+        _mm512_mask_storeu_ps(out + i, lanes, widen16(x + i, lanes));
+    }
+}
+
+static void round_rows(size_t n, const float *x, ug_bf16 *out)
+{
+    for (size_t i = 0; i < n; i += LANES) {
+        const __mmask16 lanes = lanes_for(n - i);
+        store16(out + i, lanes, round16(_mm512_maskz_loadu_ps(lanes, x + i)));
+    }
+}
+
+static void scale_round(size_t n, const ug_bf16 *x, float s1, float s2, ug_bf16 *out)
+{
+    const __m512 v1 = _mm512_set1_ps(s1), v2 = _mm512_set1_ps(s2);
+    for (size_t i = 0; i < n; i += LANES) {
+        const __mmask16 lanes = lanes_for(n - i);
+        store16(out + i, lanes, round16(_mm512_mul_ps(_mm512_mul_ps(widen16(x + i, lanes), v1), v2)));
+    }
+}
+
+static void mul3(size_t n, float s, const float *x, const float *y, float *out)
+{
+    const __m512 sv = _mm512_set1_ps(s);
+    for (size_t i = 0; i < n; i += LANES) {
+        const __mmask16 lanes = lanes_for(n - i);
+        const __m512 sx = _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(lanes, x + i));
+        _mm512_mask_storeu_ps(out + i, lanes, _mm512_mul_ps(sx, _mm512_maskz_loadu_ps(lanes, y + i)));
+    }
+}
+
+static void fma_rows(size_t n, float d, float *acc, const float *add)
+{
+    const __m512 dv = _mm512_set1_ps(d);
+    for (size_t i = 0; i < n; i += LANES) {
+        const __mmask16 lanes = lanes_for(n - i);
+        const __m512 sum = _mm512_fmadd_ps(dv, _mm512_maskz_loadu_ps(lanes, acc + i), _mm512_maskz_loadu_ps(lanes, add + i));
+        _mm512_mask_storeu_ps(acc + i, lanes, sum);
+    }
+}
+
+static void scaled_sum_round(size_t n, float d, const float *x, const float *y, float scale, ug_bf16 *out)
+{
+    const __m512 dv = _mm512_set1_ps(d), sv = _mm512_set1_ps(scale);
+    for (size_t i = 0; i < n; i += LANES) {
+        const __mmask16 lanes = lanes_for(n - i);
+        const __m512 first = _mm512_mul_ps(_mm512_mul_ps(dv, _mm512_maskz_loadu_ps(lanes, x + i)), sv);
+        const __m512 second = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, y + i), sv);
+        store16(out + i, lanes, round16(_mm512_add_ps(first, second)));
+    }
+}
+
+static void residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf16 *v, ug_bf16 *dv)
+{
+    const __m512 dd = _mm512_set1_ps(d);
+    for (size_t i = 0; i < n; i += LANES) {
+        const __mmask16 lanes = lanes_for(n - i);
+        const __m512 r = _mm512_sub_ps(widen16(u + i, lanes), _mm512_maskz_loadu_ps(lanes, x + i));
+        store16(v + i, lanes, round16(r));
+        store16(dv + i, lanes, round16(_mm512_mul_ps(dd, r)));
+    }
+}
+
+const ug_isa_path ug_isa_path_avx512 = {
+    .gemm = gemm,
+    .widen = widen,
+    .round = round_rows,
+    .scale_round = scale_round,
+    .mul3 = mul3,
+    .fma = fma_rows,
+    .scaled_sum_round = scaled_sum_round,
+    .residual = residual,
+    .transpose = ug_transpose_avx2,
+};

@@ -1,9 +1,12 @@
-/* The per-ISA micro-kernels behind ug_gemm_f32_bf16 (private to kernels/).
+/* The per-ISA implementations behind the products and row operations of
+ * isa.h (private to kernels/).
  *
- * Each lives in its own file so that the Makefile can build it with that ISA's
- * flags (gemm_avx2.c, gemm_avx512.c) while everything else stays free of SIMD
- * code; isa.c calls only the path the CPU supports. All three compute the
- * contract of ug_gemm_f32_bf16 (isa.h) bit for bit. */
+ * Each path lives in its own file so that the Makefile can build it with that
+ * ISA's flags (gemm_avx2.c, gemm_avx512.c) while everything else stays free
+ * of SIMD code; isa.c calls only the path the CPU supports. Every function
+ * computes its contract in isa.h bit for bit; the scalar definitions below
+ * are the contract written once, used by the portable path and by the SIMD
+ * paths for what their vectors leave over. */
 #ifndef UG_GEMM_PATHS_H
 #define UG_GEMM_PATHS_H
 
@@ -11,22 +14,92 @@
 #include <stddef.h>
 
 #include "../core/bf16.h"
+#include "isa.h"
 
-typedef void ug_gemm_f32_bf16_fn(size_t m, size_t n, size_t kk, const float *A, size_t lda,
-                                 const ug_bf16 *B, size_t ldb, float *C, size_t ldc);
+/* One path: the product and every row operation. */
+typedef struct {
+    void (*gemm)(const ug_gemm_operands *g);
+    void (*widen)(size_t n, const ug_bf16 *x, float *out);
+    void (*round)(size_t n, const float *x, ug_bf16 *out);
+    void (*scale_round)(size_t n, const ug_bf16 *x, float s1, float s2, ug_bf16 *out);
+    void (*mul3)(size_t n, float s, const float *x, const float *y, float *out);
+    void (*fma)(size_t n, float d, float *acc, const float *add);
+    void (*scaled_sum_round)(size_t n, float d, const float *x, const float *y, float scale, ug_bf16 *out);
+    void (*residual)(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf16 *v, ug_bf16 *dv);
+    void (*transpose)(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst, size_t ldd);
+} ug_isa_path;
 
-ug_gemm_f32_bf16_fn ug_gemm_f32_bf16_portable;
-ug_gemm_f32_bf16_fn ug_gemm_f32_bf16_avx2;
-ug_gemm_f32_bf16_fn ug_gemm_f32_bf16_avx512;
+extern const ug_isa_path ug_isa_path_portable;
+extern const ug_isa_path ug_isa_path_avx2;
+extern const ug_isa_path ug_isa_path_avx512;
 
-/* One output element: the FMA chain of the contract, in increasing index
- * order from +0.0f. The single definition every scalar code path uses. */
-static inline float ug_gemm_dot_f32_bf16(size_t kk, const float *a_row, const ug_bf16 *b_col,
-                                         size_t ldb)
+/* ---- the contract, one element at a time ------------------------------------ */
+
+/* A(i, p) and B(p, j) of a product. */
+static inline float ug_gemm_a(const ug_gemm_operands *g, size_t i, size_t p)
 {
-    float acc = 0.0f;
-    for (size_t p = 0; p < kk; p++) acc = fmaf(a_row[p], ug_bf16_to_f32(b_col[p * ldb]), acc);
+    return g->a[(ptrdiff_t)i * g->a_row + (ptrdiff_t)p * g->a_col];
+}
+
+static inline float ug_gemm_b(const ug_gemm_operands *g, size_t p, size_t j)
+{
+    return ug_bf16_to_f32(g->b[(ptrdiff_t)p * g->b_row + (ptrdiff_t)j * g->b_col]);
+}
+
+/* C(i, j) continued over p in [p0, p1) from acc: the FMA chain in increasing
+ * p (from acc = +0.0f at p0 = 0). */
+static inline float ug_gemm_chain(const ug_gemm_operands *g, size_t i, size_t j, size_t p0, size_t p1, float acc)
+{
+    for (size_t p = p0; p < p1; p++) acc = fmaf(ug_gemm_a(g, i, p), ug_gemm_b(g, p, j), acc);
     return acc;
+}
+
+static inline void ug_rows_widen_scalar(size_t n, const ug_bf16 *x, float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = ug_bf16_to_f32(x[i]);
+}
+
+static inline void ug_rows_round_scalar(size_t n, const float *x, ug_bf16 *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = ug_bf16_from_f32(x[i]);
+}
+
+static inline void ug_rows_scale_round_scalar(size_t n, const ug_bf16 *x, float s1, float s2, ug_bf16 *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = ug_bf16_from_f32(ug_bf16_to_f32(x[i]) * s1 * s2);
+}
+
+static inline void ug_rows_mul3_scalar(size_t n, float s, const float *x, const float *y, float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = s * x[i] * y[i];
+}
+
+static inline void ug_rows_fma_scalar(size_t n, float d, float *acc, const float *add)
+{
+    for (size_t i = 0; i < n; i++) acc[i] = fmaf(d, acc[i], add[i]);
+}
+
+static inline void ug_rows_scaled_sum_round_scalar(size_t n, float d, const float *x, const float *y, float scale,
+                                                   ug_bf16 *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = ug_bf16_from_f32(d * x[i] * scale + y[i] * scale);
+}
+
+static inline void ug_rows_residual_scalar(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf16 *v,
+                                           ug_bf16 *dv)
+{
+    for (size_t i = 0; i < n; i++) {
+        float r = ug_bf16_to_f32(u[i]) - x[i];
+        v[i] = ug_bf16_from_f32(r);
+        dv[i] = ug_bf16_from_f32(d * r);
+    }
+}
+
+static inline void ug_rows_transpose_scalar(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst,
+                                            size_t ldd)
+{
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) dst[j * ldd + i] = src[i * lds + j];
 }
 
 #endif

@@ -1,10 +1,22 @@
-/* Portable path: one element at a time. fmaf() (not a*b+c) makes each step a
- * single rounding, so this path matches the SIMD paths' vector FMAs exactly. */
+/* Portable path: one element at a time, built without SIMD flags. fmaf()
+ * (not a*b+c) makes each step of a chain a single rounding, so this path
+ * matches the SIMD paths' vector FMAs exactly. */
 #include "gemm_paths.h"
 
-void ug_gemm_f32_bf16_portable(size_t m, size_t n, size_t kk, const float *A, size_t lda,
-                               const ug_bf16 *B, size_t ldb, float *C, size_t ldc)
+static void gemm(const ug_gemm_operands *g)
 {
-    for (size_t i = 0; i < m; i++)
-        for (size_t j = 0; j < n; j++) C[i * ldc + j] = ug_gemm_dot_f32_bf16(kk, A + i * lda, B + j, ldb);
+    for (size_t i = 0; i < g->m; i++)
+        for (size_t j = 0; j < g->n; j++) g->c[i * g->ldc + j] = ug_gemm_chain(g, i, j, 0, g->kk, 0.0f);
 }
+
+const ug_isa_path ug_isa_path_portable = {
+    .gemm = gemm,
+    .widen = ug_rows_widen_scalar,
+    .round = ug_rows_round_scalar,
+    .scale_round = ug_rows_scale_round_scalar,
+    .mul3 = ug_rows_mul3_scalar,
+    .fma = ug_rows_fma_scalar,
+    .scaled_sum_round = ug_rows_scaled_sum_round_scalar,
+    .residual = ug_rows_residual_scalar,
+    .transpose = ug_rows_transpose_scalar,
+};

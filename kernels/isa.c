@@ -21,10 +21,10 @@ static const char *const isa_requirements[UG_ISA_COUNT] = {
     [UG_ISA_AVX512] = "avx512f, avx512bw, avx512vl, avx512dq, fma",
 };
 
-static ug_gemm_f32_bf16_fn *const gemm_paths[UG_ISA_COUNT] = {
-    [UG_ISA_PORTABLE] = ug_gemm_f32_bf16_portable,
-    [UG_ISA_AVX2] = ug_gemm_f32_bf16_avx2,
-    [UG_ISA_AVX512] = ug_gemm_f32_bf16_avx512,
+static const ug_isa_path *const paths[UG_ISA_COUNT] = {
+    [UG_ISA_PORTABLE] = &ug_isa_path_portable,
+    [UG_ISA_AVX2] = &ug_isa_path_avx2,
+    [UG_ISA_AVX512] = &ug_isa_path_avx512,
 };
 
 /* The process default is settled before main, so the dispatch never races
@@ -89,8 +89,40 @@ ug_status ug_isa_select(ug_isa isa)
 
 ug_isa ug_isa_current(void) { return thread_isa < 0 ? default_isa : (ug_isa)thread_isa; }
 
+static const ug_isa_path *path(void) { return paths[ug_isa_current()]; }
+
+void ug_gemm(const ug_gemm_operands *g) { path()->gemm(g); }
+
 void ug_gemm_f32_bf16(size_t m, size_t n, size_t kk, const float *A, size_t lda,
                       const ug_bf16 *B, size_t ldb, float *C, size_t ldc)
 {
-    gemm_paths[ug_isa_current()](m, n, kk, A, lda, B, ldb, C, ldc);
+    const ug_gemm_operands g = {.m = m, .n = n, .kk = kk, .a = A, .a_row = (ptrdiff_t)lda, .a_col = 1,
+                                .b = B, .b_row = (ptrdiff_t)ldb, .b_col = 1, .c = C, .ldc = ldc};
+    path()->gemm(&g);
+}
+
+void ug_rows_widen(size_t n, const ug_bf16 *x, float *out) { path()->widen(n, x, out); }
+void ug_rows_round(size_t n, const float *x, ug_bf16 *out) { path()->round(n, x, out); }
+
+void ug_rows_scale_round(size_t n, const ug_bf16 *x, float s1, float s2, ug_bf16 *out)
+{
+    path()->scale_round(n, x, s1, s2, out);
+}
+
+void ug_rows_mul3(size_t n, float s, const float *x, const float *y, float *out) { path()->mul3(n, s, x, y, out); }
+void ug_rows_fma(size_t n, float d, float *acc, const float *add) { path()->fma(n, d, acc, add); }
+
+void ug_rows_scaled_sum_round(size_t n, float d, const float *x, const float *y, float scale, ug_bf16 *out)
+{
+    path()->scaled_sum_round(n, d, x, y, scale, out);
+}
+
+void ug_rows_residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf16 *v, ug_bf16 *dv)
+{
+    path()->residual(n, u, x, d, v, dv);
+}
+
+void ug_rows_transpose(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst, size_t ldd)
+{
+    path()->transpose(rows, cols, src, lds, dst, ldd);
 }

@@ -25,10 +25,46 @@ ug_isa ug_isa_best(void);                   /* the default path */
 ug_status ug_isa_select(ug_isa isa);
 ug_isa ug_isa_current(void);
 
-/* C[i][j] = fma(A[i][kk-1], B[kk-1][j], ... fma(A[i][0], B[0][j], +0.0f))
- * for i < m, j < n: A f32 row-major (row stride lda), B bf16 row-major (ldb),
- * C f32 (ldc). The FMA chain runs in increasing index order on every path. */
+/* The matrix product every GDN kernel is made of, BLIS-style operands:
+ * A(i, p) = a[i*a_row + p*a_col] (f32), B(p, j) = b[p*b_row + j*b_col] (bf16,
+ * widened exactly), for i < m, j < n, p < kk; strides may be negative (a
+ * reversed operand). C[i*ldc + j] is overwritten with
+ *   fma(A(i,kk-1), B(kk-1,j), ... fma(A(i,0), B(0,j), +0.0f))
+ * the FMA chain in increasing p on every path: all paths give identical bits.
+ * Operands must not overlap C. */
+typedef struct {
+    size_t m, n, kk;
+    const float *a;
+    ptrdiff_t a_row, a_col;
+    const ug_bf16 *b;
+    ptrdiff_t b_row, b_col;
+    float *c;
+    size_t ldc;
+} ug_gemm_operands;
+void ug_gemm(const ug_gemm_operands *g);
+
+/* ug_gemm with A and B row-major (A: lda, B: ldb). */
 void ug_gemm_f32_bf16(size_t m, size_t n, size_t kk, const float *A, size_t lda,
                       const ug_bf16 *B, size_t ldb, float *C, size_t ldc);
+
+/* Elementwise rows around the products, on the same run-time path. Each
+ * output element is the scalar expression in its comment, evaluated with the
+ * same IEEE operations in the same order on every path (bf16() is
+ * ug_bf16_from_f32, widen() ug_bf16_to_f32, fma fmaf), so the paths agree
+ * bit for bit; they differ only in how many elements one instruction does. */
+void ug_rows_widen(size_t n, const ug_bf16 *x, float *out);          /* out = widen(x) */
+void ug_rows_round(size_t n, const float *x, ug_bf16 *out);          /* out = bf16(x) */
+void ug_rows_scale_round(size_t n, const ug_bf16 *x, float s1, float s2,
+                         ug_bf16 *out);                              /* out = bf16(widen(x) * s1 * s2) */
+void ug_rows_mul3(size_t n, float s, const float *x, const float *y,
+                  float *out);                                       /* out = s * x * y */
+void ug_rows_fma(size_t n, float d, float *acc, const float *add);   /* acc = fma(d, acc, add) */
+void ug_rows_scaled_sum_round(size_t n, float d, const float *x, const float *y, float scale,
+                              ug_bf16 *out);                         /* out = bf16(d * x * scale + y * scale) */
+void ug_rows_residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf16 *v,
+                      ug_bf16 *dv);                                  /* r = widen(u) - x: v = bf16(r), dv = bf16(d * r) */
+/* dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols (bf16 moved, not rounded). */
+void ug_rows_transpose(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst,
+                       size_t ldd);
 
 #endif
