@@ -27,7 +27,7 @@ JOBS     ?= $(shell nproc)
 VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all test verify verify-large baseline memcheck mutants clean deps screenshot sanitize fuzz
+.PHONY: all test verify verify-large baseline memcheck mutants clean deps screenshot sanitize fuzz interop
 # $(call timed,WHAT,COMMAND): runs COMMAND, prints its wall time, keeps its status.
 timed = start=$$(date +%s%N); $(2); rc=$$?; \
 	echo "make: $(1): $$(( ($$(date +%s%N) - start) / 1000000 )) ms wall (exit $$rc)"; exit $$rc
@@ -79,7 +79,16 @@ test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate
 	@$(call timed,unit tests,$(BUILD)/tests/run_tests)
 	@$(call timed,smoke sweep,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke \
 	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
+	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory mutants
+
+# The safetensors round trip of a kernel outside ulpgate (docs/interop.md):
+# export, a numpy candidate written with the real safetensors library (right,
+# then wrong on purpose), score, verdicts asserted. The Python venv comes from
+# ci/install-deps.sh (make deps).
+PYVENV ?= build/pyvenv
+interop: $(BUILD)/ulpgate
+	@$(call timed,interop,tests/interop/run.sh $(BUILD) $(PYVENV))
 
 verify: $(BUILD)/ulpgate
 	@$(call timed,verify,$(BUILD)/ulpgate verify --sweep $(SWEEP) --budgets $(BUDGETS) \

@@ -1,19 +1,39 @@
 #!/usr/bin/env bash
-# Installs the Debian packages ulpgate builds and tests with, when missing.
-# Idempotent; needs root (or sudo) only when something is missing.
+# Installs the Debian packages ulpgate builds and tests with, when missing,
+# then the Python venv of the interop test (build/pyvenv, pinned packages of
+# tests/interop/requirements.txt). Idempotent; needs root (or sudo) only when
+# a Debian package is missing.
 set -euo pipefail
-packages=(build-essential libmpfr-dev libgmp-dev libgsl-dev libcunit1-dev libjansson-dev valgrind)
+cd "$(dirname "$0")/.."
+
+# The Python client of `make interop`: numpy, safetensors and ml_dtypes from
+# the Python package registry, in a venv so the system Python stays untouched.
+python_venv() {
+  local venv=build/pyvenv req=tests/interop/requirements.txt
+  if cmp -s "$req" "$venv/requirements.txt" && "$venv/bin/python" -c "import numpy, safetensors, ml_dtypes" 2>/dev/null; then
+    echo "install-deps: Python venv $venv up to date"
+    return
+  fi
+  echo "install-deps: creating the Python venv $venv from $req"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+  cp "$req" "$venv/requirements.txt"
+}
+
+packages=(build-essential libmpfr-dev libgmp-dev libgsl-dev libcunit1-dev libjansson-dev valgrind python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-sudo_cmd=""
-[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo_cmd apt-get update -qq
-$sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+python_venv

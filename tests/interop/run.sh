@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# make interop: the round trip a kernel author makes, with the real Python
+# safetensors library. Exports the interop sweep, lets tests/interop/candidate.py
+# compute the outputs in numpy (once right, once with a planted bug), scores
+# both, and asserts the verdicts: exit 0 for the right one; exit 1 for the
+# wrong one, with the failing case and element named.
+# usage: tests/interop/run.sh BUILD PYVENV
+set -uo pipefail
+build=$1 venv=$2
+ulpgate=$build/ulpgate work=$build/interop
+python=$venv/bin/python
+if [ ! -x "$python" ] || ! "$python" -c "import numpy, safetensors, ml_dtypes" 2>/dev/null; then
+  echo "interop: no Python venv with numpy, safetensors and ml_dtypes at $venv: run ci/install-deps.sh (or make deps)"
+  exit 1
+fi
+rm -rf "$work" && mkdir -p "$work"
+passed=0 failed=0
+check() { # NAME CONDITION-STATUS
+  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "interop: ok: $1"
+  else failed=$((failed + 1)); echo "interop: FAILED: $1"; fi
+}
+"$ulpgate" export --sweep fixtures/sweeps/interop --out "$work/fixtures" || exit 1
+"$python" tests/interop/candidate.py "$work/fixtures" "$work/right" || exit 1
+"$python" tests/interop/candidate.py "$work/fixtures" "$work/wrong" --wrong || exit 1
+
+"$ulpgate" score --fixtures "$work/fixtures" --candidate "$work/right" --budgets fixtures/budgets \
+  --reports "$work/reports-right" --quiet >"$work/right.log" 2>&1
+rc=$?
+check "the numpy candidate passes the gate (exit $rc, expected 0)" $((rc != 0))
+grep -q '"candidate"' "$work/reports-right/report.json"
+check "report.json labels the bits with the candidate path" $?
+
+"$ulpgate" score --fixtures "$work/fixtures" --candidate "$work/wrong" --budgets fixtures/budgets \
+  --reports "$work/reports-wrong" --quiet >"$work/wrong.log" 2>&1
+rc=$?
+check "the wrong candidate fails the gate (exit $rc, expected 1)" $((rc != 1))
+grep -q '^FAIL: gdn_chunk_cumsum/B=1 T=128 H=3 BT=64 realistic: \[candidate\] g\[192\] exact: ' "$work/wrong.log"
+check "its failure names the first wrong element, g[192] (row 64: the chunk boundary)" $?
+
+# A candidate file cut short must stop score with the file named, before any report is written.
+cut=$(ls "$work/right" | head -1)
+cp -r "$work/right" "$work/truncated"
+head -c 100 "$work/right/$cut" >"$work/truncated/$cut"
+"$ulpgate" score --fixtures "$work/fixtures" --candidate "$work/truncated" --budgets fixtures/budgets \
+  --reports "$work/reports-truncated" --quiet >"$work/truncated.log" 2>&1
+rc=$?
+grep -q "truncated/$cut" "$work/truncated.log" && [ "$rc" -eq 2 ] && [ ! -e "$work/reports-truncated" ]
+check "a truncated candidate file stops score (exit $rc, expected 2) with its name, no reports" $?
+
+[ "$failed" -eq 0 ] || { echo "--- right.log"; tail -5 "$work/right.log"; echo "--- wrong.log"; tail -15 "$work/wrong.log";
+                         echo "--- truncated.log"; cat "$work/truncated.log"; }
+echo "interop: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
