@@ -100,6 +100,33 @@ static void test_matches_the_scalar_statement_on_every_isa(void)
     CU_ASSERT_EQUAL(ug_isa_select(ug_isa_best()).code, UG_OK);
 }
 
+/* An infinite L[i][m] enters only the sums of the columns j <= m: the SIMD
+ * solvers must leave term m out of the lanes j > m (where x[m][j] is zero),
+ * not multiply it in (inf * 0 = NaN). Every path equals the scalar statement,
+ * NaNs included, bit for bit. */
+static void test_infinite_entries_reach_only_the_columns_they_feed(void)
+{
+    const params p = {.b = 1, .t = 64, .h = 2, .bt = 64};
+    kc_case c;
+    kc_case_open(&c, &kernel, &p, 7);
+    float *l = c.buf[BUF_L].data;
+    const size_t n = c.buf[BUF_A].count;
+    for (size_t k = 0; k < 6; k++) l[(20 + 7 * k) * p.h * 64 + 64 + 3 + 5 * k] = k % 2 ? -INFINITY : INFINITY;
+    float *want = malloc(n * sizeof *want);
+    CU_ASSERT_FATAL(want != NULL);
+    scalar_solve(&p, l, want);
+    for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
+        if (!ug_isa_supported((ug_isa)isa)) continue;
+        CU_ASSERT_EQUAL_FATAL(ug_isa_select((ug_isa)isa).code, UG_OK);
+        memset(c.buf[BUF_A].data, 0xFF, n * sizeof(float));
+        CU_ASSERT_EQUAL(kc_run(&c, &p, NULL).code, UG_OK);
+        CU_ASSERT_EQUAL(memcmp(c.buf[BUF_A].data, want, n * sizeof(float)), 0);
+    }
+    CU_ASSERT_EQUAL(ug_isa_select(ug_isa_best()).code, UG_OK);
+    free(want);
+    kc_case_close(&c);
+}
+
 /* Whatever lies on and above L's diagonal (NaN included), A is the same,
  * and A times (I + L) is the identity up to f32 rounding. */
 static void test_reads_l_strictly_below_the_diagonal(void)
@@ -146,6 +173,7 @@ static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 
 UG_TEST_SUITE(gdn_solve_tril_suite, "kernel_gdn_solve_tril",
               UG_TEST(test_matches_the_scalar_statement_on_every_isa),
+              UG_TEST(test_infinite_entries_reach_only_the_columns_they_feed),
               UG_TEST(test_reads_l_strictly_below_the_diagonal),
               UG_TEST(test_each_rule_reports_what_it_checks),
               UG_TEST(test_rules_fire_in_order),
