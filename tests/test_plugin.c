@@ -197,8 +197,8 @@ static void test_null_run_refused(void)
     assert_refused("null_run", needles, 1);
 }
 
-/* Runs the defect's library on the accepted gdn_chunk_cumsum cases of the
- * small sweep and gates the result. */
+/* Runs the defect's library on the gdn_chunk_cumsum cases of the small
+ * sweep (the accepted ones only, or every one) and gates the result. */
 typedef struct {
     ug_sweep sweep;
     ug_run_result run;
@@ -208,7 +208,7 @@ typedef struct {
 
 static bool accepted_only(const ug_case *c, const void *ctx) { return !c->expect_reject; }
 
-static void run_library(const char *defect, int jobs, library_run *out)
+static void run_library(const char *defect, int jobs, bool rejected_too, library_run *out)
 {
     char name[96];
     snprintf(name, sizeof name, "plugin-fixtures/cumsum-%s.so", defect);
@@ -218,7 +218,7 @@ static void run_library(const char *defect, int jobs, library_run *out)
     ASSERT_OK(open_library(name, &p));
     CU_ASSERT_FATAL(p != NULL);
     ASSERT_OK(ug_plugin_restrict_sweep(p, &out->sweep, out->skipped, sizeof out->skipped));
-    ug_sweep_keep(&out->sweep, accepted_only, NULL);
+    if (!rejected_too) ug_sweep_keep(&out->sweep, accepted_only, NULL);
     CU_ASSERT_FATAL(out->sweep.n_cases > 0);
     ug_run_options opt = options(p);
     opt.jobs = jobs;
@@ -241,7 +241,7 @@ static void library_run_free(library_run *r)
 static void assert_every_case_fails(const char *defect, const char *reason)
 {
     library_run r;
-    run_library(defect, 1, &r);
+    run_library(defect, 1, false, &r);
     for (size_t i = 0; i < r.run.n_cases; i++) {
         CU_ASSERT_FALSE(r.run.cases[i].passed);
         ASSERT_CONTAINS(r.run.cases[i].failure, reason);
@@ -253,7 +253,10 @@ static void assert_every_case_fails(const char *defect, const char *reason)
 static void test_working_library_passes_and_names_skipped_families(void)
 {
     library_run r;
-    run_library("none", 1, &r);
+    run_library("none", 1, true, &r);
+    size_t rejected = 0;
+    for (size_t i = 0; i < r.run.n_cases; i++) rejected += r.run.cases[i].c->expect_reject;
+    CU_ASSERT(rejected >= 10);
     for (size_t i = 0; i < r.run.n_cases; i++) {
         CU_assertImplementation(r.run.cases[i].passed, __LINE__, r.run.cases[i].failure, __FILE__, "", CU_FALSE);
         CU_ASSERT_EQUAL(r.run.cases[i].c->family, ug_family_find("gdn_chunk_cumsum"));
@@ -268,8 +271,8 @@ static void test_working_library_passes_and_names_skipped_families(void)
 static void test_jobs_do_not_change_a_library_run(void)
 {
     library_run one, two;
-    run_library("none", 1, &one);
-    run_library("none", 2, &two);
+    run_library("none", 1, false, &one);
+    run_library("none", 2, false, &two);
     CU_ASSERT_EQUAL(one.run.n_cases, two.run.n_cases);
     for (size_t i = 0; i < one.run.n_cases && i < two.run.n_cases; i++)
         CU_ASSERT_EQUAL(one.run.cases[i].bits_hash, two.run.cases[i].bits_hash);
@@ -298,7 +301,7 @@ static void test_status_out_of_range_fails_naming_it(void)
 static void test_report_labels_the_plugin_path(void)
 {
     library_run r;
-    run_library("none", 1, &r);
+    run_library("none", 1, false, &r);
     snprintf(r.run.source_detail, sizeof r.run.source_detail, "cumsum-none.so");
     char dir[] = "/tmp/ulpgate-test-plugin-XXXXXX";
     CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
