@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../kernels/parallel.h"
 #include "gate.h"
 #include "interop.h"
 #include "merge.h"
@@ -29,7 +30,7 @@ static void usage_verify(FILE *out)
 {
     fputs("usage: ulpgate verify --sweep FILE --budgets FILE [--baseline FILE] [--reports DIR]\n"
           "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--jobs N] [--shard I/N] [--quiet]\n"
-          "                      [--kernel-lib PATH]\n"
+          "                      [--kernel-threads N] [--kernel-lib PATH]\n"
           "Runs every case of the sweep on every ISA path of this CPU, measures each output\n"
           "element against the MPFR reference (exact and staged modes), gates the figures\n"
           "against the budgets and the baseline, prints a summary and writes the reports.\n"
@@ -42,6 +43,7 @@ static void usage_verify(FILE *out)
           "  --isa LIST             comma-separated paths to run (portable,avx2,avx512; default all supported)\n"
           "  --max-case-mib N       refuse cases whose buffers exceed N MiB (default 1024)\n"
           "  --jobs N               run cases on N threads (default 1); results do not depend on N\n"
+          "  --kernel-threads N     split each kernel call over N threads (default 1; 1 .. 64); nor on N\n"
           "  --shard I/N            run only the cases whose index modulo N is I (0 <= I < N);\n"
           "                         `ulpgate merge` combines the shards' report.json files\n"
           "  --quiet                no progress line even on a terminal\n"
@@ -97,15 +99,31 @@ static bool parse_max_case_mib(const char *arg, size_t *bytes)
     return true;
 }
 
-static bool parse_jobs(const char *arg, int *jobs)
+/* The value of a thread-count option: 1 .. max. */
+static bool parse_thread_count(const char *option, const char *arg, long max, long *n)
 {
     char *end;
-    long n = strtol(arg, &end, 10);
-    if (*end || n < 1 || n > 256) {
-        fprintf(stderr, "ulpgate: --jobs: '%s' is not a number of threads in [1, 256]\n", arg);
+    *n = strtol(arg, &end, 10);
+    if (*end || *n < 1 || *n > max) {
+        fprintf(stderr, "ulpgate: %s: '%s' is not a number of threads in [1, %ld]\n", option, arg, max);
         return false;
     }
+    return true;
+}
+
+static bool parse_jobs(const char *arg, int *jobs)
+{
+    long n;
+    if (!parse_thread_count("--jobs", arg, 256, &n)) return false;
     *jobs = (int)n;
+    return true;
+}
+
+static bool parse_kernel_threads(const char *arg, unsigned *threads)
+{
+    long n;
+    if (!parse_thread_count("--kernel-threads", arg, UG_KERNEL_MAX_THREADS, &n)) return false;
+    *threads = (unsigned)n;
     return true;
 }
 
@@ -124,7 +142,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         {"isa", required_argument, 0, 'i'},      {"max-case-mib", required_argument, 0, 'm'},
         {"quiet", no_argument, 0, 'q'},          {"help", no_argument, 0, 'h'},
         {"jobs", required_argument, 0, 'j'},    {"shard", required_argument, 0, 'S'},
-        {"kernel-lib", required_argument, 0, 'k'},
+        {"kernel-lib", required_argument, 0, 'k'}, {"kernel-threads", required_argument, 0, 'K'},
         {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
@@ -151,6 +169,9 @@ static int parse_verify(int argc, char **argv, verify_args *a)
             break;
         case 'j':
             if (!parse_jobs(optarg, &a->run.jobs)) return EXIT_USAGE;
+            break;
+        case 'K':
+            if (!parse_kernel_threads(optarg, &a->run.kernel_threads)) return EXIT_USAGE;
             break;
         case 'S': {
             unsigned long i, n;

@@ -13,6 +13,7 @@
 
 #include "../core/bf16.h"
 #include "../core/guard.h"
+#include "../kernels/parallel.h"
 
 /* Poison of unwritten outputs: the bytes A7 7F repeated read as the
  * signalling NaN 0x7FA7 in bf16 and 0x7FA77FA7 in f32, values no rounding
@@ -470,6 +471,8 @@ typedef struct {
 static void *worker(void *arg)
 {
     work_queue *q = arg;
+    /* Cannot fail: ug_run_sweep checked the count. */
+    (void)ug_kernel_threads_set(q->opt->kernel_threads ? q->opt->kernel_threads : 1);
     for (;;) {
         pthread_mutex_lock(&q->lock);
         size_t i = q->next++;
@@ -536,6 +539,8 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     kernel_path paths[UG_ISA_COUNT];
     if (kernel_paths(opt, paths) == 0) return ug_fail(UG_EINVAL, "no enabled ISA path is supported by this CPU: nothing would run");
     if (opt->jobs < 0 || opt->jobs > 256) return ug_fail(UG_EINVAL, "jobs (%d) must be in [0, 256]", opt->jobs);
+    if (opt->kernel_threads > UG_KERNEL_MAX_THREADS)
+        return ug_fail(UG_EINVAL, "kernel threads (%u) must be in [1, %d]", opt->kernel_threads, UG_KERNEL_MAX_THREADS);
     if (opt->jobs > 1 && !mpfr_buildopt_tls_p())
         return ug_fail(UG_EINVAL, "jobs (%d) > 1 needs a thread-safe MPFR; this one is not", opt->jobs);
     if (opt->source && (!opt->source->name || !opt->source->run))
@@ -543,6 +548,7 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     UG_TRY(ug_run_result_init(sw, opt->moderate_cond, out));
     out->source_name = opt->source ? opt->source->name : NULL;
     ug_isa saved = ug_isa_current(); /* the calling thread runs cases on every path */
+    unsigned saved_kernel_threads = ug_kernel_threads();
     work_queue q = {sw, opt, out, PTHREAD_MUTEX_INITIALIZER, 0, 0, ug_ok()};
     pthread_t threads[256];
     int started = 0;
@@ -552,6 +558,7 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
     if (opt->progress) fprintf(stderr, "\r\033[K");
     ug_isa_select(saved);
+    (void)ug_kernel_threads_set(saved_kernel_threads);
     ug_run_result_fold_cases(out);
     out->wall_seconds = now_seconds() - t0;
     struct rusage usage;

@@ -36,6 +36,7 @@ typedef struct {
     size_t max_case_bytes;    /* refuse cases whose buffers exceed this */
     bool progress;            /* progress lines on stderr */
     int jobs;                 /* threads running cases (0 or 1: the caller only); results do not depend on it */
+    unsigned kernel_threads;  /* threads inside each kernel call (kernels/parallel.h; 0 or 1: none); nor on this */
     /* NULL: the built-in kernels, every enabled ISA path. Otherwise each case runs once through
      * source->run (from several threads under jobs > 1), with the same poisoning, guard, input,
      * non-finite, ratio and statistics checks, labelled source->name instead of an ISA path. */

@@ -1,0 +1,104 @@
+/* Kernel threads (kernels/parallel.h): for every registered family, table-
+ * driven through its descriptor (generate, run), the outputs of every
+ * accepted case of the smoke sweep are bit-identical at 1, 2 and 3 kernel
+ * threads, on every ISA path this CPU supports. A kernel that does not split
+ * its work passes trivially; one whose bits depend on the split fails. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/guard.h"
+#include "../harness/family.h"
+#include "../harness/runner.h"
+#include "../harness/sweep.h"
+#include "../kernels/isa.h"
+#include "../kernels/parallel.h"
+#include "tests.h"
+
+enum { MAX_THREADS_TRIED = 3 };
+
+typedef struct {
+    ug_guarded mem[UG_MAX_BUFFERS];
+    ug_buf buf[UG_MAX_BUFFERS];
+    void *first[UG_MAX_BUFFERS]; /* the outputs at 1 kernel thread */
+} case_buffers;
+
+static size_t bytes_of(const ug_buf *b) { return b->count * ug_dtype_size(b->dtype); }
+
+static void open_case(const ug_case *c, case_buffers *cb)
+{
+    memset(cb, 0, sizeof *cb);
+    const ug_family *f = c->family;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        CU_ASSERT_FATAL(f->buffer_count(&c->params, i, &cb->buf[i].count).code == UG_OK);
+        cb->buf[i].dtype = f->buffers[i].dtype;
+        CU_ASSERT_FATAL(ug_guarded_alloc(&cb->mem[i], bytes_of(&cb->buf[i])).code == UG_OK);
+        cb->buf[i].data = ug_guarded_data(&cb->mem[i]);
+        if (f->buffers[i].is_output) {
+            cb->first[i] = malloc(bytes_of(&cb->buf[i]) ? bytes_of(&cb->buf[i]) : 1);
+            CU_ASSERT_FATAL(cb->first[i] != NULL);
+        }
+    }
+    CU_ASSERT_FATAL(ug_case_generate(c, cb->buf).code == UG_OK);
+}
+
+static void close_case(const ug_case *c, case_buffers *cb)
+{
+    for (size_t i = 0; i < c->family->n_buffers; i++) {
+        CU_ASSERT(ug_guarded_free(&cb->mem[i], c->family->buffers[i].name).code == UG_OK);
+        free(cb->first[i]);
+    }
+}
+
+/* Runs the case at `threads` kernel threads on outputs poisoned with 0xA5,
+ * so that an element left unwritten differs from the first run's. */
+static void run_at(const ug_case *c, case_buffers *cb, unsigned threads)
+{
+    const ug_family *f = c->family;
+    for (size_t i = 0; i < f->n_buffers; i++)
+        if (f->buffers[i].is_output) memset(cb->buf[i].data, 0xA5, bytes_of(&cb->buf[i]));
+    CU_ASSERT_FATAL(ug_kernel_threads_set(threads).code == UG_OK);
+    ug_status st = f->run(&c->params, cb->buf);
+    CU_ASSERT_FATAL(ug_kernel_threads_set(1).code == UG_OK);
+    if (st.code != UG_OK) printf("\n    %s/%s at %u threads: %s", f->name, c->label, threads, st.msg);
+    CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
+}
+
+static void test_outputs_do_not_depend_on_the_kernel_thread_count(void)
+{
+    ug_sweep sw;
+    CU_ASSERT_FATAL(ug_sweep_load("fixtures/sweeps/smoke", &sw).code == UG_OK);
+    size_t families_seen = 0, mismatches = 0;
+    for (size_t fi = 0; fi < ug_family_count(); fi++) {
+        const ug_family *f = ug_family_at(fi);
+        size_t cases = 0;
+        for (size_t k = 0; k < sw.n_cases; k++) {
+            const ug_case *c = &sw.cases[k];
+            if (c->family != f || c->expect_reject) continue;
+            cases++;
+            case_buffers cb;
+            open_case(c, &cb);
+            for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
+                if (!ug_isa_supported((ug_isa)isa)) continue;
+                CU_ASSERT_FATAL(ug_isa_select((ug_isa)isa).code == UG_OK);
+                for (unsigned threads = 1; threads <= MAX_THREADS_TRIED; threads++) {
+                    run_at(c, &cb, threads);
+                    for (size_t i = 0; i < f->n_buffers; i++) {
+                        if (!f->buffers[i].is_output) continue;
+                        if (threads == 1) memcpy(cb.first[i], cb.buf[i].data, bytes_of(&cb.buf[i]));
+                        else if (memcmp(cb.first[i], cb.buf[i].data, bytes_of(&cb.buf[i])) != 0)
+                            UG_TEST_MISMATCH(mismatches, "%s/%s [%s] output %s differs at %u kernel threads", f->name,
+                                             c->label, ug_isa_name((ug_isa)isa), f->buffers[i].name, threads);
+                    }
+                }
+            }
+            close_case(c, &cb);
+        }
+        families_seen += cases > 0;
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    CU_ASSERT_EQUAL(families_seen, ug_family_count()); /* the smoke sweep covers every family */
+    CU_ASSERT_EQUAL(ug_isa_select(ug_isa_best()).code, UG_OK);
+    ug_sweep_free(&sw);
+}
+
+UG_TEST_SUITE(threads_suite, "kernel_threads", UG_TEST(test_outputs_do_not_depend_on_the_kernel_thread_count));
