@@ -1,12 +1,17 @@
 /* gdn_chunk_cumsum (SPEC §1.3). Heads are innermost in [B,T,H], so the
  * kernel walks the tokens of a chunk once and keeps the running sums of a
- * block of heads side by side: the inner loop over heads is contiguous in
- * memory and each head's sum is the same sequence of f32 additions in token
- * order, whatever the block width, so every build gives identical bits. */
+ * block of heads side by side (in vector registers on the SIMD paths): the
+ * inner loop over heads is contiguous in memory and each head's sum is the
+ * same sequence of f32 additions in token order, whatever the block width,
+ * so every path gives identical bits (gdn_chunk_cumsum_paths.h). Mutant
+ * builds run the scalar statement on every path. */
 #include "gdn_chunk_cumsum.h"
 
 #include <stddef.h>
 
+#include "gdn_chunk_cumsum_paths.h"
+#include "isa.h"
+#include "parallel.h"
 #include "tensor_check.h"
 
 #ifndef UG_MUTANT
@@ -42,11 +47,10 @@ static size_t restart_period(const gdn_chunk_cumsum_params *p)
     }
 }
 
-ug_status gdn_chunk_cumsum(const gdn_chunk_cumsum_params *p, const ug_buf *g_raw, ug_buf *g)
+/* The scalar statement with every mutant's change: blocks of HEAD_BLOCK
+ * heads side by side, one running sum each, over all of a batch's tokens. */
+static void scan_scalar(const gdn_chunk_cumsum_params *p, const float *in, float *out)
 {
-    UG_TRY(validate(p, g_raw, g));
-    const float *in = g_raw->data;
-    float *out = g->data;
     const size_t heads = p->h, period = restart_period(p);
     for (size_t b = 0; b < p->b; b++)
         for (size_t h0 = 0; h0 < heads; h0 += HEAD_BLOCK) {
@@ -69,5 +73,54 @@ ug_status gdn_chunk_cumsum(const gdn_chunk_cumsum_params *p, const ug_buf *g_raw
                 }
             }
         }
+}
+
+/* The portable scan of gdn_chunk_cumsum_paths.h. */
+static void scan_chunk_portable(const float *in, float *out, size_t rows, size_t heads, size_t stride)
+{
+    for (size_t h0 = 0; h0 < heads; h0 += HEAD_BLOCK) {
+        const size_t width = heads - h0 < HEAD_BLOCK ? heads - h0 : HEAD_BLOCK;
+        float sum[HEAD_BLOCK] = {0};
+        for (size_t r = 0; r < rows; r++)
+            for (size_t i = 0; i < width; i++) out[r * stride + h0 + i] = sum[i] += in[r * stride + h0 + i];
+    }
+}
+
+/* The correct kernel: the chunks of every batch, (batch, chunk) pairs split
+ * over the kernel threads (kernels/parallel.h), each scanned by the ISA path. */
+typedef struct {
+    const gdn_chunk_cumsum_params *p;
+    const float *in;
+    float *out;
+    gdn_chunk_cumsum_scan_fn *scan;
+} scan_job;
+
+static void scan_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
+{
+    const scan_job *job = ctx;
+    for (size_t chunk = begin; chunk < end; chunk++) {
+        const size_t first = chunk * BT * job->p->h; /* chunks of all batches are consecutive */
+        job->scan(job->in + first, job->out + first, BT, job->p->h, job->p->h);
+    }
+}
+
+static gdn_chunk_cumsum_scan_fn *chunk_scan(void)
+{
+    switch (ug_isa_current()) {
+    case UG_ISA_AVX512: return gdn_chunk_cumsum_scan_avx512;
+    case UG_ISA_AVX2: return gdn_chunk_cumsum_scan_avx2;
+    default: return scan_chunk_portable;
+    }
+}
+
+ug_status gdn_chunk_cumsum(const gdn_chunk_cumsum_params *p, const ug_buf *g_raw, ug_buf *g)
+{
+    UG_TRY(validate(p, g_raw, g));
+    if (UG_MUTANT != GDN_CHUNK_CUMSUM_CORRECT) {
+        scan_scalar(p, g_raw->data, g->data);
+        return ug_ok();
+    }
+    scan_job job = {p, g_raw->data, g->data, chunk_scan()};
+    ug_parallel_for((size_t)p->b * (p->t / BT), scan_chunks, &job);
     return ug_ok();
 }

@@ -1,0 +1,40 @@
+/* The vector chunk scan of gdn_chunk_cumsum, written once for every SIMD
+ * path (included by gdn_chunk_cumsum_avx2.c and gdn_chunk_cumsum_avx512.c
+ * after they define vec, LANES, vec_zero, vec_add, vec_load_first(p, n) and
+ * vec_store_first(p, v, n) (the first n <= LANES lanes; the others read as
+ * zero and are not stored) and SCAN_NAME). The running sums of a group of up
+ * to MAX_VECTORS * LANES heads stay in registers over the chunk's rows: each
+ * row is one vector load, add and store per LANES heads. */
+enum { MAX_VECTORS = 4 };
+
+/* One group of `vectors` (a constant after inlining) vectors of heads, the
+ * last holding `last` heads. */
+static inline __attribute__((always_inline)) void scan_group(const float *in, float *out, size_t rows,
+                                                             size_t stride, size_t vectors, size_t last)
+{
+    vec sum[MAX_VECTORS];
+#pragma GCC unroll 4
+    for (size_t v = 0; v < vectors; v++) sum[v] = vec_zero();
+    for (size_t r = 0; r < rows; r++) {
+#pragma GCC unroll 4
+        for (size_t v = 0; v < vectors; v++) {
+            const size_t at = r * stride + v * LANES, n = v + 1 < vectors ? LANES : last;
+            sum[v] = vec_add(sum[v], vec_load_first(in + at, n));
+            vec_store_first(out + at, sum[v], n);
+        }
+    }
+}
+
+void SCAN_NAME(const float *in, float *out, size_t rows, size_t heads, size_t stride)
+{
+    for (size_t h0 = 0; h0 < heads; h0 += MAX_VECTORS * LANES) {
+        const size_t width = heads - h0 < MAX_VECTORS * LANES ? heads - h0 : MAX_VECTORS * LANES;
+        const size_t vectors = (width + LANES - 1) / LANES, last = width - (vectors - 1) * LANES;
+        switch (vectors) {
+        case 1: scan_group(in + h0, out + h0, rows, stride, 1, last); break;
+        case 2: scan_group(in + h0, out + h0, rows, stride, 2, last); break;
+        case 3: scan_group(in + h0, out + h0, rows, stride, 3, last); break;
+        default: scan_group(in + h0, out + h0, rows, stride, 4, last); break;
+        }
+    }
+}
