@@ -4,8 +4,8 @@
  * follows the seed's shader: the softmax statistics give m_w and 1/S, the
  * partials are merged into a staged row, the row is transformed in place and
  * written scaled and signed. The fused kernel's staged row is the shader's
- * threadgroup memory, exactly head_dim * 4 bytes as the host plans it, and
- * guarded. The pair writes the merged row to the output and transforms it
+ * threadgroup memory, exactly head_dim * 4 bytes as the host plans it per
+ * threadgroup (one per kernel thread), and guarded. The pair writes the merged row to the output and transforms it
  * there; the operations, and so the bits, are the same. */
 #include "attn_reduce_fwht.h"
 
@@ -18,6 +18,7 @@
 #include "attn_reduce_fwht_paths.h"
 #include "attn_reduce_fwht_signs.h"
 #include "isa.h"
+#include "parallel.h"
 
 #ifndef UG_MUTANT
 #define UG_MUTANT ATTN_REDUCE_FWHT_CORRECT
@@ -227,31 +228,55 @@ static void undo_row(const undo_transform *t, float *x, float *out)
     t->path->scale_signs(x, t->dv, t->scale, t->sign_bits, out);
 }
 
+/* ---- rows over the kernel threads ------------------------------------------ */
+
+/* Rows are independent: blocks of ROWS_PER_ITEM rows go to the kernel threads
+ * (kernels/parallel.h). A row is about a microsecond of work and a thread
+ * start tens of microseconds, so a call splits only where each worker gets at
+ * least one full block (the bench's 32-row calls run on one thread). */
+enum { ROWS_PER_ITEM = 64 };
+
+typedef struct {
+    reduce_job reduce;
+    const undo_transform *undo; /* NULL: reduce only */
+    float *out;
+    float *staged; /* the fused kernel's threadgroup rows, head_dim floats per worker; NULL: stage in out */
+    size_t nrows;
+} rows_job;
+
+static size_t row_items(size_t nrows) { return nrows / ROWS_PER_ITEM + (nrows % ROWS_PER_ITEM != 0); }
+
+static void process_rows(void *ctx, unsigned worker, size_t begin, size_t end)
+{
+    const rows_job *job = ctx;
+    const size_t dv = job->reduce.p->head_dim, last = end * ROWS_PER_ITEM < job->nrows ? end * ROWS_PER_ITEM : job->nrows;
+    for (size_t r = begin * ROWS_PER_ITEM; r < last; r++) {
+        float *out = job->out + r * dv, *staged = job->staged ? job->staged + worker * dv : out;
+        if (job->reduce.htmp) reduce_row(&job->reduce, r, staged);
+        if (job->undo) undo_row(job->undo, staged, out);
+    }
+}
+
 /* ---- the three entry points ---------------------------------------------- */
 
 ug_status attn_reduce_fwht_fused(const attn_reduce_fwht_params *p, const ug_buf *htmp, ug_buf *output)
 {
     UG_TRY(validate_reduce(FUSED_KERNEL, p, htmp, output));
+    const size_t items = row_items(p->nrows);
     ug_guarded scratch;
-    UG_TRY(ug_guarded_alloc(&scratch, planned_threadgroup_bytes(p->head_dim)));
-    float *staged_row = ug_guarded_data(&scratch);
-    reduce_job job = {p, htmp->data, current_path()};
+    UG_TRY(ug_guarded_alloc(&scratch, ug_parallel_workers(items) * planned_threadgroup_bytes(p->head_dim)));
     undo_transform undo;
     undo_transform_init(&undo, p->head_dim);
-    float *out = output->data;
-    for (size_t r = 0; r < p->nrows; r++) {
-        reduce_row(&job, r, staged_row);
-        undo_row(&undo, staged_row, out + r * p->head_dim);
-    }
+    rows_job job = {{p, htmp->data, current_path()}, &undo, output->data, ug_guarded_data(&scratch), p->nrows};
+    ug_parallel_for(items, process_rows, &job);
     return ug_guarded_free(&scratch, FUSED_KERNEL " threadgroup scratch");
 }
 
 ug_status attn_reduce(const attn_reduce_fwht_params *p, const ug_buf *htmp, ug_buf *output)
 {
     UG_TRY(validate_reduce(REDUCE_KERNEL, p, htmp, output));
-    reduce_job job = {p, htmp->data, current_path()};
-    float *out = output->data;
-    for (size_t r = 0; r < p->nrows; r++) reduce_row(&job, r, out + r * p->head_dim);
+    rows_job job = {{p, htmp->data, current_path()}, NULL, output->data, NULL, p->nrows};
+    ug_parallel_for(row_items(p->nrows), process_rows, &job);
     return ug_ok();
 }
 
@@ -263,7 +288,8 @@ ug_status attn_fwht_sign_undo(uint32_t nrows, uint32_t head_dim, ug_buf *x)
     UG_TRY(check_f32_buffer(UNDO_KERNEL, "x", x, count));
     undo_transform undo;
     undo_transform_init(&undo, head_dim);
-    float *rows = x->data;
-    for (size_t r = 0; r < nrows; r++) undo_row(&undo, rows + r * head_dim, rows + r * head_dim);
+    const attn_reduce_fwht_params shape = {.nrows = nrows, .head_dim = head_dim};
+    rows_job job = {{&shape, NULL, NULL}, &undo, x->data, NULL, nrows};
+    ug_parallel_for(row_items(nrows), process_rows, &job);
     return ug_ok();
 }

@@ -21,10 +21,15 @@
  * the seed's f32 host plan, and the seed's bf16 host plan wherever that plan
  * suffices (head_dim <= 256); for head_dim > 256 the bf16 host plans only
  * tg_size floats, short of the head_dim cached values (the plan audit in
- * harness/families/head_norm_rope.c reports it). */
+ * harness/families/head_norm_rope.c reports it). The f32 kernel forms the
+ * cached values in the output row itself (the same operations, one pass less)
+ * and keeps the partial sums in its scratch, one threadgroup's worth per
+ * kernel thread; the SIMD paths (head_norm_rope_paths.h) vectorize every
+ * step, the tree's halving steps included, without changing a bit. */
 #include "head_norm_rope.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -34,6 +39,7 @@
 #include "../core/guard.h"
 #include "head_norm_rope_paths.h"
 #include "isa.h"
+#include "parallel.h"
 
 #ifndef UG_MUTANT
 #define UG_MUTANT HEAD_NORM_ROPE_CORRECT
@@ -80,13 +86,21 @@ static ug_status check_heads(const char *kernel, uint32_t n_heads, uint32_t head
     return ug_ok();
 }
 
-/* expected_text names the expectation with its value: "seq_len (3)". */
+/* expected_text names the expectation with its value: "seq_len (3)".
+ * Formatted only when the rule is broken: a valid call (the 1-token bf16
+ * variant lasts microseconds) prints nothing. */
 static ug_status require_count(const char *kernel, const char *name, const ug_buf *b, size_t expected,
-                               const char *expected_text)
+                               const char *expected_fmt, ...) __attribute__((format(printf, 5, 6)));
+static ug_status require_count(const char *kernel, const char *name, const ug_buf *b, size_t expected,
+                               const char *expected_fmt, ...)
 {
-    if (count_of(b) != expected)
-        return ug_fail(UG_EINVAL, "%s: %s element count %zu != %s", kernel, name, count_of(b), expected_text);
-    return ug_ok();
+    if (count_of(b) == expected) return ug_ok();
+    char expected_text[192];
+    va_list args;
+    va_start(args, expected_fmt);
+    vsnprintf(expected_text, sizeof expected_text, expected_fmt, args);
+    va_end(args);
+    return ug_fail(UG_EINVAL, "%s: %s element count %zu != %s", kernel, name, count_of(b), expected_text);
 }
 
 static ug_status require_at_least(const char *kernel, const char *name, const ug_buf *b, uint32_t half_rope_dim)
@@ -97,22 +111,29 @@ static ug_status require_at_least(const char *kernel, const char *name, const ug
     return ug_ok();
 }
 
-/* Input and output: element count n_outer * head_dim, the product shown. */
-static ug_status require_activation_counts(const char *kernel, const ug_buf *input, const ug_buf *output,
-                                           size_t expected, const char *product_text)
+/* The element count of input and output, as the messages show it:
+ * "[seq_len(S) * ]n_heads(N) * head_dim(D)" (seq_len 0: the bf16 variant). */
+static void format_product(char *text, size_t size, uint32_t seq_len, uint32_t n_heads, uint32_t head_dim)
 {
-    char text[160];
-    snprintf(text, sizeof text, "%s = %zu", product_text, expected);
-    UG_TRY(require_count(kernel, "input", input, expected, text));
-    return require_count(kernel, "output", output, expected, text);
+    if (seq_len) snprintf(text, size, "seq_len(%u) * n_heads(%u) * head_dim(%u)", seq_len, n_heads, head_dim);
+    else snprintf(text, size, "n_heads(%u) * head_dim(%u)", n_heads, head_dim);
+}
+
+/* Input and output: element count `expected`, the product shown. */
+static ug_status require_activation_counts(const char *kernel, const ug_buf *input, const ug_buf *output,
+                                           size_t expected, uint32_t seq_len, uint32_t n_heads, uint32_t head_dim)
+{
+    if (count_of(input) == expected && count_of(output) == expected) return ug_ok();
+    char product[128];
+    format_product(product, sizeof product, seq_len, n_heads, head_dim);
+    UG_TRY(require_count(kernel, "input", input, expected, "%s = %zu", product, expected));
+    return require_count(kernel, "output", output, expected, "%s = %zu", product, expected);
 }
 
 static ug_status require_weight_count(const char *kernel, const ug_buf *norm_weight, uint32_t head_dim)
 {
     if (!norm_weight) return ug_ok();
-    char text[48];
-    snprintf(text, sizeof text, "head_dim (%u)", head_dim);
-    return require_count(kernel, "norm_weight", norm_weight, head_dim, text);
+    return require_count(kernel, "norm_weight", norm_weight, head_dim, "head_dim (%u)", head_dim);
 }
 
 typedef struct {
@@ -144,9 +165,8 @@ static ug_status validate_bf16(const head_norm_rope_bf16_params *p, const ug_buf
 {
     if (!p) return ug_fail(UG_EINVAL, KERNEL_BF16 ": no params (NULL)");
     UG_TRY(check_heads(KERNEL_BF16, p->n_heads, p->head_dim, p->half_rope_dim));
-    char product[96];
-    snprintf(product, sizeof product, "n_heads(%u) * head_dim(%u)", p->n_heads, p->head_dim);
-    UG_TRY(require_activation_counts(KERNEL_BF16, input, output, (size_t)p->n_heads * p->head_dim, product));
+    UG_TRY(require_activation_counts(KERNEL_BF16, input, output, (size_t)p->n_heads * p->head_dim, 0, p->n_heads,
+                                     p->head_dim));
     UG_TRY(require_at_least(KERNEL_BF16, "cos_cache", cos_cache, p->half_rope_dim));
     UG_TRY(require_at_least(KERNEL_BF16, "sin_cache", sin_cache, p->half_rope_dim));
     UG_TRY(require_weight_count(KERNEL_BF16, norm_weight, p->head_dim));
@@ -164,16 +184,14 @@ static ug_status validate_f32(const head_norm_rope_f32_params *p, const ug_buf *
     if (!p) return ug_fail(UG_EINVAL, KERNEL_F32 ": no params (NULL)");
     UG_TRY(check_heads(KERNEL_F32, p->n_heads, p->head_dim, p->half_rope_dim));
     if (p->seq_len == 0) return ug_fail(UG_EINVAL, KERNEL_F32 ": seq_len must be > 0 (got 0)");
-    char product[128];
-    snprintf(product, sizeof product, "seq_len(%u) * n_heads(%u) * head_dim(%u)", p->seq_len, p->n_heads,
-             p->head_dim);
     size_t elements;
-    if (__builtin_mul_overflow((size_t)p->seq_len * p->n_heads, (size_t)p->head_dim, &elements))
+    if (__builtin_mul_overflow((size_t)p->seq_len * p->n_heads, (size_t)p->head_dim, &elements)) {
+        char product[128];
+        format_product(product, sizeof product, p->seq_len, p->n_heads, p->head_dim);
         return ug_fail(UG_EINVAL, KERNEL_F32 ": %s does not fit in size_t", product);
-    UG_TRY(require_activation_counts(KERNEL_F32, input, output, elements, product));
-    char seq_text[48];
-    snprintf(seq_text, sizeof seq_text, "seq_len (%u)", p->seq_len);
-    UG_TRY(require_count(KERNEL_F32, "positions", positions, p->seq_len, seq_text));
+    }
+    UG_TRY(require_activation_counts(KERNEL_F32, input, output, elements, p->seq_len, p->n_heads, p->head_dim));
+    UG_TRY(require_count(KERNEL_F32, "positions", positions, p->seq_len, "seq_len (%u)", p->seq_len));
     UG_TRY(require_weight_count(KERNEL_F32, norm_weight, p->head_dim));
     if (freq_factors) UG_TRY(require_at_least(KERNEL_F32, "freq_factors", freq_factors, p->half_rope_dim));
     const buffer_rule buffers[] = {
@@ -197,35 +215,27 @@ static const head_norm_rope_path *current_path(void)
     }
 }
 
-/* What every head of a call shares: the shape, eps, the input dtype, the ISA
- * path and the threadgroup memory (max(tg_size, head_dim) floats). */
+/* What every head of a call shares: the shape, eps, the input dtype and the
+ * ISA path. */
 typedef struct {
     const head_norm_rope_path *path;
     uint32_t head_dim, half_rope_dim, span, tg_size;
     float eps;
     bool f32;
-    float *threadgroup;
 } head_job;
 
-/* Element i of a bf16 or f32 vector, as f32 (bf16 widens exactly). */
-static inline float element(const void *v, size_t i, bool f32)
-{
-    return f32 ? ((const float *)v)[i] : ug_bf16_to_f32(((const ug_bf16 *)v)[i]);
-}
-
 /* The shader's reduction: thread t sums x[t]^2, x[t+tg]^2, ... into
- * threadgroup[t], then the tree halves the active threads each step. */
-static float sum_of_squares(const head_job *job, const void *x)
+ * partial[t] (tg_size floats of threadgroup memory), then the tree halves the
+ * active threads each step. */
+static float sum_of_squares(const head_job *job, const void *x, float *partial)
 {
-    float *partial = job->threadgroup;
     memset(partial, 0, job->tg_size * sizeof(float));
     for (uint32_t base = 0; base < job->head_dim; base += job->tg_size) {
         uint32_t n = job->head_dim - base < job->tg_size ? job->head_dim - base : job->tg_size;
         if (job->f32) job->path->accumulate_squares_f32((const float *)x + base, n, partial);
         else job->path->accumulate_squares_bf16((const ug_bf16 *)x + base, n, partial);
     }
-    for (uint32_t stride = job->tg_size / 2; stride > 0; stride /= 2)
-        for (uint32_t t = 0; t < stride; t++) partial[t] = partial[t] + partial[t + stride];
+    for (uint32_t stride = job->tg_size / 2; stride > 0; stride /= 2) job->path->fold(partial, stride);
     return partial[0];
 }
 
@@ -240,24 +250,33 @@ static float inverse_rms(const head_job *job, float ss)
     return 1.0f / sqrtf(mean + job->eps);
 }
 
-static float weight_factor(float w) { return UG_MUTANT == HEAD_NORM_ROPE_MUT_ONE_PLUS_WEIGHT ? 1.0f + w : w; }
-
-/* threadgroup[i] = fl(fl(x_i * r) * w_i), or fl(x_i * r) without a weight;
- * x and w of the call's dtype. */
-static void normalize(const head_job *job, const void *x, const void *w)
+/* Element i of a bf16 or f32 vector, as f32 (bf16 widens exactly). */
+static inline float element(const void *v, size_t i, bool f32)
 {
-    float *y = job->threadgroup;
-    const float r = inverse_rms(job, sum_of_squares(job, x));
-    for (uint32_t i = 0; i < job->head_dim; i++) y[i] = element(x, i, job->f32) * r;
-    if (w)
-        for (uint32_t i = 0; i < job->head_dim; i++) y[i] = y[i] * weight_factor(element(w, i, job->f32));
+    return f32 ? ((const float *)v)[i] : ug_bf16_to_f32(((const ug_bf16 *)v)[i]);
 }
 
-/* The NeoX rotation of the cached values in place: pairs (i, i + span) for
- * i < half_rope_dim; the rest of the head passes through untouched. */
-static void rotate(const head_job *job, const float *c, const float *s)
+/* y[i] = fl(fl(x_i * r) * w_i), or fl(x_i * r) without a weight; x and w of
+ * the call's dtype; partial: the tg_size floats of the reduction. */
+static void normalize(const head_job *job, const void *x, const void *w, float *partial, float *y)
 {
-    float *y = job->threadgroup;
+    const float r = inverse_rms(job, sum_of_squares(job, x, partial));
+    if (UG_MUTANT == HEAD_NORM_ROPE_MUT_ONE_PLUS_WEIGHT) {
+        for (uint32_t i = 0; i < job->head_dim; i++) {
+            float one_plus_w = 1.0f + (w ? element(w, i, job->f32) : 0.0f);
+            y[i] = head_norm_rope_scale(element(x, i, job->f32), r, w ? &one_plus_w : NULL);
+        }
+    } else if (job->f32) {
+        job->path->scale_f32(x, w, job->head_dim, r, y);
+    } else {
+        job->path->scale_bf16(x, w, job->head_dim, r, y);
+    }
+}
+
+/* The NeoX rotation of the normalized values in place: pairs (i, i + span)
+ * for i < half_rope_dim; the rest of the head passes through untouched. */
+static void rotate(const head_job *job, float *y, const float *c, const float *s)
+{
     uint32_t pairs = job->half_rope_dim;
     if (UG_MUTANT == HEAD_NORM_ROPE_MUT_PASS_THROUGH_OFF_BY_ONE && pairs > 0) pairs--;
     if (UG_MUTANT == HEAD_NORM_ROPE_MUT_NEIGHBOUR_PAIRS) {
@@ -269,15 +288,16 @@ static void rotate(const head_job *job, const float *c, const float *s)
     }
 }
 
-static ug_bf16 output_cast(float x)
+static void store_bf16(const head_job *job, const float *y, ug_bf16 *out)
 {
-    return UG_MUTANT == HEAD_NORM_ROPE_MUT_OUTPUT_TRUNCATED ? (ug_bf16)(ug_f32_bits(x) >> 16) : ug_bf16_from_f32(x);
+    if (UG_MUTANT == HEAD_NORM_ROPE_MUT_OUTPUT_TRUNCATED)
+        for (uint32_t i = 0; i < job->head_dim; i++) out[i] = (ug_bf16)(ug_f32_bits(y[i]) >> 16);
+    else job->path->round_bf16(y, job->head_dim, out);
 }
 
-static ug_status job_open(head_job *job, ug_guarded *scratch, uint32_t head_dim, uint32_t half_rope_dim,
-                          uint32_t span, float eps, bool f32)
+static head_job job_for(uint32_t head_dim, uint32_t half_rope_dim, uint32_t span, float eps, bool f32)
 {
-    *job = (head_job){
+    return (head_job){
         .path = current_path(),
         .head_dim = head_dim,
         .half_rope_dim = half_rope_dim,
@@ -286,26 +306,27 @@ static ug_status job_open(head_job *job, ug_guarded *scratch, uint32_t head_dim,
         .eps = eps,
         .f32 = f32,
     };
-    UG_TRY(ug_guarded_alloc(scratch, head_norm_rope_f32_planned_bytes(head_dim)));
-    job->threadgroup = ug_guarded_data(scratch);
-    return ug_ok();
 }
 
 /* ---- bf16: one token, cos/sin from the caches --------------------------------- */
 
+/* One token is microseconds of work: it runs on the calling thread (a thread
+ * start would cost more than the call). */
 ug_status head_norm_rope_bf16(const head_norm_rope_bf16_params *p, const ug_buf *input, ug_buf *output,
                               const ug_buf *norm_weight, const ug_buf *cos_cache, const ug_buf *sin_cache)
 {
     UG_TRY(validate_bf16(p, input, output, norm_weight, cos_cache, sin_cache));
-    head_job job;
+    const head_job job = job_for(p->head_dim, p->half_rope_dim, p->half_rope_dim, p->eps, false);
     ug_guarded scratch;
-    UG_TRY(job_open(&job, &scratch, p->head_dim, p->half_rope_dim, p->half_rope_dim, p->eps, false));
+    UG_TRY(ug_guarded_alloc(&scratch, head_norm_rope_f32_planned_bytes(p->head_dim)));
+    float *threadgroup = ug_guarded_data(&scratch);
     const ug_bf16 *w = norm_weight ? norm_weight->data : NULL;
     for (size_t head = 0; head < p->n_heads; head++) {
-        ug_bf16 *out = (ug_bf16 *)output->data + head * p->head_dim;
-        normalize(&job, (const ug_bf16 *)input->data + head * p->head_dim, w);
-        rotate(&job, cos_cache->data, sin_cache->data);
-        for (uint32_t i = 0; i < p->head_dim; i++) out[i] = output_cast(job.threadgroup[i]);
+        /* The partial sums are dead once r is known: the cached values reuse
+         * the same threadgroup memory, as in the shader. */
+        normalize(&job, (const ug_bf16 *)input->data + head * p->head_dim, w, threadgroup, threadgroup);
+        rotate(&job, threadgroup, cos_cache->data, sin_cache->data);
+        store_bf16(&job, threadgroup, (ug_bf16 *)output->data + head * p->head_dim);
     }
     return ug_guarded_free(&scratch, KERNEL_BF16 " threadgroup scratch");
 }
@@ -329,38 +350,73 @@ static void frequencies(const head_norm_rope_f32_params *p, const float *freq_fa
     }
 }
 
-ug_status head_norm_rope_f32(const head_norm_rope_f32_params *p, const ug_buf *input, ug_buf *output,
-                             const ug_buf *norm_weight, const ug_buf *positions, const ug_buf *freq_factors)
+/* Tokens are independent: ranges of them go to the kernel threads
+ * (kernels/parallel.h). Each worker has its own slice of threadgroup memory
+ * (the reduction's partial sums) and of cos/sin tables; the normalized and
+ * rotated values are formed in the output row itself, which the shader's
+ * threadgroup cache stands for (one pass over the output, no copy). */
+typedef struct {
+    const head_norm_rope_f32_params *p;
+    head_job head;
+    const float *in, *w, *f;
+    float *out;
+    const uint32_t *pos;
+    float *threadgroup; /* tg_slice floats per worker */
+    float *tables;      /* 2 * half_rope_dim floats per worker: cos, sin */
+    size_t tg_slice;
+} f32_job;
+
+static void f32_tokens(void *ctx, unsigned worker, size_t begin, size_t end)
 {
-    UG_TRY(validate_f32(p, input, output, norm_weight, positions, freq_factors));
-    head_job job;
-    ug_guarded scratch, table_memory;
-    UG_TRY(job_open(&job, &scratch, p->head_dim, p->half_rope_dim, p->head_dim / 2, p->eps, true));
-    /* What each shader thread holds in registers: f_i, then cos and sin of
-     * the current token's angles. */
-    ug_status st = ug_guarded_alloc(&table_memory, 3 * (size_t)p->half_rope_dim * sizeof(float));
-    if (!ug_is_ok(&st)) {
-        ug_guarded_free(&scratch, KERNEL_F32 " threadgroup scratch");
-        return st;
-    }
-    float *f = ug_guarded_data(&table_memory), *c = f + p->half_rope_dim, *s = c + p->half_rope_dim;
-    frequencies(p, freq_factors ? freq_factors->data : NULL, f);
-    const float *w = norm_weight ? norm_weight->data : NULL;
-    const uint32_t *pos = positions->data;
-    for (size_t t = 0; t < p->seq_len; t++) {
-        const float position = (float)pos[t];
+    const f32_job *job = ctx;
+    const head_norm_rope_f32_params *p = job->p;
+    float *partial = job->threadgroup + worker * job->tg_slice;
+    float *c = job->tables + (size_t)worker * 2 * p->half_rope_dim, *s = c + p->half_rope_dim;
+    for (size_t t = begin; t < end; t++) {
+        const float position = (float)job->pos[t];
         for (uint32_t i = 0; i < p->half_rope_dim; i++) {
-            float angle = position * f[i];
+            float angle = position * job->f[i];
             c[i] = cosf(angle);
             s[i] = sinf(angle);
         }
         for (size_t head = 0; head < p->n_heads; head++) {
-            size_t offset = (t * p->n_heads + head) * p->head_dim;
-            normalize(&job, (const float *)input->data + offset, w);
-            rotate(&job, c, s);
-            memcpy((float *)output->data + offset, job.threadgroup, p->head_dim * sizeof(float));
+            const size_t offset = (t * p->n_heads + head) * p->head_dim;
+            normalize(&job->head, job->in + offset, job->w, partial, job->out + offset);
+            rotate(&job->head, job->out + offset, c, s);
         }
     }
+}
+
+ug_status head_norm_rope_f32(const head_norm_rope_f32_params *p, const ug_buf *input, ug_buf *output,
+                             const ug_buf *norm_weight, const ug_buf *positions, const ug_buf *freq_factors)
+{
+    UG_TRY(validate_f32(p, input, output, norm_weight, positions, freq_factors));
+    const unsigned workers = ug_parallel_workers(p->seq_len);
+    const size_t tg_slice = head_norm_rope_f32_planned_bytes(p->head_dim) / sizeof(float);
+    ug_guarded scratch, table_memory;
+    UG_TRY(ug_guarded_alloc(&scratch, workers * tg_slice * sizeof(float)));
+    /* What each shader thread holds in registers: f_i, then cos and sin of
+     * the current token's angles (per worker). */
+    ug_status st = ug_guarded_alloc(&table_memory, (1 + 2 * (size_t)workers) * p->half_rope_dim * sizeof(float));
+    if (!ug_is_ok(&st)) {
+        ug_guarded_free(&scratch, KERNEL_F32 " threadgroup scratch");
+        return st;
+    }
+    float *f = ug_guarded_data(&table_memory);
+    frequencies(p, freq_factors ? freq_factors->data : NULL, f);
+    f32_job job = {
+        .p = p,
+        .head = job_for(p->head_dim, p->half_rope_dim, p->head_dim / 2, p->eps, true),
+        .in = input->data,
+        .w = norm_weight ? norm_weight->data : NULL,
+        .f = f,
+        .out = output->data,
+        .pos = positions->data,
+        .threadgroup = ug_guarded_data(&scratch),
+        .tables = f + p->half_rope_dim,
+        .tg_slice = tg_slice,
+    };
+    ug_parallel_for(p->seq_len, f32_tokens, &job);
     st = ug_guarded_free(&table_memory, KERNEL_F32 " angle tables");
     ug_status freed = ug_guarded_free(&scratch, KERNEL_F32 " threadgroup scratch");
     return ug_is_ok(&st) ? freed : st;
@@ -381,10 +437,35 @@ static void accumulate_squares_f32_portable(const float *x, size_t n, float *par
     for (size_t t = 0; t < n; t++) partial[t] = fmaf(x[t], x[t], partial[t]);
 }
 
+static void fold_portable(float *partial, size_t stride)
+{
+    for (size_t t = 0; t < stride; t++) partial[t] = partial[t] + partial[t + stride];
+}
+
+static void scale_bf16_portable(const ug_bf16 *x, const ug_bf16 *w, size_t n, float r, float *y)
+{
+    for (size_t i = 0; i < n; i++) {
+        float wi = w ? ug_bf16_to_f32(w[i]) : 0.0f;
+        y[i] = head_norm_rope_scale(ug_bf16_to_f32(x[i]), r, w ? &wi : NULL);
+    }
+}
+
+static void scale_f32_portable(const float *x, const float *w, size_t n, float r, float *y)
+{
+    for (size_t i = 0; i < n; i++) y[i] = head_norm_rope_scale(x[i], r, w ? w + i : NULL);
+}
+
 static void rotate_portable(float *lo, float *hi, const float *c, const float *s, size_t n)
 {
     for (size_t k = 0; k < n; k++) head_norm_rope_rotate_pair(lo + k, hi + k, c[k], s[k]);
 }
 
-static const head_norm_rope_path path_portable = {accumulate_squares_bf16_portable, accumulate_squares_f32_portable,
-                                                  rotate_portable};
+static void round_bf16_portable(const float *y, size_t n, ug_bf16 *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = ug_bf16_from_f32(y[i]);
+}
+
+static const head_norm_rope_path path_portable = {
+    accumulate_squares_bf16_portable, accumulate_squares_f32_portable, fold_portable, scale_bf16_portable,
+    scale_f32_portable,               rotate_portable,                 round_bf16_portable,
+};

@@ -60,8 +60,9 @@ enum head_norm_rope_mutant {
 
 /* The seed host's plan: threads per threadgroup min(256, next_pow2(head_dim)),
  * threadgroup bytes tg_size*4 (bf16 host) and max(tg_size, head_dim)*4
- * (f32 host). Both C kernels use the second as their per-head scratch: the
- * algorithm caches head_dim normalized values there (see the .c file). */
+ * (f32 host). Both C kernels allocate the second per threadgroup (the f32
+ * kernel one per kernel thread): the algorithm caches head_dim normalized
+ * values there (see the .c file). */
 uint32_t head_norm_rope_tg_size(uint32_t head_dim);
 uint64_t head_norm_rope_bf16_planned_bytes(uint32_t head_dim);
 uint64_t head_norm_rope_f32_planned_bytes(uint32_t head_dim);

@@ -36,6 +36,39 @@ static void accumulate_squares_f32(const float *x, size_t n, float *partial)
     for (; t < n; t++) partial[t] = fmaf(x[t], x[t], partial[t]);
 }
 
+static void fold(float *partial, size_t stride)
+{
+    size_t t = 0;
+    for (; t + LANES <= stride; t += LANES)
+        _mm256_storeu_ps(partial + t, _mm256_add_ps(_mm256_loadu_ps(partial + t), _mm256_loadu_ps(partial + t + stride)));
+    for (; t < stride; t++) partial[t] = partial[t] + partial[t + stride];
+}
+
+static void scale_bf16(const ug_bf16 *x, const ug_bf16 *w, size_t n, float r, float *y)
+{
+    const __m256 rv = _mm256_set1_ps(r);
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        __m256 v = _mm256_mul_ps(load_bf16x8(x + i), rv);
+        _mm256_storeu_ps(y + i, w ? _mm256_mul_ps(v, load_bf16x8(w + i)) : v);
+    }
+    for (; i < n; i++) {
+        float wi = w ? ug_bf16_to_f32(w[i]) : 0.0f;
+        y[i] = head_norm_rope_scale(ug_bf16_to_f32(x[i]), r, w ? &wi : NULL);
+    }
+}
+
+static void scale_f32(const float *x, const float *w, size_t n, float r, float *y)
+{
+    const __m256 rv = _mm256_set1_ps(r);
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), rv);
+        _mm256_storeu_ps(y + i, w ? _mm256_mul_ps(v, _mm256_loadu_ps(w + i)) : v);
+    }
+    for (; i < n; i++) y[i] = head_norm_rope_scale(x[i], r, w ? w + i : NULL);
+}
+
 static void rotate(float *lo, float *hi, const float *c, const float *s, size_t n)
 {
     size_t k = 0;
@@ -48,4 +81,24 @@ static void rotate(float *lo, float *hi, const float *c, const float *s, size_t 
     for (; k < n; k++) head_norm_rope_rotate_pair(lo + k, hi + k, c[k], s[k]);
 }
 
-const head_norm_rope_path head_norm_rope_path_avx2 = {accumulate_squares_bf16, accumulate_squares_f32, rotate};
+/* ug_bf16_from_f32 on eight lanes: NaNs quieted with their sign, the rest
+ * rounded to nearest even by adding 0x7FFF plus the lowest kept bit (|u| <=
+ * 0x7FFFFFFF, so the signed compare is the unsigned one). */
+static void round_bf16(const float *y, size_t n, ug_bf16 *out)
+{
+    const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7FFF);
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        __m256i u = _mm256_castps_si256(_mm256_loadu_ps(y + i)), high = _mm256_srli_epi32(u, 16);
+        __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)),
+                                         _mm256_set1_epi32(0x7F800000));
+        __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(half, _mm256_and_si256(high, one))), 16);
+        __m256i quiet = _mm256_or_si256(_mm256_and_si256(high, _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7FC0));
+        __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
+        _mm_storeu_si128((__m128i *)(out + i), _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+    }
+    for (; i < n; i++) out[i] = ug_bf16_from_f32(y[i]);
+}
+
+const head_norm_rope_path head_norm_rope_path_avx2 = {accumulate_squares_bf16, accumulate_squares_f32, fold, scale_bf16,
+                                              scale_f32, rotate, round_bf16};

@@ -17,10 +17,25 @@ typedef struct {
      * shader's per-thread sums of squares (thread t owns x[t], x[t+tg], ...). */
     void (*accumulate_squares_bf16)(const ug_bf16 *x, size_t n, float *partial);
     void (*accumulate_squares_f32)(const float *x, size_t n, float *partial);
+    /* One step of the shader's tree: partial[t] = fl(partial[t] +
+     * partial[t + stride]) for t < stride. */
+    void (*fold)(float *partial, size_t stride);
+    /* y[i] = head_norm_rope_scale(x[i], r, w[i]) (w NULL: no weight) for i < n. */
+    void (*scale_bf16)(const ug_bf16 *x, const ug_bf16 *w, size_t n, float r, float *y);
+    void (*scale_f32)(const float *x, const float *w, size_t n, float r, float *y);
     /* The NeoX rotation of n pairs in place, head_norm_rope_rotate_pair on
      * each (lo[k], hi[k]) with c[k], s[k]. */
     void (*rotate)(float *lo, float *hi, const float *c, const float *s, size_t n);
+    /* out[i] = ug_bf16_from_f32(y[i]) (round to nearest even, NaN quieted). */
+    void (*round_bf16)(const float *y, size_t n, ug_bf16 *out);
 } head_norm_rope_path;
+
+/* One normalized element: fl(x * r), then fl(that * w) when weighted. */
+static inline float head_norm_rope_scale(float x, float r, const float *w)
+{
+    float y = x * r;
+    return w ? y * *w : y;
+}
 
 /* One pair: lo' = fl(lo*c - fl(hi*s)), hi' = fl(hi*c + fl(lo*s)), each with
  * one fused multiply-add. The single scalar definition every path uses for

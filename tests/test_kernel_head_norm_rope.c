@@ -13,6 +13,7 @@
 #include "../core/bf16.h"
 #include "../core/guard.h"
 #include "../kernels/head_norm_rope.h"
+#include "../kernels/head_norm_rope_paths.h"
 #include "../kernels/isa.h"
 #include "tests.h"
 
@@ -251,6 +252,40 @@ static void test_f32_matches_the_scalar_statement_on_every_isa(void)
         f32_shape(1, 3, 1, 5, false, true, 10000.0f, 4000000000u), f32_shape(1, 257, 128, 2, true, false, 1e6f, 65536),
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) expect_scalar_statement(&shapes[i]);
+}
+
+/* The SIMD paths' bf16 output rounding is ug_bf16_from_f32 on every bit
+ * pattern class: ties to even both ways, carries into the exponent and up to
+ * inf, subnormals, signed zeros, infinities, NaNs of both signs with payloads
+ * (quieted to 0x7FC0 | sign). 37 values: whole vectors and a scalar tail. */
+static void test_simd_bf16_rounding_is_the_scalar_rounding(void)
+{
+    static const uint32_t bits[] = {
+        0x3F808000u, 0x3F818000u, 0x3F80FFFFu, 0x3F807FFFu, 0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F7F8000u, 0x7F7F7FFFu,
+        0x00000001u, 0x80008000u, 0x00018000u, 0x007FFFFFu, 0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u,
+        0x7F800001u, 0xFF800001u, 0x7FC00000u, 0xFFFFFFFFu, 0x7FA7FFA7u, 0xFFC12345u, 0x3F7FFFFFu, 0xBF7FFFFFu,
+        0x40490FDBu, 0xC0490FDBu, 0x33D6BF95u, 0x4B7FFFFFu, 0x3EAAAAABu, 0xBEAAAAABu, 0x7F000000u, 0x7EFF8000u,
+        0x00FF8000u, 0x80FF7FFFu, 0x3F800000u, 0x12345678u, 0x87654321u,
+    };
+    enum { N = sizeof bits / sizeof bits[0] };
+    float y[N];
+    ug_bf16 want[N], got[N];
+    for (size_t i = 0; i < N; i++) {
+        y[i] = ug_f32_from_bits(bits[i]);
+        want[i] = ug_bf16_from_f32(y[i]);
+    }
+    const head_norm_rope_path *paths[] = {&head_norm_rope_path_avx2, &head_norm_rope_path_avx512};
+    const ug_isa isas[] = {UG_ISA_AVX2, UG_ISA_AVX512};
+    for (size_t k = 0; k < 2; k++) {
+        if (!ug_isa_supported(isas[k])) continue;
+        memset(got, 0, sizeof got);
+        paths[k]->round_bf16(y, N, got);
+        for (size_t i = 0; i < N; i++)
+            if (got[i] != want[i]) {
+                printf("\n  %s: 0x%08X rounds to 0x%04X, not 0x%04X", ug_isa_name(isas[k]), bits[i], got[i], want[i]);
+                CU_FAIL("SIMD bf16 rounding differs");
+            }
+    }
 }
 
 /* ---- properties that need no scalar statement ----------------------------- */
@@ -494,6 +529,7 @@ static void test_f32_count_beyond_size_t_is_rejected(void)
 UG_TEST_SUITE(head_norm_rope_kernel_suite, "kernel_head_norm_rope",
               UG_TEST(test_bf16_matches_the_scalar_statement_on_every_isa),
               UG_TEST(test_f32_matches_the_scalar_statement_on_every_isa),
+              UG_TEST(test_simd_bf16_rounding_is_the_scalar_rounding),
               UG_TEST(test_unit_weight_equals_no_weight_and_position_zero_rotates_nothing),
               UG_TEST(test_all_zero_head_gives_zeros),
               UG_TEST(test_plan_formulas_are_the_seeds),
