@@ -16,11 +16,15 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/bf16.h"
 #include "../core/guard.h"
 #include "isa.h"
+#include "parallel.h"
+#include "prefetch.h"
 #include "tensor_check.h"
+#include "worker_scratch.h"
 
 #ifndef UG_MUTANT
 #define UG_MUTANT GDN_CHUNK_O_CORRECT
@@ -29,7 +33,9 @@
 #define KERNEL "gated_delta_net_chunk_o"
 
 /* Validation admits only bt == 64 and K == 128: one tile shape. */
-enum { BT = 64, KDIM = 128, BV = 32 };
+/* QK_BAND: the rows of one triangular band of q k^T (a whole AVX-512 vector
+ * of columns: 16). */
+enum { BT = 64, KDIM = 128, BV = 32, QK_BAND = 16 };
 _Static_assert(GDN_CHUNK_O_MAX_K == KDIM && GDN_CHUNK_O_BV == BV, "one tile shape");
 
 static const uint64_t threadgroup_memory_cap = 32 * 1024;
@@ -90,17 +96,28 @@ static ug_status validate(const gdn_chunk_o_params *p, const ug_buf *q, const ug
 
 static const bool attention_rounded = UG_MUTANT != GDN_CHUNK_O_MUT_ATTENTION_UNROUNDED;
 
-static bool causal(size_t i, size_t j)
+/* Row i of Q is causal (kept) in columns j < causal_columns(i). */
+static size_t causal_columns(size_t i)
 {
-    return UG_MUTANT == GDN_CHUNK_O_MUT_STRICT_MASK ? i > j : i >= j;
+    return UG_MUTANT == GDN_CHUNK_O_MUT_STRICT_MASK ? i : i + 1;
 }
 
-/* Position of index i of an n-term dot product in the packed operands: the
- * micro-kernel sums in increasing packed order, so packing reversed makes
- * every sum run backwards. */
-static size_t packed(size_t i, size_t n)
+/* Every dot product runs in increasing index order, or in decreasing order
+ * for variant REVERSED_ORDER: its operands are then walked from their last
+ * term with negated strides (the micro-kernel sums in its p order). */
+static const bool reversed = UG_MUTANT == GDN_CHUNK_O_LEGIT_REVERSED_ORDER;
+
+/* C[m][n] = A B over kk terms: A f32 rows a_ld apart, B bf16 rows b_ld apart. */
+static void product(size_t m, size_t n, size_t kk, const float *a, size_t a_ld, const ug_bf16 *b, size_t b_ld,
+                    float *c, size_t ldc)
 {
-    return UG_MUTANT == GDN_CHUNK_O_LEGIT_REVERSED_ORDER ? n - 1 - i : i;
+    const ptrdiff_t step = reversed ? -1 : 1;
+    const size_t first = reversed ? kk - 1 : 0;
+    const ug_gemm_operands g = {.m = m, .n = n, .kk = kk,
+                                .a = a + first, .a_row = (ptrdiff_t)a_ld, .a_col = step,
+                                .b = b + first * b_ld, .b_row = step * (ptrdiff_t)b_ld, .b_col = 1,
+                                .c = c, .ldc = ldc};
+    ug_gemm(&g);
 }
 
 /* o before its bf16 rounding, from P (state term) and Q v (intra-chunk term). */
@@ -117,17 +134,18 @@ static float combine(float state_term, float intra, float scale)
 /* ---- the computation ------------------------------------------------------ */
 
 /* The shader's per-threadgroup registers (simdgroup fragments): operands
- * packed for the micro-kernel and its f32 accumulators. */
+ * packed for the micro-kernel and its f32 accumulators, one set per worker. */
 typedef struct {
     float q[BT][KDIM];     /* the chunk's queries, widened to f32 (exact) */
     ug_bf16 k_t[KDIM][BT]; /* its keys, K-major: the B operand of q k^T */
     float qk[BT][BT];      /* q k^T */
     float att[BT][BT];     /* the attention tile widened to f32: the A operand of Q v */
     float decay[BT];       /* expf(g[t]) per row */
-    ug_bf16 h_t[KDIM][BV]; /* one V tile of the state, K-major: the B operand of q h^T */
-    ug_bf16 v_tile[BT][BV];
-    float state[BT][BV]; /* q h^T */
-    float intra[BT][BV]; /* Q v */
+    float intra_decay[BT]; /* expf(g[t] - g[s]) along one row */
+    float masked[BT];      /* one row of the attention tile before its rounding */
+    ug_bf16 h_t[KDIM * GDN_CHUNK_O_MAX_V]; /* the state K-major [K][V]: the B operand of q h^T */
+    float state[BT * GDN_CHUNK_O_MAX_V];   /* q h^T [BT][V] */
+    float intra[BT * GDN_CHUNK_O_MAX_V];   /* Q v [BT][V] */
 } registers;
 
 /* The (batch, value head, chunk) a threadgroup owns. */
@@ -153,27 +171,27 @@ static float gate(const chunk_job *job, size_t t)
     return job->g[(job->b * job->p->t + t) * job->p->h + job->head];
 }
 
-/* State element (v, k) of the chunk's state h[b, c, head] ([V][K], K innermost). */
-static ug_bf16 state_at(const chunk_job *job, size_t col, size_t kk)
+/* The chunk's state as K-major rows [K][V] (the B operand of q h^T): h[b, c,
+ * head] is stored [V][K], so it is transposed into the registers (mutant
+ * H_K_MAJOR reads it as if stored [K][V]). */
+static const ug_bf16 *state_rows(const chunk_job *job)
 {
     const gdn_chunk_o_params *p = job->p;
     size_t nt = p->t / BT, c = job->chunk;
     if (UG_MUTANT == GDN_CHUNK_O_MUT_STATE_NEXT_CHUNK && c + 1 < nt) c++;
-    size_t base = ((job->b * nt + c) * p->h + job->head) * (size_t)p->v * KDIM;
-    return job->h[base + (UG_MUTANT == GDN_CHUNK_O_MUT_H_K_MAJOR ? kk * p->v + col : col * KDIM + kk)];
+    const ug_bf16 *state = job->h + ((job->b * nt + c) * p->h + job->head) * (size_t)p->v * KDIM;
+    if (UG_MUTANT == GDN_CHUNK_O_MUT_H_K_MAJOR) return state;
+    ug_rows_transpose(p->v, KDIM, state, KDIM, job->reg->h_t, p->v);
+    return job->reg->h_t;
 }
 
 static void load_queries_and_keys(const chunk_job *job)
 {
     registers *reg = job->reg;
-    for (size_t i = 0; i < BT; i++) {
-        const ug_bf16 *q_row = job->q + at_bthd(job, job->t0 + i, job->key_head, job->p->hg, 0, KDIM);
-        const ug_bf16 *k_row = job->k + at_bthd(job, job->t0 + i, job->key_head, job->p->hg, 0, KDIM);
-        for (size_t kk = 0; kk < KDIM; kk++) {
-            reg->q[i][packed(kk, KDIM)] = ug_bf16_to_f32(q_row[kk]);
-            reg->k_t[packed(kk, KDIM)][i] = k_row[kk];
-        }
-    }
+    for (size_t i = 0; i < BT; i++)
+        ug_rows_widen(KDIM, job->q + at_bthd(job, job->t0 + i, job->key_head, job->p->hg, 0, KDIM), reg->q[i]);
+    ug_rows_transpose(BT, KDIM, job->k + at_bthd(job, job->t0, job->key_head, job->p->hg, 0, KDIM),
+                      (size_t)job->p->hg * KDIM, reg->k_t[0], BT);
 }
 
 /* The decay of row t's state term, and of its attention to row s. */
@@ -189,39 +207,48 @@ static float intra_decay(const chunk_job *job, size_t t, size_t s)
 }
 
 /* Q = bf16(mask * decay * q k^T) into the threadgroup tile, and its f32 copy
- * as the A operand of Q v. */
+ * as the A operand of Q v. One expf per causal entry (each has its own
+ * argument); the products (1 * decay * qk = decay * qk exactly), the
+ * rounding and the widening by row on the ISA path. */
 static void attention_tile(const chunk_job *job)
 {
     registers *reg = job->reg;
-    ug_gemm_f32_bf16(BT, BT, KDIM, reg->q[0], KDIM, reg->k_t[0], BT, reg->qk[0], BT);
+    /* Only the causal entries of q k^T are read: each band of rows is formed
+     * up to its last column (the same chains; the rest stays unwritten). */
+    for (size_t i0 = 0; i0 < BT; i0 += QK_BAND)
+        product(QK_BAND, i0 + QK_BAND, KDIM, reg->q[i0], KDIM, reg->k_t[0], BT, reg->qk[i0], BT);
     for (size_t i = 0; i < BT; i++) {
+        const size_t n = causal_columns(i);
         reg->decay[i] = state_decay(job, job->t0 + i);
-        for (size_t j = 0; j < BT; j++) {
-            float x = causal(i, j) ? intra_decay(job, job->t0 + i, job->t0 + j) * reg->qk[i][j] : 0.0f;
-            job->tile[i][j] = ug_bf16_from_f32(x);
-            reg->att[i][packed(j, BT)] = attention_rounded ? ug_bf16_to_f32(job->tile[i][j]) : x;
-        }
+        for (size_t j = 0; j < n; j++) reg->intra_decay[j] = intra_decay(job, job->t0 + i, job->t0 + j);
+        ug_rows_mul3(n, 1.0f, reg->intra_decay, reg->qk[i], reg->masked);
+        for (size_t j = n; j < BT; j++) reg->masked[j] = 0.0f;
+        ug_rows_round(BT, reg->masked, job->tile[i]);
+        if (attention_rounded) ug_rows_widen(BT, job->tile[i], reg->att[i]);
+        else memcpy(reg->att[i], reg->masked, sizeof reg->att[i]);
     }
 }
 
-static void value_tile(const chunk_job *job, size_t col0)
+/* o = bf16(P * scale + Q v * scale) over all of V at once (the seed's 32-wide
+ * V tiles are independent: the same sums, in the same order). */
+static void output_rows(const chunk_job *job)
 {
     registers *reg = job->reg;
     const gdn_chunk_o_params *p = job->p;
-    for (size_t col = 0; col < BV; col++)
-        for (size_t kk = 0; kk < KDIM; kk++) reg->h_t[packed(kk, KDIM)][col] = state_at(job, col0 + col, kk);
-    for (size_t j = 0; j < BT; j++) {
-        const ug_bf16 *v_row = job->v + at_bthd(job, job->t0 + j, job->head, p->h, col0, p->v);
-        for (size_t col = 0; col < BV; col++) reg->v_tile[packed(j, BT)][col] = v_row[col];
-    }
-    ug_gemm_f32_bf16(BT, BV, KDIM, reg->q[0], KDIM, reg->h_t[0], BV, reg->state[0], BV);
-    ug_gemm_f32_bf16(BT, BV, BT, reg->att[0], BT, reg->v_tile[0], BV, reg->intra[0], BV);
+    const size_t dv = p->v;
+    product(BT, dv, KDIM, reg->q[0], KDIM, state_rows(job), dv, reg->state, dv);
+    product(BT, dv, BT, reg->att[0], BT, job->v + at_bthd(job, job->t0, job->head, p->h, 0, dv), (size_t)p->h * dv,
+            reg->intra, dv);
+    const bool scalar_epilogue = UG_MUTANT == GDN_CHUNK_O_LEGIT_SCALE_ONCE ||
+                                 UG_MUTANT == GDN_CHUNK_O_LEGIT_FUSED_EPILOGUE ||
+                                 UG_MUTANT == GDN_CHUNK_O_MUT_STATE_UNSCALED;
     for (size_t i = 0; i < BT; i++) {
-        ug_bf16 *out = job->o + at_bthd(job, job->t0 + i, job->head, p->h, col0, p->v);
-        for (size_t col = 0; col < BV; col++) {
-            float state_term = reg->decay[i] * reg->state[i][col];
-            out[col] = ug_bf16_from_f32(combine(state_term, reg->intra[i][col], p->scale));
-        }
+        ug_bf16 *out = job->o + at_bthd(job, job->t0 + i, job->head, p->h, 0, dv);
+        const float *state = reg->state + i * dv, *intra = reg->intra + i * dv;
+        if (!scalar_epilogue) ug_rows_scaled_sum_round(dv, reg->decay[i], state, intra, p->scale, out);
+        else
+            for (size_t col = 0; col < dv; col++)
+                out[col] = ug_bf16_from_f32(combine(reg->decay[i] * state[col], intra[col], p->scale));
     }
 }
 
@@ -230,32 +257,76 @@ static size_t key_head(const gdn_chunk_o_params *p, size_t h)
     return UG_MUTANT == GDN_CHUNK_O_MUT_WRONG_GQA_HEAD ? h % p->hg : h / (p->h / p->hg);
 }
 
+/* Work item x of the parallel loop is (batch, chunk, value head), the head
+ * varying fastest: the heads of a group share their queries and keys, and
+ * consecutive items read neighbouring parts of the same token rows. Each
+ * worker has its own threadgroup tile and registers. */
+typedef struct {
+    chunk_job proto; /* the tensors; the item and the worker's memory are filled in per worker */
+    const ug_worker_scratch *scratch;
+    registers *regs;
+} call;
+
+static void locate_item(chunk_job *job, size_t x)
+{
+    const gdn_chunk_o_params *p = job->p;
+    const size_t chunks = p->t / BT;
+    job->head = x % p->h;
+    job->key_head = key_head(p, job->head);
+    job->chunk = x / p->h % chunks;
+    job->t0 = job->chunk * BT;
+    job->b = x / p->h / chunks;
+}
+
+/* The q, k and v rows and the state item x reads (see prefetch.h). */
+static void prefetch_item(chunk_job job, size_t x)
+{
+    const gdn_chunk_o_params *p = job.p;
+    locate_item(&job, x);
+    const size_t key_rows = (size_t)p->hg * KDIM * sizeof(ug_bf16), row = KDIM * sizeof(ug_bf16);
+    ug_prefetch_rows(job.q + at_bthd(&job, job.t0, job.key_head, p->hg, 0, KDIM), BT, key_rows, row);
+    ug_prefetch_rows(job.k + at_bthd(&job, job.t0, job.key_head, p->hg, 0, KDIM), BT, key_rows, row);
+    ug_prefetch_rows(job.v + at_bthd(&job, job.t0, job.head, p->h, 0, p->v), BT, (size_t)p->h * p->v * sizeof(ug_bf16),
+                     p->v * sizeof(ug_bf16));
+    const size_t state_bytes = (size_t)p->v * KDIM * sizeof(ug_bf16);
+    ug_prefetch_rows(job.h + ((job.b * (p->t / BT) + job.chunk) * p->h + job.head) * (size_t)p->v * KDIM, 1, 0,
+                     state_bytes);
+}
+
+static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
+{
+    const call *c = ctx;
+    chunk_job job = c->proto;
+    job.tile = (ug_bf16 (*)[BT])ug_worker_scratch_data(c->scratch, worker);
+    job.reg = &c->regs[worker];
+    for (size_t x = begin; x < end; x++) {
+        if (x + 1 < end) prefetch_item(job, x + 1);
+        locate_item(&job, x);
+        load_queries_and_keys(&job);
+        attention_tile(&job);
+        output_rows(&job);
+    }
+}
+
 ug_status gdn_chunk_o(const gdn_chunk_o_params *p, const ug_buf *q, const ug_buf *k, const ug_buf *v,
                       const ug_buf *h, const ug_buf *g, ug_buf *o)
 {
     UG_TRY(validate(p, q, k, v, h, g, o));
 
-    registers *reg = malloc(sizeof *reg);
-    if (!reg) return ug_fail(UG_ENOMEM, KERNEL ": cannot allocate %zu bytes of working registers", sizeof *reg);
-    ug_guarded scratch;
-    ug_status st = ug_guarded_alloc(&scratch, planned_threadgroup_bytes(p->bt));
+    const size_t items = (size_t)p->b * p->h * (p->t / BT);
+    const unsigned workers = ug_parallel_workers(items);
+    registers *regs = malloc(workers * sizeof *regs);
+    if (!regs)
+        return ug_fail(UG_ENOMEM, KERNEL ": cannot allocate %zu bytes of working registers", workers * sizeof *regs);
+    ug_worker_scratch scratch;
+    ug_status st = ug_worker_scratch_alloc(&scratch, workers, planned_threadgroup_bytes(p->bt));
     if (!ug_is_ok(&st)) {
-        free(reg);
+        free(regs);
         return st;
     }
-    chunk_job job = {
-        .p = p, .q = q->data, .k = k->data, .v = v->data, .h = h->data, .g = g->data, .o = o->data,
-        .tile = (ug_bf16 (*)[BT])ug_guarded_data(&scratch), .reg = reg,
-    };
-    for (job.b = 0; job.b < p->b; job.b++)
-        for (job.head = 0; job.head < p->h; job.head++) {
-            job.key_head = key_head(p, job.head);
-            for (job.chunk = 0, job.t0 = 0; job.t0 < p->t; job.chunk++, job.t0 += BT) {
-                load_queries_and_keys(&job);
-                attention_tile(&job);
-                for (size_t col0 = 0; col0 < p->v; col0 += BV) value_tile(&job, col0);
-            }
-        }
-    free(reg);
-    return ug_guarded_free(&scratch, KERNEL " threadgroup scratch");
+    call c = {.proto = {.p = p, .q = q->data, .k = k->data, .v = v->data, .h = h->data, .g = g->data, .o = o->data},
+              .scratch = &scratch, .regs = regs};
+    ug_parallel_for(items, run_chunks, &c);
+    free(regs);
+    return ug_worker_scratch_free(&scratch, KERNEL " threadgroup scratch");
 }

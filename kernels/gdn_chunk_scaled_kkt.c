@@ -15,6 +15,7 @@
 #include "../core/guard.h"
 #include "isa.h"
 #include "parallel.h"
+#include "prefetch.h"
 #include "tensor_check.h"
 #include "worker_scratch.h"
 
@@ -24,7 +25,9 @@
 
 #define KERNEL "gated_delta_net_chunk_scaled_kkt"
 
-enum { BT = GDN_CHUNK_SCALED_KKT_BT };
+/* GRAM_BAND: the rows of one triangular band of the Gram product (a whole
+ * AVX-512 vector of columns: 16). */
+enum { BT = GDN_CHUNK_SCALED_KKT_BT, GRAM_BAND = 16 };
 
 static ug_status validate(const gdn_chunk_scaled_kkt_params *p, const ug_buf *k, const ug_buf *beta,
                           const ug_buf *g, const ug_buf *l)
@@ -79,7 +82,11 @@ static void gram_of_chunk(const gdn_chunk_scaled_kkt_params *p, const ug_bf16 *k
     for (size_t i = 0; i < BT; i++) ug_rows_widen(dim, keys + i * key_stride, tl->rows + i * dim);
     ug_rows_transpose(BT, dim, keys, key_stride, tl->cols, BT);
     if (UG_MUTANT != GDN_CHUNK_SCALED_KKT_LEGIT_REVERSED_DOT) {
-        ug_gemm_f32_bf16(BT, BT, dim, tl->rows, dim, tl->cols, BT, tl->gram[0], BT);
+        /* Only the lower triangle (and the diagonal, for the mutant that
+         * keeps it) is ever read: each band of rows is formed up to its
+         * last column; the entries right of it stay unwritten. */
+        for (size_t i0 = 0; i0 < BT; i0 += GRAM_BAND)
+            ug_gemm_f32_bf16(GRAM_BAND, i0 + GRAM_BAND, dim, tl->rows + i0 * dim, dim, tl->cols, BT, tl->gram[i0], BT);
         return;
     }
     for (size_t i = 0; i < BT; i++)
@@ -90,8 +97,8 @@ static void gram_of_chunk(const gdn_chunk_scaled_kkt_params *p, const ug_bf16 *k
         }
 }
 
-/* Row i's masked columns are j < masked_columns(i). */
-static size_t masked_columns(size_t i)
+/* Row i of L is nonzero in columns j < kept_columns(i) (the strict lower triangle). */
+static size_t kept_columns(size_t i)
 {
     return UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_MASK_INCLUDES_DIAGONAL ? i + 1 : i;
 }
@@ -106,7 +113,7 @@ static void scale_rows(const gdn_chunk_scaled_kkt_params *p, const float *beta, 
                                  UG_MUTANT == GDN_CHUNK_SCALED_KKT_LEGIT_BETA_LAST;
     float decay[BT];
     for (size_t i = 0; i < BT; i++) {
-        const size_t row = (b * p->t + t0 + i) * p->h + h, n = masked_columns(i);
+        const size_t row = (b * p->t + t0 + i) * p->h + h, n = kept_columns(i);
         float *out = l + row * BT;
         for (size_t j = 0; j < n; j++) {
             const size_t col = (b * p->t + t0 + j) * p->h + h;
@@ -124,8 +131,9 @@ static void scale_rows(const gdn_chunk_scaled_kkt_params *p, const float *beta, 
     }
 }
 
-/* Work item x of the parallel loop is chunk x % NT of (batch, key head)
- * x / NT; each worker has its own tiles. */
+/* Work item x of the parallel loop is (batch, chunk, key head), the key head
+ * varying fastest so that consecutive items read neighbouring parts of the
+ * same token rows; each worker has its own tiles. */
 typedef struct {
     const gdn_chunk_scaled_kkt_params *p;
     const ug_bf16 *k;
@@ -134,16 +142,32 @@ typedef struct {
     const ug_worker_scratch *scratch;
 } call;
 
+typedef struct {
+    size_t b, kh, t0;
+} item;
+
+static item locate_item(const gdn_chunk_scaled_kkt_params *p, size_t x)
+{
+    const size_t chunks = p->t / BT;
+    return (item){.b = x / p->hg / chunks, .kh = x % p->hg, .t0 = x / p->hg % chunks * BT};
+}
+
 static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
 {
     const call *c = ctx;
     const gdn_chunk_scaled_kkt_params *p = c->p;
     const tiles tl = carve(ug_worker_scratch_data(c->scratch, worker), p->k);
-    const size_t group = p->h / p->hg, chunks = p->t / BT;
+    const size_t group = p->h / p->hg, key_stride = (size_t)p->hg * p->k;
     for (size_t x = begin; x < end; x++) {
-        const size_t b = x / chunks / p->hg, kh = x / chunks % p->hg, t0 = x % chunks * BT;
-        gram_of_chunk(p, c->k, b, kh, t0, &tl);
-        for (size_t h = kh * group; h < (kh + 1) * group; h++) scale_rows(p, c->beta, c->g, b, h, t0, tl.gram, c->l);
+        if (x + 1 < end) { /* the next item's keys (see prefetch.h) */
+            const item next = locate_item(p, x + 1);
+            ug_prefetch_rows(c->k + ((next.b * p->t + next.t0) * p->hg + next.kh) * p->k, BT,
+                             key_stride * sizeof(ug_bf16), p->k * sizeof(ug_bf16));
+        }
+        const item it = locate_item(p, x);
+        gram_of_chunk(p, c->k, it.b, it.kh, it.t0, &tl);
+        for (size_t h = it.kh * group; h < (it.kh + 1) * group; h++)
+            scale_rows(p, c->beta, c->g, it.b, h, it.t0, tl.gram, c->l);
     }
 }
 

@@ -14,7 +14,10 @@
 #include "../core/bf16.h"
 #include "../core/guard.h"
 #include "isa.h"
+#include "parallel.h"
+#include "prefetch.h"
 #include "tensor_check.h"
+#include "worker_scratch.h"
 
 #ifndef UG_MUTANT
 #define UG_MUTANT GDN_CHUNK_STATE_CORRECT
@@ -62,14 +65,14 @@ static ug_status validate(const gdn_chunk_state_params *p, const ug_buf *k, cons
 
 /* The tiles of one (batch, head): the state and its bf16 copy [K][V], the
  * chunk's w rows widened [BT][K], w·bf16(S) [BT][V], the staged decayed v
- * [BT][V], the chunk's keys transposed and widened [K][BT], and Kᵀ·staged
- * [K][V]; each starts on a 64-byte boundary. */
+ * [BT][V], the chunk's keys widened [BT][K] (read transposed by the
+ * product), and Kᵀ·staged [K][V]; each starts on a 64-byte boundary. */
 typedef struct {
-    float *state, *w_rows, *w_state, *keys_t, *update;
+    float *state, *w_rows, *w_state, *keys, *update;
     ug_bf16 *state_bf16, *staged;
 } tiles;
 
-enum { TILE_STATE, TILE_STATE_BF16, TILE_W_ROWS, TILE_W_STATE, TILE_STAGED, TILE_KEYS_T, TILE_UPDATE, N_TILES };
+enum { TILE_STATE, TILE_STATE_BF16, TILE_W_ROWS, TILE_W_STATE, TILE_STAGED, TILE_KEYS, TILE_UPDATE, N_TILES };
 
 /* Byte offset of each tile in the scratch; offset[N_TILES] is its size. */
 static void tile_offsets(const gdn_chunk_state_params *p, size_t offset[N_TILES + 1])
@@ -78,7 +81,7 @@ static void tile_offsets(const gdn_chunk_state_params *p, size_t offset[N_TILES 
     const size_t bytes[N_TILES] = {
         [TILE_STATE] = k * v * sizeof(float),    [TILE_STATE_BF16] = k * v * sizeof(ug_bf16),
         [TILE_W_ROWS] = BT * k * sizeof(float),  [TILE_W_STATE] = BT * v * sizeof(float),
-        [TILE_STAGED] = BT * v * sizeof(ug_bf16), [TILE_KEYS_T] = k * BT * sizeof(float),
+        [TILE_STAGED] = BT * v * sizeof(ug_bf16), [TILE_KEYS] = BT * k * sizeof(float),
         [TILE_UPDATE] = k * v * sizeof(float),
     };
     offset[0] = 0;
@@ -92,7 +95,7 @@ static tiles carve(const size_t offset[N_TILES + 1], unsigned char *base)
                .w_rows = (float *)(base + offset[TILE_W_ROWS]),
                .w_state = (float *)(base + offset[TILE_W_STATE]),
                .staged = (ug_bf16 *)(base + offset[TILE_STAGED]),
-               .keys_t = (float *)(base + offset[TILE_KEYS_T]),
+               .keys = (float *)(base + offset[TILE_KEYS]),
                .update = (float *)(base + offset[TILE_UPDATE])};
     return t;
 }
@@ -119,12 +122,9 @@ static void store_state(const head_job *j, size_t c)
 {
     const size_t dk = j->p->k, dv = j->p->v, nt = j->p->t / BT;
     ug_bf16 *out = j->h + ((j->b * nt + c) * j->p->h + j->head) * dk * dv;
-    for (size_t kk = 0; kk < dk; kk++)
-        for (size_t vv = 0; vv < dv; vv++) {
-            ug_bf16 x = ug_bf16_from_f32(j->tl->state[kk * dv + vv]);
-            j->tl->state_bf16[kk * dv + vv] = x;
-            out[UG_MUTANT == GDN_CHUNK_STATE_MUT_H_K_MAJOR ? kk * dv + vv : vv * dk + kk] = x;
-        }
+    ug_rows_round(dk * dv, j->tl->state, j->tl->state_bf16);
+    if (UG_MUTANT == GDN_CHUNK_STATE_MUT_H_K_MAJOR) memcpy(out, j->tl->state_bf16, dk * dv * sizeof(ug_bf16));
+    else ug_rows_transpose(dk, dv, j->tl->state_bf16, dv, out, dk);
 }
 
 /* w_state = w rows · bf16(S) (mutant STATE_CAST_DROPPED: · S in f32;
@@ -133,10 +133,7 @@ static void w_times_state(const head_job *j, size_t t0)
 {
     const size_t dk = j->p->k, dv = j->p->v;
     const tiles *tl = j->tl;
-    for (size_t i = 0; i < BT; i++) {
-        const ug_bf16 *row = j->w + token_row(j, t0 + i, j->p->h, j->head, dk);
-        for (size_t kk = 0; kk < dk; kk++) tl->w_rows[i * dk + kk] = ug_bf16_to_f32(row[kk]);
-    }
+    for (size_t i = 0; i < BT; i++) ug_rows_widen(dk, j->w + token_row(j, t0 + i, j->p->h, j->head, dk), tl->w_rows + i * dk);
     if (UG_MUTANT != GDN_CHUNK_STATE_MUT_STATE_CAST_DROPPED && UG_MUTANT != GDN_CHUNK_STATE_LEGIT_REVERSED_SUMS) {
         ug_gemm_f32_bf16(BT, dv, dk, tl->w_rows, dk, tl->state_bf16, dv, tl->w_state, dv);
         return;
@@ -161,38 +158,50 @@ static void corrected_values(const head_job *j, size_t t0, float g_last)
         const float g_i = j->g[(j->b * j->p->t + t0 + i) * j->p->h + j->head];
         const float decay = expf(UG_MUTANT == GDN_CHUNK_STATE_MUT_GATE_SIGN_FLIPPED ? g_i - g_last : g_last - g_i);
         const size_t row = token_row(j, t0 + i, j->p->h, j->head, dv);
-        for (size_t vv = 0; vv < dv; vv++) {
-            float v = ug_bf16_to_f32(j->u[row + vv]) - tl->w_state[i * dv + vv];
-            j->v_new[row + vv] = ug_bf16_from_f32(v);
-            tl->staged[i * dv + vv] = ug_bf16_from_f32(decay * v);
-        }
+        ug_rows_residual(dv, j->u + row, tl->w_state + i * dv, decay, j->v_new + row, tl->staged + i * dv);
     }
 }
 
 /* S = exp(G_last) S + Kᵀ staged (mutant MISSING_DECAY: S + Kᵀ staged;
  * variant REVERSED_SUMS: Kᵀ staged summed backward without FMA; variant
- * UNFUSED_UPDATE: the decayed state rounded before the sum). */
+ * UNFUSED_UPDATE: the decayed state rounded before the sum). Kᵀ is the
+ * product's A operand read down the columns of the widened keys. */
 static void advance_state(const head_job *j, size_t t0, float g_last)
 {
     const size_t dk = j->p->k, dv = j->p->v;
     const tiles *tl = j->tl;
-    for (size_t i = 0; i < BT; i++) {
-        const ug_bf16 *key = j->k + token_row(j, t0 + i, j->p->hg, j->key_head, dk);
-        for (size_t kk = 0; kk < dk; kk++) tl->keys_t[kk * BT + i] = ug_bf16_to_f32(key[kk]);
-    }
-    if (UG_MUTANT != GDN_CHUNK_STATE_LEGIT_REVERSED_SUMS)
-        ug_gemm_f32_bf16(dk, dv, BT, tl->keys_t, BT, tl->staged, dv, tl->update, dv);
-    else
+    for (size_t i = 0; i < BT; i++)
+        ug_rows_widen(dk, j->k + token_row(j, t0 + i, j->p->hg, j->key_head, dk), tl->keys + i * dk);
+    if (UG_MUTANT != GDN_CHUNK_STATE_LEGIT_REVERSED_SUMS) {
+        const ug_gemm_operands keys_t_staged = {.m = dk, .n = dv, .kk = BT,
+                                                .a = tl->keys, .a_row = 1, .a_col = (ptrdiff_t)dk,
+                                                .b = tl->staged, .b_row = (ptrdiff_t)dv, .b_col = 1,
+                                                .c = tl->update, .ldc = dv};
+        ug_gemm(&keys_t_staged);
+    } else
         for (size_t kk = 0; kk < dk; kk++)
             for (size_t vv = 0; vv < dv; vv++) {
                 float acc = 0.0f;
-                for (size_t i = BT; i-- > 0;) acc += tl->keys_t[kk * BT + i] * ug_bf16_to_f32(tl->staged[i * dv + vv]);
+                for (size_t i = BT; i-- > 0;) acc += tl->keys[i * dk + kk] * ug_bf16_to_f32(tl->staged[i * dv + vv]);
                 tl->update[kk * dv + vv] = acc;
             }
     const float decay = UG_MUTANT == GDN_CHUNK_STATE_MUT_MISSING_DECAY ? 1.0f : expf(g_last);
-    for (size_t x = 0; x < dk * dv; x++)
-        tl->state[x] = UG_MUTANT == GDN_CHUNK_STATE_LEGIT_UNFUSED_UPDATE ? decay * tl->state[x] + tl->update[x]
-                                                                         : fmaf(decay, tl->state[x], tl->update[x]);
+    if (UG_MUTANT != GDN_CHUNK_STATE_LEGIT_UNFUSED_UPDATE) ug_rows_fma(dk * dv, decay, tl->state, tl->update);
+    else
+        for (size_t x = 0; x < dk * dv; x++) tl->state[x] = decay * tl->state[x] + tl->update[x];
+}
+
+/* The k, w and u rows of the chunk at t0 (see prefetch.h). */
+static void prefetch_chunk(const head_job *j, size_t t0)
+{
+    const gdn_chunk_state_params *p = j->p;
+    const size_t dk = p->k, dv = p->v;
+    ug_prefetch_rows(j->k + token_row(j, t0, p->hg, j->key_head, dk), BT, (size_t)p->hg * dk * sizeof(ug_bf16),
+                     dk * sizeof(ug_bf16));
+    ug_prefetch_rows(j->w + token_row(j, t0, p->h, j->head, dk), BT, (size_t)p->h * dk * sizeof(ug_bf16),
+                     dk * sizeof(ug_bf16));
+    ug_prefetch_rows(j->u + token_row(j, t0, p->h, j->head, dv), BT, (size_t)p->h * dv * sizeof(ug_bf16),
+                     dv * sizeof(ug_bf16));
 }
 
 static void run_head(const head_job *j)
@@ -202,6 +211,7 @@ static void run_head(const head_job *j)
     else
         for (size_t x = 0; x < kv; x++) j->tl->state[x] = 0.0f;
     for (size_t t0 = 0, c = 0; t0 < j->p->t; t0 += BT, c++) {
+        if (t0 + BT < j->p->t) prefetch_chunk(j, t0 + BT);
         const float g_last = j->g[(j->b * j->p->t + t0 + BT - 1) * j->p->h + j->head];
         store_state(j, c);
         w_times_state(j, t0);
@@ -211,6 +221,30 @@ static void run_head(const head_job *j)
     memcpy(j->final_state + (j->b * j->p->h + j->head) * kv, j->tl->state, kv * sizeof(float));
 }
 
+/* Work item x of the parallel loop is (batch, value head) x: the recurrence
+ * is serial over the chunks of one head, independent across heads. Each
+ * worker carries its heads' states in its own tiles. */
+typedef struct {
+    head_job proto; /* the tensors; the head and the tiles are filled in per worker */
+    const size_t *offset;
+    const ug_worker_scratch *scratch;
+} call;
+
+static void run_heads(void *ctx, unsigned worker, size_t begin, size_t end)
+{
+    const call *c = ctx;
+    const tiles tl = carve(c->offset, ug_worker_scratch_data(c->scratch, worker));
+    head_job job = c->proto;
+    job.tl = &tl;
+    const size_t group = job.p->h / job.p->hg;
+    for (size_t x = begin; x < end; x++) {
+        job.b = x / job.p->h;
+        job.head = x % job.p->h;
+        job.key_head = job.head / group;
+        run_head(&job);
+    }
+}
+
 ug_status gdn_chunk_state(const gdn_chunk_state_params *p, const ug_buf *k, const ug_buf *w,
                           const ug_buf *u, const ug_buf *g, const ug_buf *h0, ug_buf *h,
                           ug_buf *v_new, ug_buf *final_state)
@@ -218,17 +252,13 @@ ug_status gdn_chunk_state(const gdn_chunk_state_params *p, const ug_buf *k, cons
     UG_TRY(validate(p, k, w, u, g, h0, h, v_new, final_state));
     size_t offset[N_TILES + 1];
     tile_offsets(p, offset);
-    ug_guarded scratch;
-    UG_TRY(ug_guarded_alloc(&scratch, offset[N_TILES]));
-    const tiles tl = carve(offset, ug_guarded_data(&scratch));
-    head_job job = {.p = p, .k = k->data, .w = w->data, .u = u->data, .g = g->data,
-                    .h0 = p->has_h0 ? h0->data : NULL, .h = h->data, .v_new = v_new->data,
-                    .final_state = final_state->data, .tl = &tl};
-    const size_t group = p->h / p->hg;
-    for (job.b = 0; job.b < p->b; job.b++)
-        for (job.head = 0; job.head < p->h; job.head++) {
-            job.key_head = job.head / group;
-            run_head(&job);
-        }
-    return ug_guarded_free(&scratch, KERNEL " scratch");
+    const size_t items = (size_t)p->b * p->h;
+    ug_worker_scratch scratch;
+    UG_TRY(ug_worker_scratch_alloc(&scratch, ug_parallel_workers(items), offset[N_TILES]));
+    call c = {.proto = {.p = p, .k = k->data, .w = w->data, .u = u->data, .g = g->data,
+                        .h0 = p->has_h0 ? h0->data : NULL, .h = h->data, .v_new = v_new->data,
+                        .final_state = final_state->data},
+              .offset = offset, .scratch = &scratch};
+    ug_parallel_for(items, run_heads, &c);
+    return ug_worker_scratch_free(&scratch, KERNEL " scratch");
 }

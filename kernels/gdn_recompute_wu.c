@@ -17,6 +17,7 @@
 #include "../core/guard.h"
 #include "isa.h"
 #include "parallel.h"
+#include "prefetch.h"
 #include "tensor_check.h"
 #include "worker_scratch.h"
 
@@ -219,14 +220,39 @@ static void column_tile(const chunk_job *job, const wy_product *prod, size_t col
     }
 }
 
-/* Work item x of the parallel loop is chunk x % NT of (batch, value head)
- * x / NT; a worker's threadgroup memory is its own scratch slice. */
+/* Work item x of the parallel loop is (batch, chunk, value head), the head
+ * varying fastest, so that consecutive items read neighbouring parts of the
+ * same token rows; a worker's threadgroup memory is its own scratch slice. */
 typedef struct {
     const gdn_recompute_wu_params *p;
     const ug_buf *k, *v, *beta, *g, *a;
     ug_buf *w, *u;
     const ug_worker_scratch *scratch;
 } call;
+
+static void locate_item(chunk_job *job, size_t x)
+{
+    const gdn_recompute_wu_params *p = job->p;
+    const size_t chunks = p->t / BT;
+    job->h = x % p->h;
+    job->t0 = x / p->h % chunks * BT;
+    job->b = x / p->h / chunks;
+}
+
+/* The A, v and k rows item x reads (see prefetch.h). */
+static void prefetch_item(const call *c, chunk_job job, size_t x)
+{
+    const gdn_recompute_wu_params *p = c->p;
+    locate_item(&job, x);
+    const float *a = c->a->data;
+    const ug_bf16 *v = c->v->data, *k = c->k->data;
+    ug_prefetch_rows(a + at_bthd(p, job.b, job.t0, job.h, p->h, 0, BT), BT, (size_t)p->h * BT * sizeof(float),
+                     BT * sizeof(float));
+    ug_prefetch_rows(v + at_bthd(p, job.b, job.t0, job.h, p->h, 0, p->v), BT, (size_t)p->h * p->v * sizeof(ug_bf16),
+                     p->v * sizeof(ug_bf16));
+    ug_prefetch_rows(k + at_bthd(p, job.b, job.t0, key_head(p, job.h), p->hg, 0, p->k), BT,
+                     (size_t)p->hg * p->k * sizeof(ug_bf16), p->k * sizeof(ug_bf16));
+}
 
 static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
 {
@@ -242,11 +268,9 @@ static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
     };
     const wy_product u_from_v = {.src = c->v->data, .src_heads = p->h, .dst = c->u->data, .dim = p->v, .gated = false};
     const wy_product w_from_k = {.src = c->k->data, .src_heads = p->hg, .dst = c->w->data, .dim = p->k, .gated = true};
-    const size_t chunks = p->t / BT;
     for (size_t x = begin; x < end; x++) {
-        job.b = x / chunks / p->h;
-        job.h = x / chunks % p->h;
-        job.t0 = x % chunks * BT;
+        if (x + 1 < end) prefetch_item(c, job, x + 1);
+        locate_item(&job, x);
         load_ba_tile(&job, c->a->data);
         for (size_t col0 = 0; col0 < p->v; col0 += TILE) column_tile(&job, &u_from_v, col0);
         for (size_t col0 = 0; col0 < p->k; col0 += TILE) column_tile(&job, &w_from_k, col0);
