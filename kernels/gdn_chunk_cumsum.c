@@ -86,8 +86,14 @@ static void scan_chunk_portable(const float *in, float *out, size_t rows, size_t
     }
 }
 
-/* The correct kernel: the chunks of every batch, (batch, chunk) pairs split
- * over the kernel threads (kernels/parallel.h), each scanned by the ISA path. */
+/* The correct kernel: the chunks of every batch, each scanned by the ISA
+ * path; blocks of CHUNKS_PER_ITEM consecutive chunks go to the kernel threads
+ * (kernels/parallel.h). A chunk of 16 heads is a fraction of a microsecond on
+ * the SIMD paths and a thread start tens of microseconds, so a call splits
+ * only where each worker gets at least one full block (the bench's 64-chunk
+ * call runs on one thread). */
+enum { CHUNKS_PER_ITEM = 256 };
+
 typedef struct {
     const gdn_chunk_cumsum_params *p;
     const float *in;
@@ -98,7 +104,9 @@ typedef struct {
 static void scan_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
 {
     const scan_job *job = ctx;
-    for (size_t chunk = begin; chunk < end; chunk++) {
+    const size_t chunks = (size_t)job->p->b * (job->p->t / BT);
+    const size_t last = end * CHUNKS_PER_ITEM < chunks ? end * CHUNKS_PER_ITEM : chunks;
+    for (size_t chunk = begin * CHUNKS_PER_ITEM; chunk < last; chunk++) {
         const size_t first = chunk * BT * job->p->h; /* chunks of all batches are consecutive */
         job->scan(job->in + first, job->out + first, BT, job->p->h, job->p->h);
     }
@@ -121,6 +129,7 @@ ug_status gdn_chunk_cumsum(const gdn_chunk_cumsum_params *p, const ug_buf *g_raw
         return ug_ok();
     }
     scan_job job = {p, g_raw->data, g->data, chunk_scan()};
-    ug_parallel_for((size_t)p->b * (p->t / BT), scan_chunks, &job);
+    const size_t chunks = (size_t)p->b * (p->t / BT);
+    ug_parallel_for(chunks / CHUNKS_PER_ITEM + (chunks % CHUNKS_PER_ITEM != 0), scan_chunks, &job);
     return ug_ok();
 }

@@ -98,7 +98,7 @@ static void check_sweep(const char *path, size_t *mismatches, size_t *cases_per_
 
 /* The smoke sweep covers every family; fixtures/sweeps/threads adds shapes
  * large enough for kernels that split only big calls (attn_reduce_fwht:
- * blocks of 64 rows). */
+ * blocks of 64 rows; gdn_chunk_cumsum: blocks of 256 chunks). */
 static void test_outputs_do_not_depend_on_the_kernel_thread_count(void)
 {
     size_t mismatches = 0, cases_per_family[64] = {0};
