@@ -10,6 +10,7 @@
  * the runner and the gate (wrong values, a write past the end, a status out of
  * range); the defect-free build must pass. The libraries are found next to
  * this test binary, so every build tree (sanitize, memcheck) tests its own. */
+#include <dlfcn.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
@@ -98,6 +99,26 @@ static void test_builtin_library_provides_every_family(void)
     CU_ASSERT_STRING_EQUAL(ug_plugin_basename(p), "libulpgate_kernels.so");
     CU_ASSERT_STRING_EQUAL(ug_plugin_source(p)->name, "plugin");
     ug_plugin_close(p);
+}
+
+/* Only the entry point is dynamic: the library's own copies of ulpgate's
+ * functions and of the family registry's bounds can neither shadow the
+ * host's nor be bound to them. */
+static void test_builtin_library_exports_only_its_entry(void)
+{
+    char path[PATH_MAX + 64];
+    build_path("libulpgate_kernels.so", path, sizeof path);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_PTR_NOT_NULL(dlsym(h, "ulpgate_kernels"));
+    static const char *const internal[] = {"ug_family_count", "ug_fail", "ug_isa_select", "gdn_chunk_cumsum",
+                                           "__start_ug_families", "__stop_ug_families"};
+    for (size_t i = 0; i < sizeof internal / sizeof internal[0]; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s is exported", internal[i]);
+        CU_assertImplementation(dlsym(h, internal[i]) == NULL, __LINE__, what, __FILE__, "", CU_FALSE);
+    }
+    dlclose(h);
 }
 
 static void test_builtin_library_same_bits_and_messages_as_builtin_kernels(void)
@@ -325,6 +346,7 @@ static void test_report_labels_the_plugin_path(void)
 
 UG_TEST_SUITE(plugin_suite, "plugin",
               UG_TEST(test_builtin_library_provides_every_family),
+              UG_TEST(test_builtin_library_exports_only_its_entry),
               UG_TEST(test_builtin_library_same_bits_and_messages_as_builtin_kernels),
               UG_TEST(test_missing_library_refused),
               UG_TEST(test_wrong_abi_version_refused),
