@@ -235,8 +235,7 @@ static float sum_of_squares(const head_job *job, const void *x, float *partial)
         if (job->f32) job->path->accumulate_squares_f32((const float *)x + base, n, partial);
         else job->path->accumulate_squares_bf16((const ug_bf16 *)x + base, n, partial);
     }
-    for (uint32_t stride = job->tg_size / 2; stride > 0; stride /= 2) job->path->fold(partial, stride);
-    return partial[0];
+    return job->path->reduce(partial, job->tg_size);
 }
 
 /* r = 1/sqrt(ss/head_dim + eps): an f32 division, addition, sqrtf and
@@ -437,9 +436,10 @@ static void accumulate_squares_f32_portable(const float *x, size_t n, float *par
     for (size_t t = 0; t < n; t++) partial[t] = fmaf(x[t], x[t], partial[t]);
 }
 
-static void fold_portable(float *partial, size_t stride)
+static float reduce_portable(float *partial, size_t tg)
 {
-    for (size_t t = 0; t < stride; t++) partial[t] = partial[t] + partial[t + stride];
+    for (size_t stride = tg / 2; stride > 0; stride /= 2) head_norm_rope_fold(partial, stride);
+    return partial[0];
 }
 
 static void scale_bf16_portable(const ug_bf16 *x, const ug_bf16 *w, size_t n, float r, float *y)
@@ -466,6 +466,6 @@ static void round_bf16_portable(const float *y, size_t n, ug_bf16 *out)
 }
 
 static const head_norm_rope_path path_portable = {
-    accumulate_squares_bf16_portable, accumulate_squares_f32_portable, fold_portable, scale_bf16_portable,
+    accumulate_squares_bf16_portable, accumulate_squares_f32_portable, reduce_portable, scale_bf16_portable,
     scale_f32_portable,               rotate_portable,                 round_bf16_portable,
 };

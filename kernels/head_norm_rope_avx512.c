@@ -36,12 +36,24 @@ static void accumulate_squares_f32(const float *x, size_t n, float *partial)
     for (; t < n; t++) partial[t] = fmaf(x[t], x[t], partial[t]);
 }
 
-static void fold(float *partial, size_t stride)
+/* The tree's steps down to 16 sums as vector adds over memory, then the
+ * last four in registers: upper half onto lower half (8), then 4, 2, 1:
+ * lane t + stride added to lane t, the scalar steps' pairs and order. */
+static float reduce(float *partial, size_t tg)
 {
-    size_t t = 0;
-    for (; t + LANES <= stride; t += LANES)
-        _mm512_storeu_ps(partial + t, _mm512_add_ps(_mm512_loadu_ps(partial + t), _mm512_loadu_ps(partial + t + stride)));
-    for (; t < stride; t++) partial[t] = partial[t] + partial[t + stride];
+    if (tg < 2 * LANES) {
+        for (size_t stride = tg / 2; stride > 0; stride /= 2) head_norm_rope_fold(partial, stride);
+        return partial[0];
+    }
+    size_t stride = tg / 2;
+    for (; stride >= LANES; stride /= 2)
+        for (size_t t = 0; t < stride; t += LANES)
+            _mm512_storeu_ps(partial + t, _mm512_add_ps(_mm512_loadu_ps(partial + t), _mm512_loadu_ps(partial + t + stride)));
+    __m512 v = _mm512_loadu_ps(partial);
+    __m256 v8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
+    __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
+    return _mm_cvtss_f32(_mm_add_ss(v2, _mm_shuffle_ps(v2, v2, 1)));
 }
 
 static void scale_bf16(const ug_bf16 *x, const ug_bf16 *w, size_t n, float r, float *y)
@@ -98,5 +110,5 @@ static void round_bf16(const float *y, size_t n, ug_bf16 *out)
     for (; i < n; i++) out[i] = ug_bf16_from_f32(y[i]);
 }
 
-const head_norm_rope_path head_norm_rope_path_avx512 = {accumulate_squares_bf16, accumulate_squares_f32, fold, scale_bf16,
+const head_norm_rope_path head_norm_rope_path_avx512 = {accumulate_squares_bf16, accumulate_squares_f32, reduce, scale_bf16,
                                               scale_f32, rotate, round_bf16};

@@ -17,9 +17,11 @@ typedef struct {
      * shader's per-thread sums of squares (thread t owns x[t], x[t+tg], ...). */
     void (*accumulate_squares_bf16)(const ug_bf16 *x, size_t n, float *partial);
     void (*accumulate_squares_f32)(const float *x, size_t n, float *partial);
-    /* One step of the shader's tree: partial[t] = fl(partial[t] +
-     * partial[t + stride]) for t < stride. */
-    void (*fold)(float *partial, size_t stride);
+    /* The shader's tree over tg (a power of two) partial sums: for stride =
+     * tg/2, tg/4, ..., 1, partial[t] = fl(partial[t] + partial[t + stride])
+     * for t < stride; returns partial[0] (the rest of partial is left
+     * undefined). head_norm_rope_fold is the scalar step. */
+    float (*reduce)(float *partial, size_t tg);
     /* y[i] = head_norm_rope_scale(x[i], r, w[i]) (w NULL: no weight) for i < n. */
     void (*scale_bf16)(const ug_bf16 *x, const ug_bf16 *w, size_t n, float r, float *y);
     void (*scale_f32)(const float *x, const float *w, size_t n, float r, float *y);
@@ -29,6 +31,11 @@ typedef struct {
     /* out[i] = ug_bf16_from_f32(y[i]) (round to nearest even, NaN quieted). */
     void (*round_bf16)(const float *y, size_t n, ug_bf16 *out);
 } head_norm_rope_path;
+
+static inline void head_norm_rope_fold(float *partial, size_t stride)
+{
+    for (size_t t = 0; t < stride; t++) partial[t] = partial[t] + partial[t + stride];
+}
 
 /* One normalized element: fl(x * r), then fl(that * w) when weighted. */
 static inline float head_norm_rope_scale(float x, float r, const float *w)

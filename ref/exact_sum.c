@@ -1,0 +1,252 @@
+#include "exact_sum.h"
+
+#include <limits.h>
+#include <math.h>
+
+enum { DIGIT_BITS = 32, NO_QMIN = INT_MIN / 2 };
+static const int64_t DIGIT = INT64_C(1) << DIGIT_BITS;
+
+void ug_xsum_init(ug_xsum *a)
+{
+    memset(a->limb, 0, sizeof a->limb);
+    a->lo = UG_XSUM_LIMBS;
+    a->hi = -1;
+    a->adds = 0;
+    a->pos_zero = a->neg_zero = false;
+    a->out_of_range = false;
+}
+
+void ug_xsum_clear(ug_xsum *a)
+{
+    if (a->lo <= a->hi) memset(a->limb + a->lo, 0, (size_t)(a->hi - a->lo + 1) * sizeof a->limb[0]);
+    a->lo = UG_XSUM_LIMBS;
+    a->hi = -1;
+    a->adds = 0;
+    a->pos_zero = a->neg_zero = false;
+    a->out_of_range = false;
+}
+
+/* Limbs lo..hi-1 become digits in [0, 2^32); limb hi keeps the sign and
+ * whatever exceeds them. The value is unchanged. */
+static void propagate(ug_xsum *a)
+{
+    for (int i = a->lo; i < a->hi; i++) {
+        const int64_t c = a->limb[i] >> DIGIT_BITS; /* floor division (arithmetic shift) */
+        a->limb[i] -= c * DIGIT;
+        a->limb[i + 1] += c;
+    }
+}
+
+void ug_xsum_carry(ug_xsum *a)
+{
+    propagate(a);
+    a->adds = 0;
+}
+
+/* Digit k of the normalized magnitude (0 outside lo..hi). */
+static uint64_t digit(const ug_xsum *a, int k)
+{
+    return k < a->lo || k > a->hi ? 0 : (uint64_t)a->limb[k];
+}
+
+static bool bit_at(const ug_xsum *a, int b)
+{
+    return digit(a, b >> 5) >> (b & 31) & 1;
+}
+
+/* Whether any bit of the magnitude below bit b is set. */
+static bool any_below(const ug_xsum *a, int b)
+{
+    const int k = b >> 5;
+    for (int i = a->lo; i < k && i <= a->hi; i++)
+        if (a->limb[i]) return true;
+    return (digit(a, k) & ((UINT64_C(1) << (b & 31)) - 1)) != 0;
+}
+
+ug_xval ug_xsum_read(ug_xsum *a)
+{
+    ug_xval w = {0};
+    const bool touched = a->lo <= a->hi; /* some nonzero value was added */
+    propagate(a);
+    a->adds = 0;
+    int top = a->hi;
+    while (top >= a->lo && a->limb[top] == 0) top--;
+    if (top < a->lo) {
+        w.zero = true;
+        w.neg = a->neg_zero && !a->pos_zero && !touched;
+        return w;
+    }
+    w.neg = a->limb[top] < 0;
+    if (w.neg) {
+        for (int i = a->lo; i <= a->hi; i++) a->limb[i] = -a->limb[i];
+        propagate(a);
+    }
+    /* The top limb may hold more than a digit: move its excess up. */
+    while (a->limb[a->hi] >= DIGIT) {
+        a->limb[a->hi + 1] += a->limb[a->hi] >> DIGIT_BITS;
+        a->limb[a->hi] &= DIGIT - 1;
+        a->hi++;
+    }
+    top = a->hi;
+    while (a->limb[top] == 0) top--;
+    const int top_bit = top * DIGIT_BITS + 63 - __builtin_clzll((uint64_t)a->limb[top]);
+    int q = top_bit - 127;
+    if (q < a->lo * DIGIT_BITS) q = a->lo * DIGIT_BITS;
+    const int k = q >> 5, off = q & 31;
+    ug_u128 low = 0;
+    for (int t = 3; t >= 0; t--) low = low << 32 | digit(a, k + t);
+    w.m = low >> off;
+    if (off) w.m |= (ug_u128)digit(a, k + 4) << (128 - off);
+    w.e = q + UG_XSUM_EMIN;
+    if (q > a->lo * DIGIT_BITS) {
+        w.round = bit_at(a, q - 1);
+        w.sticky = any_below(a, q - 1);
+    }
+    if (w.neg) /* give the accumulator back its value */
+        for (int i = a->lo; i <= a->hi; i++) a->limb[i] = -a->limb[i];
+    return w;
+}
+
+static int bit_length(ug_u128 m)
+{
+    const uint64_t hi = (uint64_t)(m >> 64);
+    return hi ? 128 - __builtin_clzll(hi) : (uint64_t)m ? 64 - __builtin_clzll((uint64_t)m) : 0;
+}
+
+/* Rounds the nonzero |w| to p <= 128 significant bits with the quantum at
+ * least 2^qmin, in mode rnd applied to the signed value: |result| = n·2^q
+ * (n may equal 2^p after a carry; for p = 128 the carry renormalizes). */
+static void round_value(const ug_xval *w, int p, int qmin, mpfr_rnd_t rnd, ug_u128 *n_out, int *q_out)
+{
+    const int top = bit_length(w->m) + w->e; /* |w| in [2^(top-1), 2^top) */
+    int q = top - p > qmin ? top - p : qmin;
+    const int d = q - w->e;
+    ug_u128 n;
+    bool half, below;
+    if (d < 0) { /* then |w| has fewer than 128 bits: all of it is in m */
+        *n_out = w->m << -d;
+        *q_out = q;
+        return;
+    }
+    if (d == 0) {
+        n = w->m;
+        half = w->round;
+        below = w->sticky;
+    } else {
+        n = d < 128 ? w->m >> d : 0;
+        half = d <= 128 ? (w->m >> (d - 1) & 1) != 0 : false;
+        const ug_u128 under_half = d - 1 >= 128 ? w->m : w->m & (((ug_u128)1 << (d - 1)) - 1);
+        below = under_half != 0 || w->round || w->sticky;
+    }
+    const bool inexact = half || below;
+    bool up;
+    switch (rnd) {
+    case MPFR_RNDN: up = half && (below || (n & 1)); break;
+    case MPFR_RNDU: up = inexact && !w->neg; break;
+    case MPFR_RNDD: up = inexact && w->neg; break;
+    case MPFR_RNDA: up = inexact; break;
+    default: up = false; break; /* MPFR_RNDZ */
+    }
+    n += up;
+    if (up && n == 0) { /* 2^128: only p = 128 gets here */
+        n = (ug_u128)1 << 127;
+        q++;
+    }
+    *n_out = n;
+    *q_out = q;
+}
+
+/* 2^q as a double, q in [-1074, 1023]. */
+static double pow2(int q)
+{
+    const uint64_t bits = q >= -1022 ? (uint64_t)(q + 1023) << 52 : UINT64_C(1) << (q + 1074);
+    double x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+/* ±n·2^q as a double: ±inf from 2^1024 up, as mpfr_get_d in every mode
+ * (it returns an infinity for any |x| >= 2^1024). */
+static double to_double(bool neg, ug_u128 n, int q)
+{
+    const double x = bit_length(n) + q > 1024 ? INFINITY : (double)n * pow2(q); /* n <= 2^53: exact */
+    return neg ? -x : x;
+}
+
+double ug_xval_to_double(const ug_xval *v, mpfr_rnd_t rnd)
+{
+    if (v->zero) return v->neg ? -0.0 : 0.0;
+    ug_u128 n;
+    int q;
+    round_value(v, 53, -1074, rnd, &n, &q);
+    return to_double(v->neg, n, q);
+}
+
+/* RN to the format of p bits and least quantum 2^qmin, as f32 bits; the
+ * semantics of ref/round.c's round_to_format. */
+static uint32_t format_bits(const ug_xval *w, ug_dtype dtype)
+{
+    const uint32_t sign = w->neg ? 0x80000000u : 0u;
+    if (w->zero) return sign;
+    ug_u128 n;
+    int q;
+    round_value(w, dtype == UG_BF16 ? 8 : 24, dtype == UG_BF16 ? -133 : -149, MPFR_RNDN, &n, &q);
+    if (n == 0) return sign;
+    if (bit_length(n) + q > 128) return sign | 0x7F800000u;
+    const float f = (float)((double)n * pow2(q)); /* exact: a float */
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return sign | bits;
+}
+
+uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype)
+{
+    const uint32_t bits = format_bits(v, dtype);
+    return dtype == UG_BF16 ? bits >> 16 : bits;
+}
+
+void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, double abs_sum,
+                    uint32_t flagged, ug_dtype dtype)
+{
+    const ug_xval exact = ug_xsum_read(a);
+    ug_xval r = exact; /* r = RN_128(S), exactly as mpfr_sum at UG_REF_PREC bits */
+    if (!exact.zero) {
+        round_value(&exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
+        r.round = r.sticky = false;
+    }
+    double r_hi = r.neg ? -0.0 : 0.0, r_lo = 0.0;
+    if (!r.zero) {
+        ug_u128 n;
+        int q;
+        round_value(&r, 53, -1074, MPFR_RNDN, &n, &q);
+        r_hi = to_double(r.neg, n, q);
+        /* r - r_hi, exact: the bits of r below r_hi's quantum, less one
+         * quantum when r_hi rounded up (then d <= 128: the half bit was set). */
+        const int d = q - r.e;
+        if (isfinite(r_hi) && d > 0) {
+            const ug_u128 low = d >= 128 ? r.m : r.m & (((ug_u128)1 << d) - 1);
+            const bool rounded_up = d >= 128 ? n != 0 : (r.m >> d) != n;
+            ug_xval rest = {.neg = r.neg != rounded_up, .m = low, .e = r.e};
+            if (rounded_up) rest.m = d == 128 ? -low : ((ug_u128)1 << d) - low;
+            if (rest.m != 0) {
+                round_value(&rest, 53, -1074, MPFR_RNDN, &n, &q);
+                r_lo = to_double(rest.neg, n, q);
+            }
+        }
+    }
+    ug_ref_fill(out, r_hi, r_lo, ug_xval_rn_bits(&r, dtype), pre_round_bound, abs_sum, flagged, dtype);
+}
+
+bool ug_xsum_split_mpfr(mpfr_srcptr x, mpz_t scratch, bool *neg, ug_u128 *m, int *e)
+{
+    if (!mpfr_regular_p(x) || mpfr_get_prec(x) > 128) return false;
+    const mpfr_exp_t exp = mpfr_get_z_2exp(scratch, x);
+    if (exp < INT_MIN / 4 || exp > INT_MAX / 4) return false;
+    uint64_t words[2] = {0, 0};
+    size_t count = 0;
+    mpz_export(words, &count, -1, sizeof words[0], 0, 0, scratch); /* |z| < 2^128 */
+    *neg = mpz_sgn(scratch) < 0;
+    *m = (ug_u128)words[1] << 64 | words[0];
+    *e = (int)exp;
+    return true;
+}

@@ -1,0 +1,192 @@
+/* Exact sums of binary64-range values, and their roundings as a reference
+ * reports them (the fast path of ref/; docs/error-model.md §2.1).
+ *
+ * An accumulator holds a sum of values ±m·2^e (m < 2^128, any e with
+ * UG_XSUM_EMIN <= e and e + 128 <= UG_XSUM_EMAX) exactly: a fixed-point
+ * integer over 32-bit digits kept in int64 limbs, so each add touches five
+ * limbs and carries are propagated only when the sum is read (or after
+ * 2^29 adds, before a limb could overflow). This covers every product of two
+ * finite doubles (|m| < 2^106, e in [-2148, 1942]) and a 64-bit integer
+ * times a 128-bit MPFR significand scaled into that range. An add outside
+ * the range does not change the sum; it marks the accumulator, and
+ * ug_xsum_in_range() then tells the caller to take the MPFR path.
+ *
+ * Reading rounds the exact sum S once per request, as MPFR would round it:
+ * ug_xsum_to_double (any mpfr_rnd_t except MPFR_RNDF), ug_xsum_rn_bits
+ * (RN to bf16 / f32 exactly as ref/round.c), and ug_xsum_finish, which fills
+ * a ug_ref_value bit for bit as ug_ref_finish does from the 128-bit value
+ * that mpfr_sum(..., MPFR_RNDN) at UG_REF_PREC bits returns for the same
+ * terms: r = RN_128(S), then r_hi = RN_53(r), r_lo = RN_53(r - r_hi),
+ * rn_bits = RN_T(r). An exactly zero S is -0 when every value added was a
+ * -0 (at least one), +0 otherwise, as mpfr_sum rounds to nearest. */
+#ifndef UG_REF_EXACT_SUM_H
+#define UG_REF_EXACT_SUM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <mpfr.h>
+
+#include "../core/buf.h"
+#include "ref.h"
+
+typedef unsigned __int128 ug_u128;
+
+enum {
+    UG_XSUM_EMIN = -2240,                                  /* lowest bit: 2^EMIN */
+    UG_XSUM_EMAX = 2240,                                   /* |S| < 2^EMAX (before carries) */
+    UG_XSUM_LIMBS = (UG_XSUM_EMAX - UG_XSUM_EMIN) / 32 + 8, /* + room for the 5-limb spill and carries */
+    UG_XSUM_ADDS_BEFORE_CARRY = 1 << 29                    /* each add moves a limb by < 2^33 */
+};
+
+typedef struct {
+    int64_t limb[UG_XSUM_LIMBS]; /* S = sum limb[i] 2^(32 i + EMIN) */
+    int lo, hi;                  /* limbs touched since the last clear (lo > hi: none) */
+    uint32_t adds;               /* adds since carries were last propagated */
+    bool pos_zero, neg_zero;     /* a +0 / a -0 was added */
+    bool out_of_range;           /* some add was outside [EMIN, EMAX): S is not valid */
+} ug_xsum;
+
+void ug_xsum_init(ug_xsum *a);  /* S = 0 (whole accumulator) */
+void ug_xsum_clear(ug_xsum *a); /* S = 0 (touched limbs only) */
+static inline bool ug_xsum_in_range(const ug_xsum *a) { return !a->out_of_range; }
+
+void ug_xsum_carry(ug_xsum *a); /* internal: keeps the limbs from overflowing */
+
+/* Adds the digits d[0..n) (each < 2^32) times 2^(32 i), negated when
+ * mask is -1 (signs are data: no branch). */
+static inline void ug_xsum_add_digits(ug_xsum *a, int i, const uint64_t *d, int n, int64_t mask)
+{
+    int64_t *limb = a->limb + i;
+    for (int k = 0; k < n; k++) limb[k] += ((int64_t)d[k] ^ mask) - mask;
+    if (i < a->lo) a->lo = i;
+    if (i + n - 1 > a->hi) a->hi = i + n - 1;
+    if (++a->adds == UG_XSUM_ADDS_BEFORE_CARRY) ug_xsum_carry(a);
+}
+
+/* The limb and shift of bit 2^e, or false (and the accumulator marked) when
+ * a value of `bits` bits at 2^e would leave the range. */
+static inline bool ug_xsum_place(ug_xsum *a, int e, int bits, int *limb, unsigned *shift)
+{
+    const unsigned pos = (unsigned)(e - UG_XSUM_EMIN); /* e < EMIN wraps far above */
+    if (pos > (unsigned)(UG_XSUM_EMAX - UG_XSUM_EMIN - bits)) {
+        a->out_of_range = true;
+        return false;
+    }
+    *limb = (int)(pos >> 5);
+    *shift = pos & 31;
+    return true;
+}
+
+static inline void ug_xsum_add_zero(ug_xsum *a, bool neg)
+{
+    if (neg)
+        a->neg_zero = true;
+    else
+        a->pos_zero = true;
+}
+
+/* S += (neg ? -1 : 1) · m · 2^e. m == 0 adds a signed zero. */
+static inline void ug_xsum_add(ug_xsum *a, bool neg, ug_u128 m, int e)
+{
+    int i;
+    unsigned s;
+    if (m == 0) {
+        ug_xsum_add_zero(a, neg);
+        return;
+    }
+    if (!ug_xsum_place(a, e, 128, &i, &s)) return;
+    /* m << s (< 2^159) as three words, then five 32-bit digits. */
+    const uint64_t lo = (uint64_t)m, hi = (uint64_t)(m >> 64);
+    const uint64_t w0 = lo << s, w1 = hi << s | (lo >> 1) >> (63 - s), w2 = (hi >> 1) >> (63 - s);
+    const uint64_t d[5] = {(uint32_t)w0, w0 >> 32, (uint32_t)w1, w1 >> 32, w2};
+    ug_xsum_add_digits(a, i, d, 5, -(int64_t)neg);
+}
+
+/* A finite double as ±m·2^e (m < 2^53). */
+static inline void ug_xsum_split(double x, bool *neg, uint64_t *m, int *e)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    const int biased = (int)(bits >> 52 & 0x7FF);
+    *neg = bits >> 63;
+    *m = (bits & ((UINT64_C(1) << 52) - 1)) | (biased ? UINT64_C(1) << 52 : 0);
+    *e = (biased ? biased : 1) - 1075;
+}
+
+/* S += x (finite). */
+static inline void ug_xsum_add_double(ug_xsum *a, double x)
+{
+    bool neg;
+    uint64_t m;
+    int e;
+    ug_xsum_split(x, &neg, &m, &e);
+    ug_xsum_add(a, neg, m, e);
+}
+
+/* S += ±m1·m2·2^e (a 64-bit integer times a 128-bit one, exactly). */
+static inline void ug_xsum_add_mul(ug_xsum *a, bool neg, uint64_t m1, ug_u128 m2, int e)
+{
+    int i;
+    unsigned s;
+    if (m1 == 0 || m2 == 0) {
+        ug_xsum_add_zero(a, neg);
+        return;
+    }
+    if (!ug_xsum_place(a, e, 192, &i, &s)) return;
+    /* The 192-bit product as three words, shifted: four words, seven digits. */
+    const ug_u128 low = (ug_u128)m1 * (uint64_t)m2, high = (ug_u128)m1 * (uint64_t)(m2 >> 64);
+    const ug_u128 mid = (low >> 64) + (uint64_t)high; /* < 2^65 */
+    const uint64_t p0 = (uint64_t)low, p1 = (uint64_t)mid, p2 = (uint64_t)(high >> 64) + (uint64_t)(mid >> 64);
+    const uint64_t w0 = p0 << s, w1 = p1 << s | (p0 >> 1) >> (63 - s), w2 = p2 << s | (p1 >> 1) >> (63 - s),
+                   w3 = (p2 >> 1) >> (63 - s);
+    const uint64_t d[7] = {(uint32_t)w0, w0 >> 32, (uint32_t)w1, w1 >> 32, (uint32_t)w2, w2 >> 32, w3};
+    ug_xsum_add_digits(a, i, d, 7, -(int64_t)neg);
+}
+
+/* S += x·y, x and y finite doubles, exactly. */
+static inline void ug_xsum_add_product(ug_xsum *a, double x, double y)
+{
+    bool nx, ny;
+    uint64_t mx, my;
+    int ex, ey;
+    ug_xsum_split(x, &nx, &mx, &ex);
+    ug_xsum_split(y, &ny, &my, &ey);
+    ug_xsum_add(a, nx ^ ny, (ug_u128)mx * my, ex + ey);
+}
+
+/* The exact sum as read out once: its sign, the 128 bits below its leading
+ * bit, the bit after them and whether any bit below that is set, i.e.
+ * |S| = (m + round/2 + sticky-part) · 2^e; zero marks S = 0 (neg its sign).
+ * Reading propagates carries but keeps S: adds may go on afterwards. */
+typedef struct {
+    bool neg, zero;
+    ug_u128 m;
+    int e;
+    bool round, sticky;
+} ug_xval;
+
+/* Requires ug_xsum_in_range(a). */
+ug_xval ug_xsum_read(ug_xsum *a);
+
+/* v rounded to a double in mode rnd (any but MPFR_RNDF), as mpfr_get_d:
+ * +-inf when |v| >= 2^1024 or it rounds up to that. */
+double ug_xval_to_double(const ug_xval *v, mpfr_rnd_t rnd);
+
+/* RN_T(v), T = bf16 (low 16 bits) or f32, as ug_mpfr_to_bf16 /
+ * ug_mpfr_to_f32_bits of v. */
+uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype);
+
+/* ug_ref_finish(out, RN_128(S), ...) without MPFR (see above). Requires
+ * ug_xsum_in_range(a). */
+void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, double abs_sum,
+                    uint32_t flagged, ug_dtype dtype);
+
+/* An MPFR number (regular, precision <= 128 bits, exponent within int) as
+ * ±m·2^e; false (nothing written) otherwise. scratch is reused, so a caller
+ * that keeps it allocates only once. */
+bool ug_xsum_split_mpfr(mpfr_srcptr x, mpz_t scratch, bool *neg, ug_u128 *m, int *e);
+
+#endif

@@ -1,0 +1,353 @@
+/* ref/exact_sum: the exact accumulator against MPFR, one property per test.
+ *
+ * The independent computation is the plain path of the references: the same
+ * values as 53-bit MPFR numbers, mpfr_sum at UG_REF_PREC bits, ug_ref_finish
+ * (mpfr_get_d, ug_mpfr_to_bf16 / ug_mpfr_to_f32_bits). Every ug_ref_value
+ * field must agree bit for bit. Special cases first (zeros, ties, subnormals,
+ * overflow), then random sums with a wide exponent spread. */
+#include <math.h>
+#include <mpfr.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ref/exact_sum.h"
+#include "tests.h"
+
+enum { MAX_TERMS = 80 };
+
+typedef struct {
+    size_t n;
+    double x[MAX_TERMS];
+} terms;
+
+static uint64_t bits_of(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static bool same_value(const ug_ref_value *a, const ug_ref_value *b)
+{
+    return bits_of(a->r_hi) == bits_of(b->r_hi) && bits_of(a->r_lo) == bits_of(b->r_lo) &&
+           a->rn_bits == b->rn_bits && a->flagged == b->flagged && bits_of(a->bound) == bits_of(b->bound) &&
+           bits_of(a->abs_sum) == bits_of(b->abs_sum);
+}
+
+/* The plain path's value of the sum. */
+static void mpfr_value(const terms *t, ug_dtype dtype, ug_ref_value *out)
+{
+    mpfr_t m[MAX_TERMS], sum;
+    mpfr_ptr p[MAX_TERMS];
+    for (size_t i = 0; i < t->n; i++) {
+        mpfr_init2(m[i], 53);
+        mpfr_set_d(m[i], t->x[i], MPFR_RNDN);
+        p[i] = m[i];
+    }
+    mpfr_init2(sum, UG_REF_PREC);
+    mpfr_sum(sum, p, t->n, MPFR_RNDN);
+    ug_ref_finish(out, sum, 0x1p-30, 1.0, 3, dtype);
+    for (size_t i = 0; i < t->n; i++) mpfr_clear(m[i]);
+    mpfr_clear(sum);
+}
+
+static ug_xsum acc; /* 1.2 KB: static, not on the test's stack */
+
+static void fast_value(const terms *t, ug_dtype dtype, ug_ref_value *out)
+{
+    ug_xsum_init(&acc);
+    for (size_t i = 0; i < t->n; i++) ug_xsum_add_double(&acc, t->x[i]);
+    ug_xsum_finish(&acc, out, 0x1p-30, 1.0, 3, dtype);
+}
+
+/* Whether both paths agree on t for both output formats; prints the first few. */
+static bool agree(const terms *t, size_t *mismatches)
+{
+    bool ok = true;
+    for (int d = 0; d < 2; d++) {
+        const ug_dtype dtype = d ? UG_F32 : UG_BF16;
+        ug_ref_value want, got;
+        mpfr_value(t, dtype, &want);
+        fast_value(t, dtype, &got);
+        if (!same_value(&want, &got)) {
+            ok = false;
+            UG_TEST_MISMATCH(*mismatches, "%s n=%zu x0=%a: mpfr r=%a+%a rn=%#x, exact_sum r=%a+%a rn=%#x",
+                             d ? "f32" : "bf16", t->n, t->n ? t->x[0] : 0.0, want.r_hi, want.r_lo, want.rn_bits,
+                             got.r_hi, got.r_lo, got.rn_bits);
+        }
+    }
+    return ok;
+}
+
+static void check(const terms *t)
+{
+    size_t mismatches = 0;
+    CU_ASSERT(agree(t, &mismatches));
+}
+
+/* ---- special cases ---------------------------------------------------------- */
+
+static void exact_zero_takes_mpfr_sum_sign(void)
+{
+    const terms cases[] = {
+        {0, {0}},                         /* empty: +0 */
+        {1, {-0.0}},                      /* only -0: -0 */
+        {3, {-0.0, -0.0, -0.0}},          /* only -0: -0 */
+        {2, {-0.0, 0.0}},                 /* mixed zeros: +0 */
+        {2, {1.5, -1.5}},                 /* cancellation: +0 */
+        {3, {-0.0, 0x1p-1074, -0x1p-1074}}, /* cancellation beside -0: +0 */
+        {4, {0x1p1000, -0x1p-1000, -0x1p1000, 0x1p-1000}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
+}
+
+static void bf16_and_f32_ties_round_to_even(void)
+{
+    /* 1 + 2^-8 is halfway between bf16 1 and 1 + 2^-7 (even: 1); 1 + 3*2^-8
+     * halfway to 1 + 2^-6 (even); 1 + 2^-24 the f32 tie; each also nudged
+     * by +-2^-200 just off the tie. */
+    const double ties[] = {1 + 0x1p-8, 1 + 0x3p-8, 1 + 0x1p-24, 1 + 0x3p-24, 0x1.01p-130};
+    for (size_t i = 0; i < sizeof ties / sizeof ties[0]; i++)
+        for (int nudge = -1; nudge <= 1; nudge++) {
+            terms t = {3, {ties[i] / 2, ties[i] / 2, nudge * 0x1p-200}};
+            check(&t);
+            for (size_t k = 0; k < t.n; k++) t.x[k] = -t.x[k];
+            check(&t);
+        }
+}
+
+static void subnormal_results_round_like_mpfr(void)
+{
+    /* bf16 subnormals are multiples of 2^-133, f32 ones of 2^-149; double
+     * r_lo becomes subnormal below 2^-1022; tiny sums round to +-0. */
+    const double values[] = {0x1p-134, 0x3p-135, 0x1.8p-133, 0x1p-150, 0x1.8p-149, 0x1.fffp-127,
+                             0x1p-1074, 0x1p-1060, 0x1.123456789abcdp-1000};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        for (int sign = -1; sign <= 1; sign += 2) {
+            terms t = {3, {sign * values[i], sign * 0x1p-1074, -sign * 0x1p-1073}};
+            check(&t);
+        }
+}
+
+static void overflow_thresholds_match(void)
+{
+    /* bf16's and f32's overflow midpoints below 2^128, and double's at 2^1024. */
+    const double values[] = {0x1.fep127, 0x1.ffp127, 0x1.ffffffp127, 0x1.fffffep127, 0x1.fffffffffffffp1023};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        for (int nudge = -1; nudge <= 1; nudge++) {
+            terms t = {2, {values[i], nudge * 0x1p80}};
+            check(&t);
+            t.x[0] = values[i] / 2;
+            t.x[1] = values[i] / 2;
+            t.n = 3;
+            t.x[2] = nudge * 0x1p970;
+            check(&t); /* the exact sum may exceed DBL_MAX: r_hi = inf */
+        }
+}
+
+static void sums_wider_than_128_bits_round_once(void)
+{
+    /* 1 + 2^-128 is a tie at 128 bits (even: 1), 1 + 3*2^-128 rounds up; a
+     * far sticky bit breaks the tie; r_lo then carries the low part. */
+    const double lows[] = {0x1p-128, 0x3p-128, 0x1p-127};
+    for (size_t i = 0; i < sizeof lows / sizeof lows[0]; i++)
+        for (int sticky = -1; sticky <= 1; sticky++) {
+            terms t = {4, {1.0, 0x1p-60, lows[i], sticky * 0x1p-900}};
+            check(&t);
+        }
+}
+
+/* ---- random sums -------------------------------------------------------------- */
+
+/* A random finite double m·2^(e-53), |e| <= max_exp_spread <= 1070. */
+static double random_double(uint64_t *state, int max_exp_spread)
+{
+    const uint64_t m = (uint64_t)ug_test_next_u32(state) << 21 ^ ug_test_next_u32(state);
+    const int e = (int)(ug_test_next_u32(state) % (unsigned)(2 * max_exp_spread + 1)) - max_exp_spread;
+    const double x = ldexp((double)(m & ((UINT64_C(1) << 53) - 1)), e - 53 - (e > 1020 ? 60 : 0));
+    return ug_test_next_u32(state) & 1 ? -x : x;
+}
+
+static void random_sums_match_mpfr_sum(void)
+{
+    uint64_t state = 20261122;
+    size_t mismatches = 0;
+    const unsigned long samples = ug_test_random_samples();
+    for (unsigned long s = 0; s < samples; s++) {
+        terms t = {1 + ug_test_next_u32(&state) % MAX_TERMS, {0}};
+        const int spread = (int[]){4, 60, 300, 1000}[s % 4];
+        for (size_t i = 0; i < t.n; i++) t.x[i] = random_double(&state, spread);
+        if (s % 3 == 0) /* massive cancellation: the negated terms again, one perturbed */
+            for (size_t i = 0; i + 1 < t.n && t.n < MAX_TERMS; i += 2) t.x[i + 1] = -t.x[i];
+        agree(&t, &mismatches);
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+static void directed_roundings_match_mpfr_get_d(void)
+{
+    uint64_t state = 99;
+    const mpfr_rnd_t modes[] = {MPFR_RNDN, MPFR_RNDZ, MPFR_RNDU, MPFR_RNDD, MPFR_RNDA};
+    size_t mismatches = 0;
+    mpfr_t m[MAX_TERMS], sum;
+    mpfr_ptr p[MAX_TERMS];
+    for (size_t i = 0; i < MAX_TERMS; i++) {
+        mpfr_init2(m[i], 53);
+        p[i] = m[i];
+    }
+    mpfr_init2(sum, 4200); /* holds every sum of these doubles exactly */
+    for (unsigned long s = 0; s < ug_test_random_samples(); s++) {
+        const size_t n = 1 + ug_test_next_u32(&state) % 8;
+        ug_xsum_init(&acc);
+        for (size_t i = 0; i < n; i++) {
+            const double x = random_double(&state, s % 2 ? 1070 : 20); /* finite: below 2^1017 */
+            mpfr_set_d(m[i], x, MPFR_RNDN);
+            ug_xsum_add_double(&acc, x);
+        }
+        CU_ASSERT_EQUAL(mpfr_sum(sum, p, n, MPFR_RNDN), 0); /* exact */
+        const ug_xval v = ug_xsum_read(&acc);
+        for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+            const double want = mpfr_get_d(sum, modes[k]), got = ug_xval_to_double(&v, modes[k]);
+            if (bits_of(want) != bits_of(got))
+                UG_TEST_MISMATCH(mismatches, "mode %d: mpfr_get_d %a, exact_sum %a", (int)modes[k], want, got);
+        }
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    for (size_t i = 0; i < MAX_TERMS; i++) mpfr_clear(m[i]);
+    mpfr_clear(sum);
+}
+
+static void products_are_exact(void)
+{
+    /* +-m1 m2 2^e with a 64-bit m1 and a 128-bit m2, as MPFR multiplies them;
+     * RN_f32 of the sum of two such products pins every bit down to RN_128. */
+    uint64_t state = 5;
+    size_t mismatches = 0;
+    mpfr_t a, b, prod[2], sum;
+    mpfr_inits2(128, a, b, (mpfr_ptr)0);
+    mpfr_inits2(256, prod[0], prod[1], (mpfr_ptr)0);
+    mpfr_init2(sum, UG_REF_PREC);
+    for (unsigned long s = 0; s < ug_test_random_samples(); s++) {
+        ug_xsum_init(&acc);
+        mpfr_ptr p[2] = {prod[0], prod[1]};
+        for (int k = 0; k < 2; k++) {
+            const uint64_t m1 = (uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state);
+            const ug_u128 m2 = (ug_u128)((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state)) << 64 |
+                               ((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state));
+            const int e = (int)(ug_test_next_u32(&state) % 400) - 200;
+            const bool neg = ug_test_next_u32(&state) & 1;
+            ug_xsum_add_mul(&acc, neg, m1, m2, e);
+            mpfr_set_uj(a, m1, MPFR_RNDN);
+            mpfr_set_uj_2exp(b, (uintmax_t)(uint64_t)(m2 >> 64), 64, MPFR_RNDN);
+            mpfr_t low;
+            mpfr_init2(low, 64);
+            mpfr_set_uj(low, (uintmax_t)(uint64_t)m2, MPFR_RNDN);
+            mpfr_add(b, b, low, MPFR_RNDN); /* exact: 128 bits */
+            mpfr_clear(low);
+            mpfr_mul(prod[k], a, b, MPFR_RNDN); /* exact: 192 bits */
+            mpfr_mul_2si(prod[k], prod[k], e, MPFR_RNDN);
+            if (neg) mpfr_neg(prod[k], prod[k], MPFR_RNDN);
+        }
+        mpfr_sum(sum, p, 2, MPFR_RNDN);
+        ug_ref_value want, got;
+        ug_ref_finish(&want, sum, 0, 0, 0, UG_F32);
+        ug_xsum_finish(&acc, &got, 0, 0, 0, UG_F32);
+        if (!same_value(&want, &got))
+            UG_TEST_MISMATCH(mismatches, "mpfr r=%a+%a, exact_sum r=%a+%a", want.r_hi, want.r_lo, got.r_hi, got.r_lo);
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    mpfr_clears(a, b, prod[0], prod[1], sum, (mpfr_ptr)0);
+}
+
+static void reading_keeps_the_sum(void)
+{
+    /* A read propagates carries (and negates internally for a negative sum);
+     * adds after it must continue from the same value. */
+    terms t = {0, {0}};
+    ug_xsum_init(&acc);
+    uint64_t state = 3;
+    ug_ref_value want, got;
+    for (size_t i = 0; i < 40; i++) {
+        t.x[t.n++] = random_double(&state, 100);
+        ug_xsum_add_double(&acc, t.x[t.n - 1]);
+        mpfr_value(&t, UG_F32, &want);
+        ug_xsum_finish(&acc, &got, 0x1p-30, 1.0, 3, UG_F32);
+        CU_ASSERT(same_value(&want, &got));
+    }
+}
+
+static void clear_resets_to_zero(void)
+{
+    ug_xsum_init(&acc);
+    ug_xsum_add_double(&acc, 0x1.8p300);
+    ug_xsum_add_double(&acc, -0x1p-700);
+    ug_xsum_clear(&acc);
+    ug_xsum_add_double(&acc, -0.0);
+    const ug_xval v = ug_xsum_read(&acc);
+    CU_ASSERT(v.zero && v.neg); /* only a -0 since the clear */
+    ug_xsum_add_double(&acc, 0x1p-5);
+    const ug_xval w = ug_xsum_read(&acc);
+    CU_ASSERT_EQUAL(ug_xval_to_double(&w, MPFR_RNDN), 0x1p-5);
+}
+
+static void adds_out_of_range_are_reported(void)
+{
+    ug_xsum_init(&acc);
+    ug_xsum_add(&acc, false, 1, UG_XSUM_EMIN);
+    ug_xsum_add(&acc, false, (ug_u128)1 << 127, UG_XSUM_EMAX - 128);
+    CU_ASSERT(ug_xsum_in_range(&acc));
+    ug_xsum_add(&acc, false, 1, UG_XSUM_EMIN - 1);
+    CU_ASSERT(!ug_xsum_in_range(&acc));
+    ug_xsum_clear(&acc);
+    CU_ASSERT(ug_xsum_in_range(&acc));
+    ug_xsum_add(&acc, true, 1, UG_XSUM_EMAX - 127);
+    CU_ASSERT(!ug_xsum_in_range(&acc));
+    ug_xsum_clear(&acc);
+    ug_xsum_add(&acc, true, 0, UG_XSUM_EMAX + 1000); /* a zero is never out of range */
+    CU_ASSERT(ug_xsum_in_range(&acc));
+}
+
+static void mpfr_numbers_split_exactly(void)
+{
+    mpfr_t x, back;
+    mpz_t scratch;
+    mpz_init(scratch);
+    mpfr_init2(x, 128);
+    mpfr_init2(back, 128);
+    mpfr_set_ui(x, 3, MPFR_RNDN);
+    mpfr_exp(x, x, MPFR_RNDN);
+    mpfr_neg(x, x, MPFR_RNDN);
+    bool neg;
+    ug_u128 m;
+    int e;
+    CU_ASSERT(ug_xsum_split_mpfr(x, scratch, &neg, &m, &e));
+    CU_ASSERT(neg);
+    mpfr_set_uj_2exp(back, (uintmax_t)(uint64_t)(m >> 64), e + 64, MPFR_RNDN);
+    mpfr_t low;
+    mpfr_init2(low, 64);
+    mpfr_set_uj_2exp(low, (uintmax_t)(uint64_t)m, e, MPFR_RNDN);
+    mpfr_add(back, back, low, MPFR_RNDN);
+    mpfr_neg(back, back, MPFR_RNDN);
+    CU_ASSERT(mpfr_equal_p(back, x));
+    mpfr_set_zero(x, 1);
+    CU_ASSERT(!ug_xsum_split_mpfr(x, scratch, &neg, &m, &e));
+    mpfr_set_prec(x, 129);
+    mpfr_set_ui(x, 1, MPFR_RNDN);
+    CU_ASSERT(!ug_xsum_split_mpfr(x, scratch, &neg, &m, &e)); /* wider than 128 bits */
+    mpfr_clears(x, back, low, (mpfr_ptr)0);
+    mpz_clear(scratch);
+}
+
+UG_TEST_SUITE(exact_sum_suite, "exact_sum",
+              UG_TEST(exact_zero_takes_mpfr_sum_sign),
+              UG_TEST(bf16_and_f32_ties_round_to_even),
+              UG_TEST(subnormal_results_round_like_mpfr),
+              UG_TEST(overflow_thresholds_match),
+              UG_TEST(sums_wider_than_128_bits_round_once),
+              UG_TEST(random_sums_match_mpfr_sum),
+              UG_TEST(directed_roundings_match_mpfr_get_d),
+              UG_TEST(products_are_exact),
+              UG_TEST(reading_keeps_the_sum),
+              UG_TEST(clear_resets_to_zero),
+              UG_TEST(adds_out_of_range_are_reported),
+              UG_TEST(mpfr_numbers_split_exactly));

@@ -1,0 +1,300 @@
+/* The references' fast paths (ref/exact_sum.h) against their plain MPFR
+ * paths (ug_ref_set_fast(false)): every field of every ug_ref_value must be
+ * bit-identical, on the families' own input regimes and on adversarial
+ * inputs built to reach the fast paths' edges (exact cancellation, signed
+ * zeros, bf16 ties, subnormal results, exponents spread over the whole f32
+ * and bf16 range, operands at rounding boundaries, non-finite inputs). */
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/family.h"
+#include "../ref/gdn_recompute_wu.h"
+#include "tests.h"
+
+static uint64_t bits_of(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+/* RN_bf16 bits, NaNs of either sign as one (MPFR leaves a NaN's sign
+ * unspecified: mpfr_sum's NaN keeps whatever sign its destination had). */
+static uint32_t class_bits(uint32_t bits)
+{
+    const bool nan = (bits & 0x7FFFu) > 0x7F80u; /* the outputs here are bf16 */
+    return nan ? 0x7FC0u : bits;
+}
+
+static bool same_double(double a, double b) { return bits_of(a) == bits_of(b) || (isnan(a) && isnan(b)); }
+
+/* Counts the elements of two reference outputs that differ in any field. */
+static size_t count_differences(const ug_ref_value *a, const ug_ref_value *b, size_t n, size_t *mismatches)
+{
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++) {
+        const bool same = same_double(a[i].r_hi, b[i].r_hi) && bits_of(a[i].r_lo) == bits_of(b[i].r_lo) &&
+                          class_bits(a[i].rn_bits) == class_bits(b[i].rn_bits) && a[i].flagged == b[i].flagged &&
+                          bits_of(a[i].bound) == bits_of(b[i].bound) && bits_of(a[i].abs_sum) == bits_of(b[i].abs_sum);
+        if (!same) {
+            differ++;
+            UG_TEST_MISMATCH(*mismatches, "element %zu: fast r=%a+%a rn=%#x bound=%a abs=%a flagged=%u, mpfr r=%a+%a "
+                             "rn=%#x bound=%a abs=%a flagged=%u", i, a[i].r_hi, a[i].r_lo, a[i].rn_bits, a[i].bound,
+                             a[i].abs_sum, a[i].flagged, b[i].r_hi, b[i].r_lo, b[i].rn_bits, b[i].bound, b[i].abs_sum,
+                             b[i].flagged);
+        }
+    }
+    return differ;
+}
+
+/* ---- gdn_recompute_wu on its own regimes ------------------------------------- */
+
+static void recompute_wu_fast_equals_mpfr_on_every_regime(void)
+{
+    const ug_family *f = ug_family_find("gdn_recompute_wu");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const char *shapes[][7] = {{"B", "T", "Hg", "H", "K", "V", "BT"}};
+    const double values[][7] = {{1, 64, 1, 2, 64, 128, 64}, {1, 64, 2, 4, 128, 64, 64}};
+    size_t mismatches = 0, elements = 0;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    for (size_t v = 0; v < sizeof values / sizeof values[0]; v++)
+        for (size_t regime = 0; regime < f->n_regimes; regime++) {
+            ug_params p;
+            memset(&p, 0, sizeof p);
+            for (size_t k = 0; k < 7; k++) p.v[ug_family_param_index(f, shapes[0][k])] = values[v][k];
+            ug_buf bufs[UG_MAX_BUFFERS];
+            memset(bufs, 0, sizeof bufs);
+            ug_ref_value *fast[UG_MAX_BUFFERS] = {0}, *plain[UG_MAX_BUFFERS] = {0};
+            size_t counts[UG_MAX_BUFFERS], n_out = 0;
+            for (size_t i = 0; i < f->n_buffers; i++) {
+                CU_ASSERT_EQUAL_FATAL(f->buffer_count(&p, i, &bufs[i].count).code, UG_OK);
+                bufs[i].dtype = f->buffers[i].dtype;
+                bufs[i].data = calloc(bufs[i].count, ug_dtype_size(bufs[i].dtype));
+                if (f->buffers[i].is_output) {
+                    counts[n_out] = bufs[i].count;
+                    fast[n_out] = calloc(bufs[i].count, sizeof(ug_ref_value));
+                    plain[n_out++] = calloc(bufs[i].count, sizeof(ug_ref_value));
+                }
+            }
+            gsl_rng_set(rng, 1000 * v + regime);
+            CU_ASSERT_EQUAL_FATAL(f->generate(&p, regime, rng, bufs).code, UG_OK);
+            for (int mode = 0; mode < UG_REF_MODE_COUNT; mode++) {
+                ug_ref_set_fast(true);
+                CU_ASSERT_EQUAL(f->reference(&p, bufs, (ug_ref_mode)mode, fast).code, UG_OK);
+                ug_ref_set_fast(false);
+                CU_ASSERT_EQUAL(f->reference(&p, bufs, (ug_ref_mode)mode, plain).code, UG_OK);
+                ug_ref_set_fast(true);
+                for (size_t o = 0; o < n_out; o++) {
+                    CU_ASSERT_EQUAL(count_differences(fast[o], plain[o], counts[o], &mismatches), 0);
+                    elements += counts[o];
+                }
+            }
+            for (size_t i = 0; i < f->n_buffers; i++) free(bufs[i].data);
+            for (size_t o = 0; o < n_out; o++) {
+                free(fast[o]);
+                free(plain[o]);
+            }
+        }
+    gsl_rng_free(rng);
+    CU_ASSERT(elements > 50000);
+}
+
+/* ---- gdn_recompute_wu on adversarial chunks ------------------------------------ */
+
+enum { BT = 64, K = 64, V = 64, T = 64 };
+
+typedef struct {
+    gdn_recompute_wu_shape s;
+    ug_bf16 k[T * K], v[T * V];
+    float beta[T], g[T], a[T * BT];
+    ug_ref_value w[2][T * K], u[2][T * V];
+} chunk;
+
+/* Both paths, both modes, on c; the differing elements. */
+static size_t fast_vs_plain(chunk *c)
+{
+    size_t differ = 0, mismatches = 0;
+    for (int mode = 0; mode < UG_REF_MODE_COUNT; mode++) {
+        for (int path = 0; path < 2; path++) {
+            ug_ref_set_fast(path == 0);
+            CU_ASSERT_EQUAL(gdn_recompute_wu_reference(&c->s, c->k, c->v, c->beta, c->g, c->a, (ug_ref_mode)mode,
+                                                       c->w[path], c->u[path]).code, UG_OK);
+        }
+        ug_ref_set_fast(true);
+        differ += count_differences(c->w[0], c->w[1], T * K, &mismatches);
+        differ += count_differences(c->u[0], c->u[1], T * V, &mismatches);
+    }
+    return differ;
+}
+
+static chunk *chunk_new(void)
+{
+    chunk *c = calloc(1, sizeof *c);
+    c->s = (gdn_recompute_wu_shape){1, T, 1, 1, K, V, BT};
+    return c;
+}
+
+/* A value 2^e·(1 + f), e uniform in [lo, hi], random sign. */
+static float spread(uint64_t *state, int lo, int hi)
+{
+    const int e = lo + (int)(ug_test_next_u32(state) % (unsigned)(hi - lo + 1));
+    const float x = ldexpf(1.0f + ug_test_uniform(state, 0, 1), e);
+    return ug_test_next_u32(state) & 1 ? -x : x;
+}
+
+static void fill_lower_triangle(chunk *c, uint64_t *state, int lo, int hi)
+{
+    for (size_t t = 0; t < T; t++)
+        for (size_t j = 0; j < BT; j++) c->a[t * BT + j] = j <= t ? spread(state, lo, hi) : 0.0f;
+}
+
+static void cancellation_to_exact_zero(void)
+{
+    /* Tokens in equal pairs and A rows with opposite weights on each pair:
+     * every sum cancels exactly (both modes: the staged operands of a pair
+     * are equal too). */
+    chunk *c = chunk_new();
+    uint64_t state = 11;
+    for (size_t t = 0; t < T; t += 2) {
+        c->beta[t] = c->beta[t + 1] = ug_test_uniform(&state, 0.1f, 1);
+        c->g[t] = c->g[t + 1] = ug_test_uniform(&state, -3, 0);
+        for (size_t d = 0; d < K; d++) c->k[t * K + d] = c->k[(t + 1) * K + d] = ug_bf16_from_f32(spread(&state, -4, 2));
+        for (size_t d = 0; d < V; d++) c->v[t * V + d] = c->v[(t + 1) * V + d] = ug_bf16_from_f32(spread(&state, -4, 2));
+    }
+    for (size_t t = 0; t < T; t++)
+        for (size_t j = 0; j + 1 < BT; j += 2) c->a[t * BT + j + 1] = -(c->a[t * BT + j] = spread(&state, -10, 0));
+    CU_ASSERT_EQUAL(fast_vs_plain(c), 0);
+    CU_ASSERT_EQUAL(c->u[0][5].r_hi, 0.0);
+    CU_ASSERT(!signbit(c->u[0][5].r_hi));
+    free(c);
+}
+
+static void signed_zeros(void)
+{
+    /* Zero keys, values and betas of both signs (their operands are always
+     * flagged, so staged through MPFR), negative weights on them, rows whose
+     * only terms are -0. */
+    chunk *c = chunk_new();
+    uint64_t state = 12;
+    fill_lower_triangle(c, &state, -6, 0);
+    for (size_t t = 0; t < T; t++) {
+        c->beta[t] = t % 5 == 0 ? (t % 2 ? -0.0f : 0.0f) : ug_test_uniform(&state, 0.1f, 1);
+        c->g[t] = t % 7 == 0 ? 0.0f : ug_test_uniform(&state, -3, 0);
+        for (size_t d = 0; d < K; d++)
+            c->k[t * K + d] = (t + d) % 3 ? ug_bf16_from_f32(spread(&state, -4, 2)) : (d % 2 ? 0x8000 : 0);
+        for (size_t d = 0; d < V; d++)
+            c->v[t * V + d] = (t * d) % 4 ? ug_bf16_from_f32(spread(&state, -4, 2)) : (d % 2 ? 0x8000 : 0);
+    }
+    for (size_t d = 0; d < V; d++) c->v[d] = 0x8000; /* token 0: -0 everywhere */
+    c->a[0] = 1.0f;                                  /* row 0 sums only -0 terms */
+    CU_ASSERT_EQUAL(fast_vs_plain(c), 0);
+    CU_ASSERT(signbit(c->u[0][0].r_hi));
+    free(c);
+}
+
+static void bf16_tie_results(void)
+{
+    /* u = 1 + m·2^-8 (m odd) and nearby: sums exactly at bf16 rounding
+     * boundaries, and one f32 ulp beside them. */
+    chunk *c = chunk_new();
+    for (size_t t = 0; t < T; t++) {
+        c->beta[t] = 1.0f;
+        c->g[t] = 0.0f;
+        for (size_t d = 0; d < V; d++)
+            c->v[t * V + d] = ug_bf16_from_f32(t == 0 ? 1.0f : ldexpf((float)(2 * (d % 8) + 1), -8 - (int)(t % 3)));
+        for (size_t d = 0; d < K; d++) c->k[t * K + d] = c->v[t * V + d];
+        c->a[t * BT] = 1.0f;
+        if (t > 0) c->a[t * BT + t] = t % 4 == 3 ? 1.0f + 0x1p-23f : 1.0f;
+    }
+    CU_ASSERT_EQUAL(fast_vs_plain(c), 0);
+    free(c);
+}
+
+static void subnormal_results(void)
+{
+    /* Tiny betas (f32 subnormal too) and keys: results in bf16's and f32's
+     * subnormal ranges, and below half their least subnormal. */
+    chunk *c = chunk_new();
+    uint64_t state = 14;
+    fill_lower_triangle(c, &state, -8, 0);
+    for (size_t t = 0; t < T; t++) {
+        c->beta[t] = t % 3 ? ldexpf(1.5f, -126 - (int)(t % 20)) : 1.0f;
+        c->g[t] = ug_test_uniform(&state, -2, 0);
+        for (size_t d = 0; d < K; d++) c->k[t * K + d] = ug_bf16_from_f32(spread(&state, -30, -1));
+        for (size_t d = 0; d < V; d++) c->v[t * V + d] = ug_bf16_from_f32(spread(&state, -30, -1));
+    }
+    CU_ASSERT_EQUAL(fast_vs_plain(c), 0);
+    free(c);
+}
+
+static void exponents_spread_over_the_whole_range(void)
+{
+    /* Weights from f32 subnormals to 2^100, operands from 2^-133 to 2^120,
+     * gates from e^-80 to e^80: wide sums, out-of-range rounding (overflow
+     * to inf), and every staging fallback. */
+    chunk *c = chunk_new();
+    uint64_t state = 15;
+    for (int round = 0; round < 2; round++) {
+        fill_lower_triangle(c, &state, -140, 100);
+        for (size_t t = 0; t < T; t++) {
+            c->beta[t] = fabsf(spread(&state, -60, 60));
+            c->g[t] = ug_test_uniform(&state, -80, 80);
+            for (size_t d = 0; d < K; d++) c->k[t * K + d] = ug_bf16_from_f32(spread(&state, -133, 120));
+            for (size_t d = 0; d < V; d++) c->v[t * V + d] = ug_bf16_from_f32(spread(&state, -133, 120));
+        }
+        CU_ASSERT_EQUAL(fast_vs_plain(c), 0);
+    }
+    free(c);
+}
+
+static void operands_at_rounding_boundaries(void)
+{
+    /* v·beta within an f32 ulp of a bf16 midpoint: flagged operands, staged
+     * through MPFR, beside certified ones in the same sums. */
+    chunk *c = chunk_new();
+    uint64_t state = 16;
+    fill_lower_triangle(c, &state, -4, 0);
+    for (size_t t = 0; t < T; t++) {
+        c->beta[t] = 1.0f + (float)(t % 3) * 0x1p-23f;
+        c->g[t] = t % 2 ? 0.0f : -0x1p-20f;
+        for (size_t d = 0; d < V; d++) {
+            /* bf16 values m·2^-7 times beta: the products sit at or next to
+             * the midpoints of the coarser grid when m is odd */
+            c->v[t * V + d] = ug_bf16_from_f32(1.0f + (float)(2 * d + 1) * 0x1p-8f);
+            c->k[t * K + d] = c->v[t * V + d];
+        }
+    }
+    CU_ASSERT_EQUAL(fast_vs_plain(c), 0);
+    free(c);
+}
+
+static void nonfinite_inputs_take_the_mpfr_path(void)
+{
+    chunk *c = chunk_new();
+    uint64_t state = 17;
+    fill_lower_triangle(c, &state, -4, 0);
+    for (size_t t = 0; t < T; t++) {
+        c->beta[t] = ug_test_uniform(&state, 0.1f, 1);
+        c->g[t] = ug_test_uniform(&state, -3, 0);
+        for (size_t d = 0; d < K; d++) c->k[t * K + d] = ug_bf16_from_f32(spread(&state, -4, 2));
+        for (size_t d = 0; d < V; d++) c->v[t * V + d] = ug_bf16_from_f32(spread(&state, -4, 2));
+    }
+    c->k[3 * K + 5] = 0x7F80; /* +inf */
+    c->v[9 * V + 1] = 0x7FC0; /* NaN */
+    c->g[20] = -INFINITY;
+    c->a[40 * BT + 2] = INFINITY;
+    CU_ASSERT_EQUAL(fast_vs_plain(c), 0);
+    free(c);
+}
+
+UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
+              UG_TEST(recompute_wu_fast_equals_mpfr_on_every_regime),
+              UG_TEST(cancellation_to_exact_zero),
+              UG_TEST(signed_zeros),
+              UG_TEST(bf16_tie_results),
+              UG_TEST(subnormal_results),
+              UG_TEST(exponents_spread_over_the_whole_range),
+              UG_TEST(operands_at_rounding_boundaries),
+              UG_TEST(nonfinite_inputs_take_the_mpfr_path));
