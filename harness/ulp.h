@@ -6,11 +6,21 @@
  *   ratio    = |y - r| / bound                     (<= 1 for a correct kernel)
  *   cond     = abs_sum / |r|                        (+inf when r == 0 < abs_sum)
  *
- * Non-finite rules: y NaN or +-inf where r is finite fails (class_ok false,
- * ulp_err/ratio +inf, ulp_dist UINT32_MAX) unless y is exactly RN_T(r), which
- * is +-inf when r lies beyond the format's overflow threshold; such a y is
- * correctly rounded (ulp_err, ulp_dist and ratio 0). Where r is non-finite,
- * y must have its class (NaN, +inf, -inf) and, for NaN, its sign. */
+ * Non-finite rules (SPEC §3 as docs/nonfinite.md reads it): y NaN or +-inf
+ * where r is finite fails (class_ok false, ulp_err/ratio +inf, ulp_dist
+ * UINT32_MAX) unless y is exactly RN_T(r), which is +-inf when r lies beyond
+ * the format's overflow threshold; such a y is correctly rounded (ulp_err,
+ * ulp_dist and ratio 0). Where r is +-inf, y must be that infinity; where r is
+ * NaN, y must be a NaN of any sign (IEEE 754-2019 §6.3 leaves the sign of a
+ * NaN result unspecified, and MPFR's NaN has none).
+ *
+ * On an element whose cone holds wild inputs (r->wild, see ref.h) the exact
+ * formula fixes only part of the class: r NaN still needs y NaN; r +-inf
+ * accepts that infinity or a NaN; r finite accepts a NaN or either infinity.
+ * Such an accepted y that is not r's class has class_ok, ratio 0, ulp_err
+ * +inf, ulp_dist UINT32_MAX and cond +inf (judged by its class alone). A
+ * finite y against a finite r is held to the bound, except at
+ * UG_WILD_UNBOUNDED, where the bound is void (ratio 0, the ULP figures kept). */
 #ifndef UG_ULP_H
 #define UG_ULP_H
 

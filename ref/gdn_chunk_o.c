@@ -56,14 +56,21 @@ typedef struct {
     int32_t *m;
     int *e;
     int min_e, max_e;
+    const ug_bf16 *src; /* the bf16 entries, read instead where nonfinite */
+    size_t stride;
+    bool nonfinite;     /* a NaN or +-inf entry: no integer form */
 } int_vector;
 
 static void int_vector_set(int_vector *out, const ug_bf16 *x, size_t stride, size_t n)
 {
     out->min_e = INT_MAX;
     out->max_e = INT_MIN;
+    out->src = x;
+    out->stride = stride;
+    out->nonfinite = false;
     for (size_t i = 0; i < n; i++) {
         ug_bf16 bits = x[i * stride];
+        out->nonfinite |= (bits & 0x7F80) == 0x7F80;
         int biased = bits >> 7 & 0xFF;
         int32_t m = (biased ? 0x80 : 0) | (bits & 0x7F);
         out->m[i] = bits & 0x8000 ? -m : m;
@@ -95,6 +102,16 @@ typedef struct {
 static mpfr_srcptr exact_dot(dot_workspace *dw, const int_vector *a, const int_vector *b, size_t n,
                              double *abs_terms)
 {
+    if (a->nonfinite || b->nonfinite) {
+        /* MPFR's extended reals: the binary64 products are exact or NaN/inf
+         * as MPFR would form them (0 * inf = NaN), and mpfr_sum propagates. */
+        for (size_t i = 0; i < n; i++)
+            mpfr_set_d(dw->terms[i], (double)ug_bf16_to_f32(a->src[i * a->stride]) *
+                                         (double)ug_bf16_to_f32(b->src[i * b->stride]), MPFR_RNDN);
+        *abs_terms = INFINITY;
+        mpfr_sum(dw->result, dw->term_ptrs, n, MPFR_RNDN);
+        return dw->result;
+    }
     if (a->min_e > a->max_e || b->min_e > b->max_e) {
         *abs_terms = 0;
         mpfr_set_zero(dw->result, 1);
@@ -227,7 +244,7 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->value_cols = ws->attention_rows + bt;
     for (size_t i = 0; i < long_vectors + short_vectors; i++) {
         size_t offset = i < long_vectors ? i * kdim : long_vectors * kdim + (i - long_vectors) * bt;
-        ws->queries[i] = (int_vector){ws->m_store + offset, ws->e_store + offset, INT_MAX, INT_MIN};
+        ws->queries[i] = (int_vector){ws->m_store + offset, ws->e_store + offset, INT_MAX, INT_MIN, NULL, 0, false};
     }
     for (; ws->x_ready < bt * bt; ws->x_ready++) mpfr_init2(ws->x[ws->x_ready], UG_REF_PREC + OPERAND_PREC_EXTRA);
     for (; ws->scaled_v_ready < bt * width; ws->scaled_v_ready++) mpfr_init2(ws->scaled_v[ws->scaled_v_ready], 53);
@@ -267,8 +284,11 @@ static ug_status attention_operand(workspace *ws, const args *a, size_t b, size_
     const float g_t = gate(a, b, t0 + i, head), g_s = gate(a, b, t0 + j, head);
     mpfr_set_flt(ws->diff, g_t, MPFR_RNDN);
     mpfr_sub_d(ws->diff, ws->diff, (double)g_s, MPFR_RNDN); /* exact at DIFF_PREC */
-    /* Equal gates: exp(0) = 1 and x = q.k exactly; a zero dot: x = 0. */
-    const bool unit_decay = g_t == g_s, exact = unit_decay || mpfr_zero_p(dot);
+    /* Equal gates: exp(0) = 1 and x = q.k exactly; a zero dot: x = 0. A
+     * non-finite gate makes exp(g_t - g_s) 0, inf or NaN, exact in MPFR's
+     * extended reals, and so x (inf * 0 = NaN included). */
+    const bool finite_gates = isfinite(g_t) && isfinite(g_s);
+    const bool unit_decay = finite_gates && g_t == g_s, exact = unit_decay || (finite_gates && mpfr_zero_p(dot));
     for (mpfr_prec_t prec = UG_REF_PREC;; prec *= 4) {
         if (exact) {
             mpfr_set_prec(x, mpfr_get_prec(dot));
@@ -277,8 +297,13 @@ static ug_status attention_operand(workspace *ws, const args *a, size_t b, size_
         }
         mpfr_set_prec(x, prec + OPERAND_PREC_EXTRA);
         mpfr_set_prec(ws->e, prec);
+        mpfr_clear_underflow();
         mpfr_exp(ws->e, ws->diff, MPFR_RNDN);
         mpfr_mul(x, ws->e, dot, MPFR_RNDN); /* within 2^(1-prec) relative of the true x */
+        /* Below MPFR's exponent range (|x| < 2^-2^30) x is 0 to any format;
+         * beyond it, +inf: both exact for the cast, as a non-finite gate's x. */
+        if (mpfr_underflow_p()) mpfr_set_zero(x, mpfr_sgn(dot));
+        if (!finite_gates || !mpfr_regular_p(x)) break;
         mpfr_abs(ws->radius, x, MPFR_RNDU);
         mpfr_mul_2si(ws->radius, ws->radius, 1 - (long)prec, MPFR_RNDU);
         uint16_t lo, hi;
@@ -292,11 +317,13 @@ static ug_status attention_operand(workspace *ws, const args *a, size_t b, size_
     double e_up = unit_decay ? 1.0 : gdn_chunk_o_exp_up(mpfr_get_d(ws->diff, MPFR_RNDU));
     double abs_dot = fabs(mpfr_get_d(dot, MPFR_RNDA));
     mpfr_set_d(ws->radius,
-               gdn_chunk_o_product_error(e_up, gdn_chunk_o_decay_rel_error(abs_diff), abs_dot, abs_terms, ws->kdim),
+               finite_gates ? gdn_chunk_o_product_error(e_up, gdn_chunk_o_decay_rel_error(abs_diff), abs_dot,
+                                                        abs_terms, ws->kdim)
+                            : 0.0, /* x is 0, +-inf or NaN: its own cast */
                MPFR_RNDU);
     ug_staged *st = &ws->staged[i * ws->bt + j];
     ug_stage_operand(x, ws->radius, st);
-    if (!exact) st->dev += fabs(mpfr_get_d(x, MPFR_RNDA)) * 0x1p-126; /* x's own rounding */
+    if (!exact && mpfr_number_p(x)) st->dev += fabs(mpfr_get_d(x, MPFR_RNDA)) * 0x1p-126; /* x's own rounding */
     return ug_ok();
 }
 

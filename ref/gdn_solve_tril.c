@@ -151,8 +151,12 @@ static ug_status reference_chunk(workspace *ws, const gdn_solve_tril_shape *s, c
     double tau = INFINITY;
     for (mpfr_prec_t prec = START_PREC; prec <= MAX_PREC && !(tau <= TAU_LIMIT); prec *= 2) {
         substitute(ws, prec);
+        /* Non-finite L entries give non-finite entries of X (MPFR's extended
+         * reals: inf * 0 and inf - inf are NaN); they are exact, and only the
+         * finite ones need the precision. */
         double max_x = 0;
-        for (size_t k = 0; k < bt * bt; k++) max_x = fmax(max_x, fabs(mpfr_get_d(ws->x[k], MPFR_RNDA)));
+        for (size_t k = 0; k < bt * bt; k++)
+            if (mpfr_number_p(ws->x[k])) max_x = fmax(max_x, fabs(mpfr_get_d(ws->x[k], MPFR_RNDA)));
         const double n_max = ldexp((double)bt * max_x, 1 - (int)prec);
         tau = n_max <= 0.5 ? 2 * n_max * max_x * UG_REF_SUM_SLACK : INFINITY;
     }
@@ -161,7 +165,8 @@ static ug_status reference_chunk(workspace *ws, const gdn_solve_tril_shape *s, c
                        "more than %d bits", t0, b, h, MAX_PREC);
     for (size_t k = 0; k < bt * bt; k++) {
         ws->abs_l[k] = fabs(ws->l[k]);
-        ws->abs_x[k] = k / bt >= k % bt ? fabs(mpfr_get_d(ws->x[k], MPFR_RNDA)) + tau : 0.0;
+        ws->abs_x[k] = k / bt < k % bt ? 0.0 : mpfr_number_p(ws->x[k]) ? fabs(mpfr_get_d(ws->x[k], MPFR_RNDA)) + tau
+                                                                        : INFINITY;
     }
     propagate_bound(ws);
     const double kappa = gdn_solve_tril_kappa(bt, ws->abs_l, ws->abs_x);
@@ -177,10 +182,13 @@ static ug_status reference_chunk(workspace *ws, const gdn_solve_tril_shape *s, c
                 continue;
             }
             const mpfr_ptr x = ws->x[i * bt + j];
-            const double bound = (ws->delta[i * bt + j] * NESTED_SLACK + tau) * UG_REF_SUM_SLACK;
+            double bound = (ws->delta[i * bt + j] * NESTED_SLACK + tau) * UG_REF_SUM_SLACK;
             /* condition max(kappa, 1 + (|X||L||X|)_ij / |X_ij|): see the header */
             const double abs_x = fabs(mpfr_get_d(x, MPFR_RNDA));
-            const double abs_sum = fmax(kappa * abs_x, abs_x + ws->skeel[i * bt + j] * NESTED_SLACK);
+            double abs_sum = fmax(kappa * abs_x, abs_x + ws->skeel[i * bt + j] * NESTED_SLACK);
+            /* a non-finite L makes 0 * inf in these magnitudes: no bound */
+            if (isnan(bound)) bound = INFINITY;
+            if (isnan(abs_sum)) abs_sum = INFINITY;
             ug_ref_finish(o, x, bound, abs_sum, 0, UG_F32);
         }
     mpfr_clear(zero);

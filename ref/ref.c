@@ -1,16 +1,9 @@
 #include "ref.h"
 
 #include <math.h>
-#include <stdatomic.h>
 
 #include "../core/bf16.h"
 #include "round.h"
-
-static atomic_bool fast_path = true;
-
-void ug_ref_set_fast(bool on) { atomic_store(&fast_path, on); }
-
-bool ug_ref_fast(void) { return atomic_load(&fast_path); }
 
 const char *ug_ref_mode_name(ug_ref_mode mode)
 {
@@ -31,6 +24,11 @@ static double deviation_up(uint16_t candidate, const mpfr_t x)
 
 void ug_stage_operand(const mpfr_t x, const mpfr_t radius, ug_staged *out)
 {
+    if (!mpfr_number_p(x)) { /* NaN or +-inf casts to itself whatever the window */
+        const uint16_t rn = ug_mpfr_to_bf16(x);
+        *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .mag = INFINITY, .abs_x = INFINITY};
+        return;
+    }
     out->rn = ug_mpfr_to_bf16(x);
     out->abs_x = fabs(mpfr_get_d(x, MPFR_RNDA));
     ug_mpfr_bf16_window(x, radius, &out->lo, &out->hi);
@@ -55,18 +53,10 @@ void ug_ref_finish(ug_ref_value *out, const mpfr_t r, double pre_round_bound, do
         out->r_lo = mpfr_get_d(rest, MPFR_RNDN);
         mpfr_clear(rest);
     }
-    ug_ref_fill(out, out->r_hi, out->r_lo, dtype == UG_BF16 ? ug_mpfr_to_bf16(r) : ug_mpfr_to_f32_bits(r),
-                pre_round_bound, abs_sum, flagged, dtype);
-}
-
-void ug_ref_fill(ug_ref_value *out, double r_hi, double r_lo, uint32_t rn_bits, double pre_round_bound,
-                 double abs_sum, uint32_t flagged, ug_dtype dtype)
-{
-    out->r_hi = r_hi;
-    out->r_lo = r_lo;
-    out->rn_bits = rn_bits;
+    out->rn_bits = dtype == UG_BF16 ? ug_mpfr_to_bf16(r) : ug_mpfr_to_f32_bits(r);
     out->flagged = flagged;
     out->abs_sum = abs_sum;
+    out->wild = UG_WILD_NONE;
     /* |RN(y) - r| <= |RN(y) - y| + |y - r| <= ulp(|r| + E)/2 + E, ulp monotone. */
     double magnitude = fabs(out->r_hi) + fabs(out->r_lo) + pre_round_bound;
     magnitude *= UG_REF_SUM_SLACK;

@@ -18,6 +18,19 @@ typedef enum { UG_REF_EXACT = 0, UG_REF_STAGED, UG_REF_MODE_COUNT } ug_ref_mode;
 
 const char *ug_ref_mode_name(ug_ref_mode mode); /* "exact", "staged" */
 
+/* What a kernel's dependence cone of an output element holds beyond the
+ * inputs the bound was derived for (docs/nonfinite.md). Ordered: a cone holds
+ * the largest level of its inputs. */
+typedef enum {
+    UG_WILD_NONE = 0,  /* finite inputs below 2^64 in magnitude */
+    UG_WILD_CLASS,     /* a NaN or +-inf: a chunked kernel may form a NaN or an
+                          infinity the exact formula does not (0 * NaN of a
+                          masked term, inf - inf of a reordered sum) */
+    UG_WILD_UNBOUNDED, /* a finite |x| >= 2^64: besides, f32 intermediates may
+                          overflow where the exact ones do not, which voids the
+                          a-priori bound */
+} ug_wild;
+
 typedef struct {
     double r_hi, r_lo;  /* r ~= r_hi + r_lo (106 bits); r_hi carries inf/NaN */
     uint32_t rn_bits;   /* RN_T(r), T the output dtype (bf16 in the low 16 bits) */
@@ -25,6 +38,9 @@ typedef struct {
                            kernel's pre-cast error of a bf16 rounding boundary */
     double bound;       /* bound on |y - r| for a correct kernel, rounded up */
     double abs_sum;     /* sum of |terms| (rounded up); condition = abs_sum/|r| */
+    ug_wild wild;       /* wild inputs in a kernel's dependence cone of this
+                           element (docs/nonfinite.md); ug_ref_finish clears
+                           it, the family's descriptor sets it */
 } ug_ref_value;
 
 
@@ -48,7 +64,8 @@ typedef struct {
 } ug_staged;
 
 /* x exact (any precision); radius >= 0 an upper bound of the kernel's
- * pre-cast error. */
+ * pre-cast error. A NaN or infinite x is its own cast, unflagged, with
+ * infinite magnitudes. */
 void ug_stage_operand(const mpfr_t x, const mpfr_t radius, ug_staged *out);
 
 /* Fills a reference value from the reference result r (MPFR), the bound E on
@@ -56,20 +73,6 @@ void ug_stage_operand(const mpfr_t x, const mpfr_t radius, ug_staged *out);
  * up), and the magnitude sum: bound = E + half an ulp of dtype at |r| + E. */
 void ug_ref_finish(ug_ref_value *out, const mpfr_t r, double pre_round_bound, double abs_sum,
                    uint32_t flagged, ug_dtype dtype);
-
-/* The same from r's parts: r_hi = RN_53(r), r_lo = RN_53(r - r_hi) (0 when
- * r_hi is not finite), rn_bits = RN_T(r). ug_ref_finish and the exact
- * accumulator (ref/exact_sum.h) both end here. */
-void ug_ref_fill(ug_ref_value *out, double r_hi, double r_lo, uint32_t rn_bits, double pre_round_bound,
-                 double abs_sum, uint32_t flagged, ug_dtype dtype);
-
-/* Whether the references take their fast paths (ref/exact_sum.h: exact
- * accumulators, operands prepared once) where those certify the result, or
- * the plain MPFR path everywhere. Both give bit-identical ug_ref_values
- * (tests/test_exact_sum.c); the switch exists so tests can compare them.
- * Default on; process-wide, meant to be set while no reference runs. */
-void ug_ref_set_fast(bool on);
-bool ug_ref_fast(void);
 
 /* Rounding up a binary64 sum of at most 64 nonnegative terms, accumulated in
  * round-to-nearest: multiplying by this covers its relative error (< 2^-46). */

@@ -4,8 +4,14 @@
  * kernel computes, it must not crash, must stay inside its buffers (guards),
  * must return a status (UG_OK, or UG_EINVAL naming the value for parameters
  * it validates), and when it returns UG_OK it must write every output
- * element. The agreement of the results with the reference's classes is
- * SPEC §3's non-finite rule, applied by the runner on every swept element. */
+ * element.
+ *
+ * Then the semantics (docs/nonfinite.md): one table, family x input tensor x
+ * {NaN, +inf, -inf, 0x1.fep127, subnormal, all-zero tensor}, says how the
+ * kernel's classes compare with the reference's; for every cell the kernel
+ * and both reference modes run on the case, and every element must pass the
+ * gate's per-element rule (harness/ulp.c), every element outside the wild
+ * cones must be finite, and the comparison must be the table's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +19,7 @@
 #include "../core/bf16.h"
 #include "../core/guard.h"
 #include "../harness/sweep.h"
+#include "../harness/ulp.h"
 #include "tests.h"
 
 static const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0x1.fep127f, -0x1.fep127f,
@@ -124,4 +131,204 @@ static void test_every_family_survives_extreme_inputs(void)
     ug_sweep_free(&sw);
 }
 
-UG_TEST_SUITE(nonfinite_suite, "nonfinite", UG_TEST(test_every_family_survives_extreme_inputs));
+/* ---- the semantics table ------------------------------------------------ */
+
+/* The columns: a value planted at element count * 5/8 of one input tensor
+ * (for [B, T, ...] tensors of two chunks, row 16 of the second chunk), or
+ * that whole tensor zeroed. */
+enum { COL_NAN, COL_PLUS_INF, COL_MINUS_INF, COL_HUGE, COL_SUBNORMAL, COL_ZERO, N_COLS };
+static const float planted[N_COLS] = {NAN, INFINITY, -INFINITY, 0x1.fep127f, 0x1p-140f, 0.0f};
+static const char *const col_names[N_COLS] = {"NaN", "+inf", "-inf", "0x1.fep127", "2^-140", "all-zero"};
+
+/* A cell: 'A' the kernel's class equals the reference's (NaN sign not
+ * compared) on every element, and some element is NaN or infinite;
+ * 'F' every element of both is finite; 'W' some element's class differs,
+ * each on a wild cone (the gate's rule accepts it, docs/nonfinite.md says why). */
+typedef struct {
+    const char *family, *tensor;
+    const char cells[N_COLS + 1];
+} expectation;
+
+static const expectation table[] = {
+    {"attn_reduce_fwht", "htmp", "AAAFFF"},
+    {"gdn_chunk_cumsum", "g_raw", "AAAFFF"},
+    {"gdn_chunk_o", "q", "AAAFFF"},
+    {"gdn_chunk_o", "k", "AAAFFF"},
+    {"gdn_chunk_o", "v", "WWWFFF"},
+    {"gdn_chunk_o", "h", "AAAFFF"},
+    {"gdn_chunk_o", "g", "AAAAFF"},
+    {"gdn_chunk_scaled_kkt", "k", "AAAFFF"},
+    {"gdn_chunk_scaled_kkt", "beta", "AAAFFF"},
+    {"gdn_chunk_scaled_kkt", "g", "AAAAFF"},
+    {"gdn_chunk_state", "k", "AAAFFF"},
+    {"gdn_chunk_state", "w", "AAAFFF"},
+    {"gdn_chunk_state", "u", "AAAFFF"},
+    {"gdn_chunk_state", "g", "AFAFFF"},
+    {"gdn_chunk_state", "h0", "AAAFFF"},
+    {"gdn_e2e", "q", "AWWWFF"},
+    {"gdn_e2e", "k", "WWWWFF"},
+    {"gdn_e2e", "v", "WWWFFF"},
+    {"gdn_e2e", "beta", "WWWWFF"},
+    {"gdn_e2e", "g_raw", "WWWWFF"},
+    {"gdn_e2e", "h0", "AAAFFF"},
+    {"gdn_recompute_wu", "k", "WWWFFF"},
+    {"gdn_recompute_wu", "v", "WWWFFF"},
+    {"gdn_recompute_wu", "beta", "WWWFFF"},
+    {"gdn_recompute_wu", "g", "WWFWFF"},
+    {"gdn_recompute_wu", "A", "AAAFFF"},
+    {"gdn_solve_tril", "L", "AAAFFF"},
+    {"head_norm_rope", "input_bf16", "AAAFFF"},
+    {"head_norm_rope", "norm_weight_bf16", "AAAFFF"},
+    {"head_norm_rope", "cos_cache", "AAAWFF"},
+    {"head_norm_rope", "sin_cache", "AAAWFF"},
+    {"head_norm_rope", "input_f32", "AAAFFF"},
+    {"head_norm_rope", "norm_weight_f32", "AAAWFF"},
+    {"head_norm_rope", "freq_factors", "AFFFWA"},
+};
+
+static const expectation *expectation_of(const char *family, const char *tensor)
+{
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(table[i].family, family) && !strcmp(table[i].tensor, tensor)) return &table[i];
+    return NULL;
+}
+
+static double element_value(const ug_buf *b, size_t i)
+{
+    return b->dtype == UG_BF16 ? ug_bf16_to_f32(((const ug_bf16 *)b->data)[i]) : ((const float *)b->data)[i];
+}
+
+static uint32_t element_bits(const ug_buf *b, size_t i)
+{
+    if (b->dtype == UG_BF16) return ((const ug_bf16 *)b->data)[i];
+    uint32_t u;
+    memcpy(&u, (const float *)b->data + i, sizeof u);
+    return u;
+}
+
+/* 0 finite, 1 NaN, 2 +inf, 3 -inf: the class the rule compares. */
+static int class_of(double x) { return isnan(x) ? 1 : isinf(x) ? (x > 0 ? 2 : 3) : 0; }
+
+/* The accepted memcheck case of f where tensor b is not empty and the
+ * outputs are largest (most chunks and heads outside one cone), or NULL. */
+static const ug_case *case_for(const ug_sweep *sw, const ug_family *f, size_t b)
+{
+    const ug_case *best = NULL;
+    size_t best_out = 0;
+    for (size_t i = 0; i < sw->n_cases; i++) {
+        const ug_case *c = &sw->cases[i];
+        if (c->family != f || c->expect_reject) continue;
+        size_t n = 0, out = 0;
+        CU_ASSERT_FATAL(f->buffer_count(&c->params, b, &n).code == UG_OK);
+        if (n == 0) continue;
+        for (size_t o = 0; o < f->n_buffers; o++)
+            if (f->buffers[o].is_output) {
+                CU_ASSERT_FATAL(f->buffer_count(&c->params, o, &n).code == UG_OK);
+                out += n;
+            }
+        if (out > best_out) best = c, best_out = out;
+    }
+    return best;
+}
+
+typedef struct {
+    size_t gate_failures, unaffected_nonfinite, class_differs, nonfinite, wild;
+} cell_result;
+
+/* Kernel and both reference modes on the planted case; every element
+ * measured with the gate's rule. */
+static void run_cell(case_memory *cm, const ug_case *c, size_t tensor, int col, cell_result *res)
+{
+    const ug_family *f = cm->f;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, c->seed);
+    CU_ASSERT_FATAL(f->generate(&c->params, c->regime, rng, cm->bufs).code == UG_OK);
+    gsl_rng_free(rng);
+    ug_buf *in = &cm->bufs[tensor];
+    if (col == COL_ZERO) memset(in->data, 0, in->count * ug_dtype_size(in->dtype));
+    else put_special(in, in->count * 5 / 8, planted[col]); /* a chunk's interior: masked terms exist */
+    ug_status st = f->run(&c->params, cm->bufs);
+    if (st.code != UG_OK) {
+        printf("\n    %s %s = %s: kernel: %s", f->name, f->buffers[tensor].name, col_names[col], st.msg);
+        CU_FAIL("the kernel refused a planted value");
+        return;
+    }
+    for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+        ug_ref_value *outs[UG_MAX_BUFFERS];
+        size_t n_out = 0;
+        for (size_t o = 0; o < f->n_buffers; o++)
+            if (f->buffers[o].is_output) outs[n_out++] = calloc(cm->bufs[o].count + 1, sizeof(ug_ref_value));
+        st = f->reference(&c->params, cm->bufs, (ug_ref_mode)m, outs);
+        if (st.code != UG_OK) {
+            printf("\n    %s %s = %s: reference: %s", f->name, f->buffers[tensor].name, col_names[col], st.msg);
+            CU_FAIL("the reference refused a planted value");
+        }
+        for (size_t o = 0, k = 0; o < f->n_buffers && st.code == UG_OK; o++) {
+            if (!f->buffers[o].is_output) continue;
+            const ug_buf *b = &cm->bufs[o];
+            for (size_t i = 0; i < b->count; i++) {
+                const ug_ref_value *r = &outs[k][i];
+                const double y = element_value(b, i);
+                ug_elem_error e = ug_measure(element_bits(b, i), b->dtype, r);
+                res->gate_failures += !e.class_ok || e.ratio > 1.0;
+                res->unaffected_nonfinite += r->wild == UG_WILD_NONE && (!isfinite(y) || !isfinite(r->r_hi));
+                res->class_differs += class_of(y) != class_of(r->r_hi);
+                res->nonfinite += !isfinite(y) || !isfinite(r->r_hi);
+                res->wild += r->wild != UG_WILD_NONE;
+            }
+            k++;
+        }
+        for (size_t k = 0; k < n_out; k++) free(outs[k]);
+    }
+}
+
+static void test_every_family_meets_the_nonfinite_table(void)
+{
+    ug_sweep sw;
+    CU_ASSERT_FATAL(ug_sweep_load("fixtures/sweeps/memcheck", &sw).code == UG_OK);
+    size_t rows = 0, wrong = 0;
+    for (size_t fi = 0; fi < ug_family_count(); fi++) {
+        const ug_family *f = ug_family_at(fi);
+        for (size_t t = 0; t < f->n_buffers; t++) {
+            if (f->buffers[t].is_output || (f->buffers[t].dtype != UG_BF16 && f->buffers[t].dtype != UG_F32)) continue;
+            const ug_case *c = case_for(&sw, f, t);
+            if (!c) continue;
+            const expectation *x = expectation_of(f->name, f->buffers[t].name);
+            if (!x) {
+                printf("\n    %s %s: no row in the table", f->name, f->buffers[t].name);
+                CU_FAIL("a family's input tensor has no row in the non-finite table");
+                continue;
+            }
+            rows++;
+            case_memory cm;
+            case_alloc(&cm, c);
+            char seen[N_COLS + 1] = {0};
+            for (int col = 0; col < N_COLS; col++) {
+                cell_result res = {0};
+                run_cell(&cm, c, t, col, &res);
+                seen[col] = res.class_differs ? 'W' : res.nonfinite ? 'A' : 'F';
+                if (col <= COL_MINUS_INF && res.wild == 0) {
+                    printf("\n    %s %s = %s: no output is marked as its cone", f->name, f->buffers[t].name,
+                           col_names[col]);
+                    CU_FAIL("a planted NaN or infinity reaches no wild cone");
+                }
+                if (res.gate_failures || res.unaffected_nonfinite) {
+                    printf("\n    %s %s = %s: %zu elements fail the gate's rule, %zu non-finite outside a wild cone",
+                           f->name, f->buffers[t].name, col_names[col], res.gate_failures, res.unaffected_nonfinite);
+                    CU_FAIL("the kernel or the reference breaks the non-finite rule");
+                }
+            }
+            if (strcmp(seen, x->cells)) {
+                UG_TEST_MISMATCH(wrong, "%s %s: measured %s, the table says %s", f->name, f->buffers[t].name, seen,
+                                 x->cells);
+            }
+            for (size_t i = 0; i < f->n_buffers; i++) ug_guarded_free(&cm.mem[i], f->buffers[i].name);
+        }
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    CU_ASSERT_EQUAL(rows, sizeof table / sizeof table[0]);
+    ug_sweep_free(&sw);
+}
+
+UG_TEST_SUITE(nonfinite_suite, "nonfinite", UG_TEST(test_every_family_survives_extreme_inputs),
+              UG_TEST(test_every_family_meets_the_nonfinite_table));

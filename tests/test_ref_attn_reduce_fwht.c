@@ -436,9 +436,34 @@ static void test_rows_outside_the_contract_are_refused(void)
     set_stats(r, 0, 1e-35f, 0.0f);
     set_stats(r, 1, 0.0f, -FLT_MAX / 2);
     expect_refused(r, "has S = 1e-35");
+    free(r);
+}
+
+/* A non-finite partial is no refusal (docs/nonfinite.md): the transform
+ * spreads it over the row, with the signs of H and the sign table, and no
+ * bound is stated. A weight 0 (M_w = -inf) times inf is NaN. */
+static void test_nonfinite_partials_reach_the_whole_row(void)
+{
+    one_row *r = row_new(256, 2);
     set_stats(r, 0, 1.0f, 0.0f);
+    set_stats(r, 1, 1.0f, -1.0f);
     *partial(r, 1, 7) = INFINITY;
-    expect_refused(r, "element 7: partial inf is not finite");
+    CU_ASSERT_EQUAL_FATAL(run_reference(r).code, UG_OK);
+    size_t wrong = 0;
+    for (size_t j = 0; j < 256; j++) {
+        double expect = sign_of(j) * (popcount_parity(j & 7) ? -INFINITY : INFINITY);
+        wrong += r->out[j].r_hi != expect || r->out[j].bound != INFINITY;
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    set_stats(r, 1, 1.0f, -INFINITY);
+    CU_ASSERT_EQUAL_FATAL(run_reference(r).code, UG_OK);
+    for (size_t j = 0; j < 256; j++) wrong += !isnan(r->out[j].r_hi);
+    CU_ASSERT_EQUAL(wrong, 0);
+    *partial(r, 1, 7) = NAN;
+    set_stats(r, 1, 1.0f, -1.0f);
+    CU_ASSERT_EQUAL_FATAL(run_reference(r).code, UG_OK);
+    for (size_t j = 0; j < 256; j++) wrong += !isnan(r->out[j].r_hi);
+    CU_ASSERT_EQUAL(wrong, 0);
     free(r);
 }
 
@@ -455,4 +480,5 @@ UG_TEST_SUITE(ref_attn_reduce_fwht_suite, "ref_attn_reduce_fwht",
               UG_TEST(test_modes_are_identical),
               UG_TEST(test_expf_within_one_ulp_on_merge_arguments),
               UG_TEST(test_bound_is_tight_on_well_conditioned_elements),
-              UG_TEST(test_rows_outside_the_contract_are_refused));
+              UG_TEST(test_rows_outside_the_contract_are_refused),
+              UG_TEST(test_nonfinite_partials_reach_the_whole_row));

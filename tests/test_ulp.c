@@ -19,7 +19,7 @@ enum { SEED = 31337 };
 /* A reference value with r = hi + lo, RN bits, bound and abs_sum. */
 static ug_ref_value ref(double hi, double lo, uint32_t rn, double bound, double abs_sum)
 {
-    ug_ref_value r = {hi, lo, rn, 0, bound, abs_sum};
+    ug_ref_value r = {hi, lo, rn, 0, bound, abs_sum, UG_WILD_NONE};
     return r;
 }
 
@@ -176,21 +176,66 @@ static void test_ulp_inf_y_where_rn_is_inf(void)
     CU_ASSERT_EQUAL(e.ulp_dist, 1);
 }
 
-/* r NaN: y must be NaN of the same sign (any payload). */
+/* r NaN: y must be a NaN, of either sign and any payload (x86's default NaN
+ * has the sign bit set; MPFR's NaN has no sign). */
 static void test_ulp_nan_reference(void)
 {
     ug_ref_value r = ref(NAN, 0, 0x7FC0, 0, 0);
     assert_exact(ug_measure(0x7FC0, UG_BF16, &r));
     assert_exact(ug_measure(0x7F81, UG_BF16, &r));
-    assert_fail(ug_measure(0xFFC0, UG_BF16, &r));
+    assert_exact(ug_measure(0xFFC0, UG_BF16, &r));
     assert_fail(ug_measure(0x3F80, UG_BF16, &r));
     assert_fail(ug_measure(0x7F80, UG_BF16, &r));
+    assert_fail(ug_measure(0xFF80, UG_BF16, &r));
     r = ref(-NAN, 0, 0xFFC0, 0, 0);
     assert_exact(ug_measure(0xFFC0, UG_BF16, &r));
-    assert_fail(ug_measure(0x7FC0, UG_BF16, &r));
+    assert_exact(ug_measure(0x7FC0, UG_BF16, &r));
     r = ref(NAN, 0, 0x7FC00000u, 0, 0);
     assert_exact(ug_measure(0x7FC00001u, UG_F32, &r));
-    assert_fail(ug_measure(0xFFC00000u, UG_F32, &r));
+    assert_exact(ug_measure(0xFFC00000u, UG_F32, &r));
+    assert_fail(ug_measure(0x00000000u, UG_F32, &r));
+}
+
+static void assert_wild_accepted(ug_elem_error e)
+{
+    CU_ASSERT_TRUE(e.class_ok);
+    CU_ASSERT_EQUAL(e.ratio, 0);
+    CU_ASSERT_EQUAL(e.ulp_dist, UINT32_MAX);
+    CU_ASSERT(isinf(e.ulp_err) && isinf(e.cond));
+}
+
+/* A wild cone (ref.h): r NaN still needs a NaN; r +-inf accepts that infinity
+ * or a NaN, not the other infinity nor a finite y; r finite accepts any
+ * non-finite y, and a finite y is held to the bound unless it is void. */
+static void test_ulp_wild_cone(void)
+{
+    for (ug_wild w = UG_WILD_CLASS; w <= UG_WILD_UNBOUNDED; w++) {
+        ug_ref_value r = ref(NAN, 0, 0x7FC0, 0, 0);
+        r.wild = w;
+        assert_exact(ug_measure(0xFFC0, UG_BF16, &r));
+        assert_fail(ug_measure(0x7F80, UG_BF16, &r));
+        assert_fail(ug_measure(0x3F80, UG_BF16, &r));
+        r = ref(INFINITY, 0, 0x7F80, 0, 0);
+        r.wild = w;
+        assert_exact(ug_measure(0x7F80, UG_BF16, &r));
+        assert_wild_accepted(ug_measure(0xFFC0, UG_BF16, &r));
+        assert_fail(ug_measure(0xFF80, UG_BF16, &r));
+        assert_fail(ug_measure(0x7F7F, UG_BF16, &r));
+        r = ref(-INFINITY, 0, 0xFF800000u, 0, 0);
+        r.wild = w;
+        assert_wild_accepted(ug_measure(0x7FC00000u, UG_F32, &r));
+        assert_fail(ug_measure(0x7F800000u, UG_F32, &r));
+        r = ref(1.0, 0, 0x3F80, ldexp(1, -6), 1);
+        r.wild = w;
+        assert_wild_accepted(ug_measure(0x7FC0, UG_BF16, &r));
+        assert_wild_accepted(ug_measure(0x7F80, UG_BF16, &r));
+        assert_wild_accepted(ug_measure(0xFF80, UG_BF16, &r));
+        CU_ASSERT_EQUAL(ug_measure(0x3F81, UG_BF16, &r).ratio, w == UG_WILD_UNBOUNDED ? 0 : 0.5);
+        ug_elem_error far = ug_measure(0x4000, UG_BF16, &r); /* 1 off, bound 2^-6 */
+        CU_ASSERT_TRUE(far.class_ok);
+        CU_ASSERT_EQUAL(far.ulp_dist, 128);
+        CU_ASSERT_EQUAL(far.ratio, w == UG_WILD_UNBOUNDED ? 0 : 64);
+    }
 }
 
 /* r +-inf: y must be the same infinity. */
@@ -319,6 +364,6 @@ UG_TEST_SUITE(ulp_suite, "ulp", UG_TEST(test_ulp_exact_equality), UG_TEST(test_u
               UG_TEST(test_ulp_uses_low_part), UG_TEST(test_ulp_binade_boundary),
               UG_TEST(test_ulp_zero_reference), UG_TEST(test_ulp_subnormal_reference),
               UG_TEST(test_ulp_nonfinite_y_finite_r), UG_TEST(test_ulp_inf_y_where_rn_is_inf),
-              UG_TEST(test_ulp_nan_reference), UG_TEST(test_ulp_inf_reference), UG_TEST(test_ulp_ratio),
+              UG_TEST(test_ulp_nan_reference), UG_TEST(test_ulp_wild_cone), UG_TEST(test_ulp_inf_reference), UG_TEST(test_ulp_ratio),
               UG_TEST(test_ulp_condition_number), UG_TEST(test_ulp_f32_variant),
               UG_TEST(test_ulp_midpoint_is_half), UG_TEST(test_ulp_random_correctly_rounded));

@@ -12,6 +12,7 @@
 #include "../../ref/attn_reduce_fwht.h"
 #include "../family.h"
 #include "../gen.h"
+#include "../wild.h"
 
 enum { P_NROWS, P_HEAD_DIM, P_NWG, P_FUSED, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"nrows", "head_dim", "nwg", "fused"};
@@ -62,7 +63,15 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
 static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
 {
     attn_reduce_fwht_shape s = {param(p, P_NROWS), param(p, P_HEAD_DIM), param(p, P_NWG)};
-    return attn_reduce_fwht_reference(&s, bufs[BUF_HTMP].data, mode, outs[0]);
+    UG_TRY(attn_reduce_fwht_reference(&s, bufs[BUF_HTMP].data, mode, outs[0]));
+    /* A row's outputs read its partials and its (S, M) pairs: the transform
+     * mixes every element of the row. */
+    const size_t rows = param(p, P_NROWS), dv = param(p, P_HEAD_DIM), nwg = param(p, P_NWG);
+    const ug_wild_grid grid = {1, rows, 1, false};
+    const ug_wild_tensor in[] = {{&bufs[BUF_HTMP], 0, 1, dv * nwg, 1}, {&bufs[BUF_HTMP], rows * dv * nwg, 1, 2 * nwg, 1}};
+    const ug_wild_tensor out = {&bufs[BUF_OUTPUT], 0, 1, dv, 1};
+    ug_wild_mark(&grid, in, 2, &out, outs, 1);
+    return ug_ok();
 }
 
 /* The seed's host plan: 32 * nwg threads, head_dim * 4 threadgroup bytes (the

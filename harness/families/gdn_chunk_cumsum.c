@@ -6,6 +6,7 @@
 #include "../../ref/gdn_chunk_cumsum.h"
 #include "../family.h"
 #include "../gdn_inputs.h"
+#include "../wild.h"
 
 enum { P_B, P_T, P_H, P_BT, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"B", "T", "H", "BT"};
@@ -47,7 +48,13 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
 static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
 {
     gdn_chunk_cumsum_shape s = {param(p, P_B), param(p, P_T), param(p, P_H), param(p, P_BT)};
-    return gdn_chunk_cumsum_reference(&s, bufs[BUF_G_RAW].data, mode, outs[0]);
+    UG_TRY(gdn_chunk_cumsum_reference(&s, bufs[BUF_G_RAW].data, mode, outs[0]));
+    /* A scan may sum a chunk in any order (blocked, tree). */
+    const size_t bt = param(p, P_BT), h = param(p, P_H);
+    const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};
+    const ug_wild_tensor in = {&bufs[BUF_G_RAW], 0, h, 1, bt}, out = {&bufs[BUF_G], 0, h, 1, bt};
+    ug_wild_mark(&grid, &in, 1, &out, outs, 1);
+    return ug_ok();
 }
 
 /* The raw log-gates of the gate regimes; the other draws are discarded. */

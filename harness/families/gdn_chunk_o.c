@@ -12,6 +12,7 @@
 #include "../../ref/gdn_chunk_o.h"
 #include "../family.h"
 #include "../gen.h"
+#include "../wild.h"
 
 enum { P_B, P_T, P_HG, P_H, P_K, P_V, P_BT, P_SCALE_BITS, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "V", "BT", "scale_bits"};
@@ -101,8 +102,18 @@ static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode m
                            ug_ref_value *const *outs)
 {
     gdn_chunk_o_shape s = ref_shape(p);
-    return gdn_chunk_o_reference(&s, scale_of(p), bufs[BUF_Q].data, bufs[BUF_K].data, bufs[BUF_V].data,
-                                 bufs[BUF_H].data, bufs[BUF_G].data, mode, outs[0]);
+    UG_TRY(gdn_chunk_o_reference(&s, scale_of(p), bufs[BUF_Q].data, bufs[BUF_K].data, bufs[BUF_V].data,
+                                 bufs[BUF_H].data, bufs[BUF_G].data, mode, outs[0]));
+    /* The kernel forms whole BT x BT tiles (the masked upper triangle too). */
+    const size_t bt = param(p, P_BT), hg = param(p, P_HG), h = param(p, P_H), k = param(p, P_K), v = param(p, P_V);
+    const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};
+    const ug_wild_tensor in[] = {
+        {&bufs[BUF_Q], 0, hg, k, bt}, {&bufs[BUF_K], 0, hg, k, bt}, {&bufs[BUF_V], 0, h, v, bt},
+        {&bufs[BUF_H], 0, h, v * k, 1}, {&bufs[BUF_G], 0, h, 1, bt},
+    };
+    const ug_wild_tensor out = {&bufs[BUF_O], 0, h, v, bt};
+    ug_wild_mark(&grid, in, sizeof in / sizeof in[0], &out, outs, 1);
+    return ug_ok();
 }
 
 /* The seed's host plan: 256 threads per threadgroup and BT*BT*2 bytes, the

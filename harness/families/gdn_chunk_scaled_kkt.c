@@ -6,6 +6,7 @@
 #include "../../ref/gdn_chunk_scaled_kkt.h"
 #include "../family.h"
 #include "../gdn_inputs.h"
+#include "../wild.h"
 
 enum { P_B, P_T, P_HG, P_H, P_K, P_BT, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "BT"};
@@ -57,8 +58,17 @@ static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode m
 {
     gdn_chunk_scaled_kkt_shape s = {param(p, P_B), param(p, P_T), param(p, P_HG),
                                     param(p, P_H), param(p, P_K), param(p, P_BT)};
-    return gdn_chunk_scaled_kkt_reference(&s, bufs[BUF_K].data, bufs[BUF_BETA].data, bufs[BUF_G].data,
-                                          mode, outs[0]);
+    UG_TRY(gdn_chunk_scaled_kkt_reference(&s, bufs[BUF_K].data, bufs[BUF_BETA].data, bufs[BUF_G].data,
+                                          mode, outs[0]));
+    /* The kernel forms the whole BT x BT tile, the masked part too. */
+    const size_t bt = param(p, P_BT), h = param(p, P_H);
+    const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};
+    const ug_wild_tensor in[] = {
+        {&bufs[BUF_K], 0, param(p, P_HG), param(p, P_K), bt}, {&bufs[BUF_BETA], 0, h, 1, bt}, {&bufs[BUF_G], 0, h, 1, bt},
+    };
+    const ug_wild_tensor out = {&bufs[BUF_L], 0, h, bt, bt};
+    ug_wild_mark(&grid, in, sizeof in / sizeof in[0], &out, outs, 1);
+    return ug_ok();
 }
 
 static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs)

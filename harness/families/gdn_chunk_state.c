@@ -9,6 +9,7 @@
 #include "../../ref/gdn_chunk_state.h"
 #include "../family.h"
 #include "../gdn_inputs.h"
+#include "../wild.h"
 
 enum { P_B, P_T, P_HG, P_H, P_K, P_V, P_BT, P_HAS_H0, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "V", "BT", "has_h0"};
@@ -78,8 +79,21 @@ static gdn_chunk_state_shape ref_shape(const ug_params *p)
 static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
 {
     gdn_chunk_state_shape s = ref_shape(p);
-    return gdn_chunk_state_reference(&s, bufs[BUF_K].data, bufs[BUF_W].data, bufs[BUF_U].data, bufs[BUF_G].data,
-                                     bufs[BUF_H0].data, mode, outs[0], outs[1], outs[2]);
+    UG_TRY(gdn_chunk_state_reference(&s, bufs[BUF_K].data, bufs[BUF_W].data, bufs[BUF_U].data, bufs[BUF_G].data,
+                                     bufs[BUF_H0].data, mode, outs[0], outs[1], outs[2]));
+    /* Chunk tiles, and the state carries a chunk's wild inputs into every
+     * later chunk of the head (h[c] holds the state at the start of c). */
+    const size_t bt = param(p, P_BT), h = param(p, P_H), k = param(p, P_K), v = param(p, P_V);
+    const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, true};
+    const ug_wild_tensor in[] = {
+        {&bufs[BUF_K], 0, param(p, P_HG), k, bt}, {&bufs[BUF_W], 0, h, k, bt}, {&bufs[BUF_U], 0, h, v, bt},
+        {&bufs[BUF_G], 0, h, 1, bt},              {&bufs[BUF_H0], 0, h, k * v, 0},
+    };
+    const ug_wild_tensor out[] = {
+        {&bufs[BUF_H], 0, h, v * k, 1}, {&bufs[BUF_V_NEW], 0, h, v, bt}, {&bufs[BUF_FINAL], 0, h, k * v, 0},
+    };
+    ug_wild_mark(&grid, in, sizeof in / sizeof in[0], out, outs, 3);
+    return ug_ok();
 }
 
 /* Realistic keys, gates, betas and values of the regime; w and u are their

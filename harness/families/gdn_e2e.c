@@ -13,6 +13,7 @@
 #include "../family.h"
 #include "../gdn_inputs.h"
 #include "../gen.h"
+#include "../wild.h"
 
 enum { P_B, P_T, P_HG, P_H, P_K, P_V, P_BT, P_HAS_H0, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "V", "BT", "has_h0"};
@@ -147,6 +148,20 @@ static void kept_store(const ug_params *p, const ug_buf *bufs, uint64_t hash, ug
     for (size_t i = 0; i < N_INPUTS; i++) kept.inputs[i] = bufs[i].data;
 }
 
+/* The pipeline's chunk tiles, and its state carries a chunk's wild inputs
+ * into every later chunk of the head. */
+static void mark_wild(const ug_params *p, const ug_buf *bufs, ug_ref_value *const *outs)
+{
+    const size_t bt = param(p, P_BT), hg = param(p, P_HG), h = param(p, P_H), k = param(p, P_K), v = param(p, P_V);
+    const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, true};
+    const ug_wild_tensor in[] = {
+        {&bufs[BUF_Q], 0, hg, k, bt},      {&bufs[BUF_K], 0, hg, k, bt},     {&bufs[BUF_V], 0, h, v, bt},
+        {&bufs[BUF_BETA], 0, h, 1, bt},    {&bufs[BUF_G_RAW], 0, h, 1, bt},  {&bufs[BUF_H0], 0, h, k * v, 0},
+    };
+    const ug_wild_tensor out[] = {{&bufs[BUF_O], 0, h, v, bt}, {&bufs[BUF_FINAL], 0, h, k * v, 0}};
+    ug_wild_mark(&grid, in, sizeof in / sizeof in[0], out, outs, N_OUTPUTS);
+}
+
 static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
 {
     const uint64_t hash = inputs_hash(bufs);
@@ -156,6 +171,7 @@ static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode m
         return ug_ok();
     }
     UG_TRY(exact_recurrence(p, bufs, outs));
+    mark_wild(p, bufs, outs);
     if (mode == UG_REF_EXACT) kept_store(p, bufs, hash, outs);
     return ug_ok();
 }

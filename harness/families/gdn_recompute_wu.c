@@ -6,6 +6,7 @@
 #include "../../ref/gdn_recompute_wu.h"
 #include "../family.h"
 #include "../gdn_inputs.h"
+#include "../wild.h"
 
 enum { P_B, P_T, P_HG, P_H, P_K, P_V, P_BT, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "V", "BT"};
@@ -77,8 +78,19 @@ static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode m
                            ug_ref_value *const *outs)
 {
     gdn_recompute_wu_shape s = ref_shape(p);
-    return gdn_recompute_wu_reference(&s, bufs[BUF_K].data, bufs[BUF_V].data, bufs[BUF_BETA].data,
-                                      bufs[BUF_G].data, bufs[BUF_A].data, mode, outs[0], outs[1]);
+    UG_TRY(gdn_recompute_wu_reference(&s, bufs[BUF_K].data, bufs[BUF_V].data, bufs[BUF_BETA].data,
+                                      bufs[BUF_G].data, bufs[BUF_A].data, mode, outs[0], outs[1]));
+    /* The kernel sums whole chunk rows of A (zeros above the diagonal too). */
+    const size_t bt = param(p, P_BT), hg = param(p, P_HG), h = param(p, P_H);
+    const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};
+    const ug_wild_tensor in[] = {
+        {&bufs[BUF_K], 0, hg, param(p, P_K), bt}, {&bufs[BUF_V], 0, h, param(p, P_V), bt},
+        {&bufs[BUF_BETA], 0, h, 1, bt},           {&bufs[BUF_G], 0, h, 1, bt},
+        {&bufs[BUF_A], 0, h, bt, bt},
+    };
+    const ug_wild_tensor out[] = {{&bufs[BUF_W], 0, h, param(p, P_K), bt}, {&bufs[BUF_U], 0, h, param(p, P_V), bt}};
+    ug_wild_mark(&grid, in, sizeof in / sizeof in[0], out, outs, 2);
+    return ug_ok();
 }
 
 /* The seed's host plan: 256 threads per threadgroup, ba_tile (BT x BT f32)

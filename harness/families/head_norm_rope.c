@@ -13,6 +13,7 @@
 #include "../../ref/head_norm_rope.h"
 #include "../family.h"
 #include "../gen.h"
+#include "../wild.h"
 
 /* eps = 10^-eps_exp10 (sweep parameters are integers); theta is an integer;
  * pos_max: the bf16 token's position (its caches), the f32 sequence's
@@ -120,11 +121,35 @@ static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode m
     const head_norm_rope_shape s = {param(p, P_N_HEADS), param(p, P_HEAD_DIM), param(p, P_HALF_ROPE_DIM), eps_of(p)};
     const bool weight = param(p, P_HAS_WEIGHT) != 0;
     if (!is_f32(p)) /* staged == exact: no deliberate intermediate rounding */
-        return head_norm_rope_bf16_reference(&s, bufs[BUF_INPUT_BF16].data, weight ? bufs[BUF_WEIGHT_BF16].data : NULL,
-                                             bufs[BUF_COS].data, bufs[BUF_SIN].data, outs[0]);
-    return head_norm_rope_f32_reference(&s, param(p, P_SEQ_LEN), (float)p->v[P_THETA], bufs[BUF_INPUT_F32].data,
-                                        weight ? bufs[BUF_WEIGHT_F32].data : NULL, bufs[BUF_POSITIONS].data,
-                                        param(p, P_HAS_FF) ? bufs[BUF_FREQ_FACTORS].data : NULL, mode, outs[1]);
+        UG_TRY(head_norm_rope_bf16_reference(&s, bufs[BUF_INPUT_BF16].data, weight ? bufs[BUF_WEIGHT_BF16].data : NULL,
+                                             bufs[BUF_COS].data, bufs[BUF_SIN].data, outs[0]));
+    else
+        UG_TRY(head_norm_rope_f32_reference(&s, param(p, P_SEQ_LEN), (float)p->v[P_THETA], bufs[BUF_INPUT_F32].data,
+                                            weight ? bufs[BUF_WEIGHT_F32].data : NULL, bufs[BUF_POSITIONS].data,
+                                            param(p, P_HAS_FF) ? bufs[BUF_FREQ_FACTORS].data : NULL, mode, outs[1]));
+    /* One head of one token reads its row, the weight and the caches; the
+     * sum of squares of |x| >= 2^64 overflows f32 (docs/nonfinite.md). The
+     * other variant's buffers are empty, and skipped. */
+    const size_t heads = param(p, P_N_HEADS), dim = param(p, P_HEAD_DIM);
+    const ug_wild_grid grid = {1, is_f32(p) ? param(p, P_SEQ_LEN) : 1, heads, false};
+    const ug_wild_tensor in[] = {
+        {&bufs[BUF_INPUT_BF16], 0, heads, dim, 1},  {&bufs[BUF_INPUT_F32], 0, heads, dim, 1},
+        {&bufs[BUF_WEIGHT_BF16], 0, 1, dim, 0},     {&bufs[BUF_WEIGHT_F32], 0, 1, dim, 0},
+        {&bufs[BUF_COS], 0, 1, bufs[BUF_COS].count, 0}, {&bufs[BUF_SIN], 0, 1, bufs[BUF_SIN].count, 0},
+        {&bufs[BUF_FREQ_FACTORS], 0, 1, bufs[BUF_FREQ_FACTORS].count, 0},
+    };
+    const ug_wild_tensor out[] = {{&bufs[BUF_OUTPUT_BF16], 0, heads, dim, 1}, {&bufs[BUF_OUTPUT_F32], 0, heads, dim, 1}};
+    ug_wild_mark(&grid, in, sizeof in / sizeof in[0], out, outs, 2);
+    /* The angle divides by a freq_factor: one whose reciprocal is wild (0,
+     * |f| < 2^-64) overflows the f32 angle where the exact one may be finite. */
+    ug_wild divisor = UG_WILD_NONE;
+    for (size_t i = 0; i < bufs[BUF_FREQ_FACTORS].count; i++) {
+        ug_wild w = ug_wild_value(1.0 / ((const float *)bufs[BUF_FREQ_FACTORS].data)[i]);
+        if (w > divisor) divisor = w;
+    }
+    for (size_t i = 0; divisor != UG_WILD_NONE && i < bufs[BUF_OUTPUT_F32].count; i++)
+        if (outs[1][i].wild < divisor) outs[1][i].wild = divisor;
+    return ug_ok();
 }
 
 /* The seed's hosts: tg_size = min(256, next_pow2(head_dim)) threads, and
