@@ -1,9 +1,16 @@
 #include "ref.h"
 
 #include <math.h>
+#include <stdatomic.h>
 
 #include "../core/bf16.h"
 #include "round.h"
+
+static atomic_bool fast_path = true;
+
+void ug_ref_set_fast(bool on) { atomic_store(&fast_path, on); }
+
+bool ug_ref_fast(void) { return atomic_load(&fast_path); }
 
 const char *ug_ref_mode_name(ug_ref_mode mode)
 {
@@ -53,7 +60,16 @@ void ug_ref_finish(ug_ref_value *out, const mpfr_t r, double pre_round_bound, do
         out->r_lo = mpfr_get_d(rest, MPFR_RNDN);
         mpfr_clear(rest);
     }
-    out->rn_bits = dtype == UG_BF16 ? ug_mpfr_to_bf16(r) : ug_mpfr_to_f32_bits(r);
+    ug_ref_fill(out, out->r_hi, out->r_lo, dtype == UG_BF16 ? ug_mpfr_to_bf16(r) : ug_mpfr_to_f32_bits(r),
+                pre_round_bound, abs_sum, flagged, dtype);
+}
+
+void ug_ref_fill(ug_ref_value *out, double r_hi, double r_lo, uint32_t rn_bits, double pre_round_bound,
+                 double abs_sum, uint32_t flagged, ug_dtype dtype)
+{
+    out->r_hi = r_hi;
+    out->r_lo = r_lo;
+    out->rn_bits = rn_bits;
     out->flagged = flagged;
     out->abs_sum = abs_sum;
     out->wild = UG_WILD_NONE;

@@ -74,6 +74,20 @@ void ug_stage_operand(const mpfr_t x, const mpfr_t radius, ug_staged *out);
 void ug_ref_finish(ug_ref_value *out, const mpfr_t r, double pre_round_bound, double abs_sum,
                    uint32_t flagged, ug_dtype dtype);
 
+/* The same from r's parts: r_hi = RN_53(r), r_lo = RN_53(r - r_hi) (0 when
+ * r_hi is not finite), rn_bits = RN_T(r). ug_ref_finish and the exact
+ * accumulator (ref/exact_sum.h) both end here. */
+void ug_ref_fill(ug_ref_value *out, double r_hi, double r_lo, uint32_t rn_bits, double pre_round_bound,
+                 double abs_sum, uint32_t flagged, ug_dtype dtype);
+
+/* Whether the references take their fast paths (ref/exact_sum.h: exact
+ * accumulators, operands prepared once) where those certify the result, or
+ * the plain MPFR path everywhere. Both give bit-identical ug_ref_values
+ * (tests/test_exact_sum.c); the switch exists so tests can compare them.
+ * Default on; process-wide, meant to be set while no reference runs. */
+void ug_ref_set_fast(bool on);
+bool ug_ref_fast(void);
+
 /* Rounding up a binary64 sum of at most 64 nonnegative terms, accumulated in
  * round-to-nearest: multiplying by this covers its relative error (< 2^-46). */
 #define UG_REF_SUM_SLACK (1.0 + 0x1p-40)
