@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "atomic_file.h"
+
 bool ug_is_directory(const char *path)
 {
     struct stat sb;
@@ -53,4 +55,15 @@ ug_status ug_for_each_json_file(const char *dir, ug_status (*fn)(const char *pat
     }
     free(names);
     return st;
+}
+
+ug_status ug_write_json_file(const char *path, const json_t *root)
+{
+    ug_atomic_file f;
+    UG_TRY(ug_atomic_open(&f, path));
+    if (json_dumpf(root, f.fp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || fputc('\n', f.fp) == EOF) {
+        ug_atomic_abort(&f);
+        return ug_fail(UG_EIO, "writing '%s' failed", path);
+    }
+    return ug_atomic_commit(&f);
 }

@@ -3,6 +3,7 @@
 #ifndef UG_JSON_DIR_H
 #define UG_JSON_DIR_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "status.h"
@@ -11,6 +12,9 @@ bool ug_is_directory(const char *path);
 /* mkdir -p: creates dir and its missing parents; fails naming the directory
  * that could not be made, or a path that exists and is not a directory. */
 ug_status ug_make_dirs(const char *dir);
+/* Writes root to path atomically (core/atomic_file), pretty-printed with
+ * sorted keys. */
+ug_status ug_write_json_file(const char *path, const json_t *root);
 /* Calls fn(path, index, ctx) for every *.json file of dir in name order
  * (hidden files skipped), stopping at the first failure; a directory with no
  * such file is an UG_EPARSE error naming it. */

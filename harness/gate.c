@@ -660,18 +660,6 @@ static json_t *baseline_json(const ug_run_result *run)
                      run->sweep->path, "content_hash", hash, "families", families);
 }
 
-/* Writes root to path atomically, pretty-printed with sorted keys. */
-static ug_status write_json_file(const char *path, const json_t *root)
-{
-    ug_atomic_file f;
-    UG_TRY(ug_atomic_open(&f, path));
-    if (json_dumpf(root, f.fp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || fputc('\n', f.fp) == EOF) {
-        ug_atomic_abort(&f);
-        return ug_fail(UG_EIO, "writing '%s' failed", path);
-    }
-    return ug_atomic_commit(&f);
-}
-
 ug_status ug_baseline_write(const char *path, const ug_run_result *run)
 {
     if (run->source_name)
@@ -679,7 +667,7 @@ ug_status ug_baseline_write(const char *path, const ug_run_result *run)
                        "records the built-in kernels", path, run->source_name);
     json_t *root = baseline_json(run);
     if (!root) return ug_fail(UG_ENOMEM, "%s: out of memory while building the baseline", path);
-    ug_status s = write_json_file(path, root);
+    ug_status s = ug_write_json_file(path, root);
     json_decref(root);
     return s;
 }

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/atomic_file.h"
 #include "../core/json_dir.h"
 #include "../core/safetensors.h"
 
@@ -301,17 +300,6 @@ static ug_status export_case(const ug_case *c, const char *dir, size_t max_bytes
     return st;
 }
 
-static ug_status write_manifest(const char *path, json_t *root)
-{
-    ug_atomic_file af;
-    UG_TRY(ug_atomic_open(&af, path));
-    if (json_dumpf(root, af.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 || fputc('\n', af.fp) == EOF) {
-        ug_atomic_abort(&af);
-        return ug_fail(UG_EIO, "writing '%s' failed", path);
-    }
-    return ug_atomic_commit(&af);
-}
-
 ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, size_t *n_exported,
                     size_t *n_rejected_skipped)
 {
@@ -341,7 +329,7 @@ ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, 
     json_object_set_new(root, "rejected_cases_not_exported", json_integer((json_int_t)*n_rejected_skipped));
     if (ug_is_ok(&st) && *n_exported == 0)
         st = ug_fail(UG_EINVAL, "%s has no accepted case to export", sw->path);
-    if (ug_is_ok(&st)) st = write_manifest(manifest, root);
+    if (ug_is_ok(&st)) st = ug_write_json_file(manifest, root);
     json_decref(root);
     return st;
 }

@@ -44,12 +44,12 @@ static void test_round_trip(void)
     char dir[64], path[128];
     temp_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/t.safetensors", dir);
-    ug_bf16 a[6] = {0x3F80, 0xBF80, 0x7F80, 0x0001, 0x7FC0, 0x8000};
+    ug_bf16 a[3] = {0x7F80, 0x0001, 0x7FC0}; /* 6 bytes: whatever follows it would be misaligned */
     float b[3] = {1.5f, -0.0f, 3e38f};
     double c[2] = {0x1.23456789abcdep-3, -1e300};
     uint32_t d[4] = {0, 1, 0xFFFFFFFFu, 123456789u};
     const ug_st_entry in[] = {
-        {"a.bf16", UG_BF16, 2, {2, 3}, a}, {"b", UG_F32, 1, {3}, b},   {"c", UG_F64, 3, {1, 2, 1}, c},
+        {"a.bf16", UG_BF16, 2, {1, 3}, a}, {"b", UG_F32, 1, {3}, b},   {"c", UG_F64, 3, {1, 2, 1}, c},
         {"d", UG_U32, 2, {2, 2}, d},       {"empty", UG_F32, 2, {0, 4}, b}, {"scalar", UG_F64, 0, {0}, c},
     };
     const size_t n = sizeof in / sizeof in[0];

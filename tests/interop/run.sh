@@ -23,15 +23,17 @@ check() { # NAME CONDITION-STATUS
 "$python" tests/interop/candidate.py "$work/fixtures" "$work/right" || exit 1
 "$python" tests/interop/candidate.py "$work/fixtures" "$work/wrong" --wrong || exit 1
 
-"$ulpgate" score --fixtures "$work/fixtures" --candidate "$work/right" --budgets fixtures/budgets \
-  --reports "$work/reports-right" --quiet >"$work/right.log" 2>&1
+score() { # CANDIDATE: scores $work/CANDIDATE into $work/reports-CANDIDATE and $work/CANDIDATE.log
+  "$ulpgate" score --fixtures "$work/fixtures" --candidate "$work/$1" --budgets fixtures/budgets \
+    --reports "$work/reports-$1" --quiet >"$work/$1.log" 2>&1
+}
+score right
 rc=$?
 check "the numpy candidate passes the gate (exit $rc, expected 0)" $((rc != 0))
 grep -q '"candidate"' "$work/reports-right/report.json"
 check "report.json labels the bits with the candidate path" $?
 
-"$ulpgate" score --fixtures "$work/fixtures" --candidate "$work/wrong" --budgets fixtures/budgets \
-  --reports "$work/reports-wrong" --quiet >"$work/wrong.log" 2>&1
+score wrong
 rc=$?
 check "the wrong candidate fails the gate (exit $rc, expected 1)" $((rc != 1))
 grep -q '^FAIL: gdn_chunk_cumsum/B=1 T=128 H=3 BT=64 realistic: \[candidate\] g\[192\] exact: ' "$work/wrong.log"
@@ -41,8 +43,7 @@ check "its failure names the first wrong element, g[192] (row 64: the chunk boun
 cut=$(ls "$work/right" | head -1)
 cp -r "$work/right" "$work/truncated"
 head -c 100 "$work/right/$cut" >"$work/truncated/$cut"
-"$ulpgate" score --fixtures "$work/fixtures" --candidate "$work/truncated" --budgets fixtures/budgets \
-  --reports "$work/reports-truncated" --quiet >"$work/truncated.log" 2>&1
+score truncated
 rc=$?
 grep -q "truncated/$cut" "$work/truncated.log" && [ "$rc" -eq 2 ] && [ ! -e "$work/reports-truncated" ]
 check "a truncated candidate file stops score (exit $rc, expected 2) with its name, no reports" $?
