@@ -71,7 +71,8 @@ static ug_status plugin_run(void *ctx, const ug_case *c, ug_buf *bufs)
     const ug_plugin *p = ctx;
     const ug_family *f = c->family;
     const ulpgate_kernel *k = p->by_family[family_index(f)];
-    if (!k) return ug_fail(UG_EINVAL, "--kernel-lib %s provides no kernel for family %s", p->base, f->name);
+    /* Not UG_EINVAL: a missing kernel must never pass for a rejection. */
+    if (!k) return ug_fail(UG_EKERNEL, "--kernel-lib %s provides no kernel for family %s", p->base, f->name);
     ulpgate_param params[UG_MAX_PARAMS];
     ulpgate_tensor tensors[UG_MAX_BUFFERS];
     for (size_t i = 0; i < f->n_params; i++) params[i] = (ulpgate_param){f->param_names[i], c->params.v[i]};
