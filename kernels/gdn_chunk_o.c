@@ -1,14 +1,18 @@
 /* gdn_chunk_o (SPEC §1.2). Validation is the seed's validate(), rule for
  * rule. The computation follows the seed's plan: per (batch, head, chunk) the
  * attention tile Q is formed once in f32 (q k^T, the decay, the causal mask),
- * rounded to bf16 into the threadgroup tile, then every 32-wide V tile gets
- * the state term q h^T and the intra-chunk term Q v from the ISA micro-kernel
- * and is combined, scaled and rounded to bf16 on store.
+ * rounded to bf16 into the threadgroup tile, then the state term q h^T and
+ * the intra-chunk term Q v (all of V at once: the seed's 32-wide V tiles are
+ * independent) come from the ISA's packed GEMM and are combined, scaled and
+ * rounded to bf16 on store by a row operation of the same path (isa.h: the
+ * same bits on every path). Only the causal bands of q k^T are formed.
  *
  * The threadgroup tile is scratch of exactly the seed's planned size
  * (BT*BT*2 bytes), guarded, so a short plan shows up as UG_EGUARD instead of
  * silent corruption. The other working arrays stand for the shader's
- * registers (simdgroup fragments) and live in one heap block. */
+ * registers (simdgroup fragments) and live in one heap block. With kernel
+ * threads (parallel.h) each worker has its own tile and registers and a
+ * contiguous range of (batch, chunk, head) items. */
 #include "gdn_chunk_o.h"
 
 #include <math.h>

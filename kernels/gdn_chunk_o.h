@@ -13,7 +13,8 @@
  * Validation mirrors the seed's validate(), rule for rule and in its order;
  * the first broken rule is reported (UG_EINVAL) and nothing is written. The
  * attention tile lives in scratch of exactly the seed's planned threadgroup
- * size (BT*BT*2 bytes), guarded: an overrun is reported as UG_EGUARD. */
+ * size (BT*BT*2 bytes), one guarded slice per kernel thread (parallel.h): an
+ * overrun is reported as UG_EGUARD. */
 #ifndef UG_KERNEL_GDN_CHUNK_O_H
 #define UG_KERNEL_GDN_CHUNK_O_H
 

@@ -3,8 +3,10 @@
  * chunk) with the ISA micro-kernel (ug_gemm_f32_bf16: each entry the FMA
  * chain over K in index order, identical bits on every path; the bf16
  * products are exact in f32) and then scaled for each value head of the
- * group. The key tiles and the Gram matrix live in one guarded scratch
- * allocation of exactly the size they need. */
+ * group; only its lower triangle is formed, in bands of 16 rows. The key
+ * tiles and the Gram matrix live in one guarded scratch allocation of
+ * exactly the size they need, one per kernel thread (parallel.h), each
+ * thread taking a contiguous range of (batch, chunk, key head) items. */
 #include "gdn_chunk_scaled_kkt.h"
 
 #include <math.h>

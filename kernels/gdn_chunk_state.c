@@ -2,9 +2,13 @@
  * stays in f32 scratch across the chunks; per chunk the two products are the
  * ISA micro-kernel (ug_gemm_f32_bf16: FMA chains in index order, identical
  * bits on every path): w·bf16(S) with w widened to f32 (exact), and
- * Kᵀ·bf16(decayed v) with the chunk's keys transposed and widened. The new
- * state is fmaf(exp(G_last), S, Kᵀ·...) elementwise. All tiles live in one
- * guarded scratch allocation of exactly the size they need. */
+ * Kᵀ·bf16(decayed v) with the chunk's widened keys read down their columns.
+ * The new state is fmaf(exp(G_last), S, Kᵀ·...) elementwise; that update,
+ * the bf16 roundings, the corrected values and the transposed store of h are
+ * row operations of the same ISA path (isa.h). All tiles live in one guarded
+ * scratch allocation of exactly the size they need, one per kernel thread
+ * (parallel.h): the recurrence is serial over chunks, so the threads split
+ * the (batch, head) pairs. */
 #include "gdn_chunk_state.h"
 
 #include <math.h>

@@ -4,7 +4,11 @@
  * scaled in f32, rounded to bf16 into the stage, multiplied by ba_tile and
  * rounded to bf16 on store. The scratch is the shader's threadgroup memory,
  * exactly as large as the host plans it and guarded, so a short plan shows up
- * as UG_EGUARD instead of silent corruption. */
+ * as UG_EGUARD instead of silent corruption; with kernel threads
+ * (parallel.h) each worker owns one such slice and a contiguous range of
+ * (batch, chunk, head) items. The staging, the product and the output
+ * rounding run on the ISA path (isa.h: row operations and the packed GEMM,
+ * bit-identical on every path); exp(g) is computed once per staged row. */
 #include "gdn_recompute_wu.h"
 
 #include <math.h>
@@ -147,7 +151,21 @@ typedef struct {
     size_t b, h, t0;
     float (*ba_tile)[BT];   /* the chunk's A rows */
     ug_bf16 (*stage)[TILE]; /* the staged operand of one column tile */
+    float gates[BT];        /* exp(g) of each staged row, shared by the column tiles of w */
 } chunk_job;
+
+/* The chunk row staged as row j. */
+static size_t staged_row(size_t j)
+{
+    return UG_MUTANT == GDN_RECOMPUTE_WU_MUT_ROW_OFF_BY_ONE ? (j + 1) % BT : j;
+}
+
+/* exp(g) once per staged row and chunk (the K/64 column tiles of w share it). */
+static void load_gates(chunk_job *job)
+{
+    for (size_t j = 0; j < BT; j++)
+        job->gates[j] = exp_gate(job->g[at_bth(job->p, job->b, job->t0 + staged_row(j), job->h)]);
+}
 
 static void load_ba_tile(const chunk_job *job, const float *a)
 {
@@ -170,10 +188,9 @@ static void stage_tile(const chunk_job *job, const wy_product *prod, size_t col0
     const bool scalar_cast = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_TRUNCATE_STAGE_CAST ||
                              UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED;
     for (size_t j = 0; j < BT; j++) {
-        size_t row = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_ROW_OFF_BY_ONE ? (j + 1) % BT : j;
-        size_t t = job->t0 + row;
+        size_t t = job->t0 + staged_row(j);
         float beta_t = job->beta[at_bth(job->p, job->b, t, job->h)];
-        float gate = prod->gated ? exp_gate(job->g[at_bth(job->p, job->b, t, job->h)]) : 1.0f;
+        float gate = prod->gated ? job->gates[j] : 1.0f;
         const ug_bf16 *x =
             prod->src + at_bthd(job->p, job->b, t, source_head(job, prod), prod->src_heads, col0, prod->dim);
         if (!scalar_cast) {
@@ -272,6 +289,7 @@ static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
         if (x + 1 < end) prefetch_item(c, job, x + 1);
         locate_item(&job, x);
         load_ba_tile(&job, c->a->data);
+        load_gates(&job);
         for (size_t col0 = 0; col0 < p->v; col0 += TILE) column_tile(&job, &u_from_v, col0);
         for (size_t col0 = 0; col0 < p->k; col0 += TILE) column_tile(&job, &w_from_k, col0);
     }

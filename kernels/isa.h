@@ -1,9 +1,10 @@
 /* Instruction-set paths for the kernels' micro-kernels, chosen at run time.
  *
- * BLIS-style: the loop structure of a kernel family is written once; the inner
- * products are micro-kernels per ISA. The portable path is always built and
+ * BLIS-style: the loop structure of a kernel family is written once; the
+ * matrix products and the elementwise row operations around them are
+ * implemented per ISA (gemm_paths.h). The portable path is always built and
  * always tested. Every path computes each output element with the same
- * sequence of fused multiply-adds, so all paths produce identical bits. */
+ * sequence of IEEE operations, so all paths produce identical bits. */
 #ifndef UG_ISA_H
 #define UG_ISA_H
 
@@ -51,7 +52,11 @@ void ug_gemm_f32_bf16(size_t m, size_t n, size_t kk, const float *A, size_t lda,
  * output element is the scalar expression in its comment, evaluated with the
  * same IEEE operations in the same order on every path (bf16() is
  * ug_bf16_from_f32, widen() ug_bf16_to_f32, fma fmaf), so the paths agree
- * bit for bit; they differ only in how many elements one instruction does. */
+ * bit for bit; they differ only in how many elements one instruction does.
+ * One thing IEEE 754 leaves open: when two NaNs meet in one operation (or an
+ * invalid operation's default NaN meets a NaN operand), which one propagates;
+ * such an element is NaN on every path, but its sign (and f32 payload) may
+ * differ between the compiled scalar code and the vector instructions. */
 void ug_rows_widen(size_t n, const ug_bf16 *x, float *out);          /* out = widen(x) */
 void ug_rows_round(size_t n, const float *x, ug_bf16 *out);          /* out = bf16(x) */
 void ug_rows_scale_round(size_t n, const ug_bf16 *x, float s1, float s2,
