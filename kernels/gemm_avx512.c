@@ -19,7 +19,8 @@
 #include "gemm_paths.h"
 #include "transpose_avx2.h"
 
-enum { LANES = 16, MR = 8, NR = 2 * LANES, KC = 256 };
+#define UG_GEMM_MR 8
+enum { LANES = 16, MR = UG_GEMM_MR, NR = 2 * LANES, KC = 256 };
 
 /* -O2 does not unroll the block's short loops by itself; unrolled, with
  * constant trip counts, the accumulator array lives in registers. */
@@ -107,33 +108,7 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
         for (size_t p = 0; p < kc; p++) panel[p][j] = j < nc ? ug_gemm_b(g, p0 + p, j0 + j) : 0.0f;
 }
 
-static void gemm(const ug_gemm_operands *g)
-{
-    float panel[KC][NR] __attribute__((aligned(64)));
-    for (size_t j0 = 0; j0 < g->n; j0 += NR) {
-        const size_t nc = g->n - j0 < NR ? g->n - j0 : NR;
-        for (size_t p0 = 0; p0 == 0 || p0 < g->kk; p0 += KC) {
-            const size_t kc = g->kk - p0 < KC ? g->kk - p0 : KC;
-            pack_panel(g, p0, kc, j0, nc, panel);
-            const float *a = g->a + (ptrdiff_t)p0 * g->a_col;
-            for (size_t i0 = 0; i0 < g->m; i0 += MR) {
-                const float *ai = a + (ptrdiff_t)i0 * g->a_row;
-                float *c = g->c + i0 * g->ldc + j0;
-                const float(*pn)[NR] = (const float(*)[NR])panel;
-                switch (g->m - i0 < MR ? g->m - i0 : MR) {
-                case 8: block_of_width(8, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
-                case 7: block_of_width(7, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
-                case 6: block_of_width(6, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
-                case 5: block_of_width(5, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
-                case 4: block_of_width(4, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
-                case 3: block_of_width(3, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
-                case 2: block_of_width(2, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
-                default: block_of_width(1, nc, kc, ai, g->a_row, g->a_col, pn, c, g->ldc, p0 == 0); break;
-                }
-            }
-        }
-    }
-}
+#include "gemm_driver.h"
 
 /* ---- the row operations: sixteen lanes at a time, the last vector masked --------- */
 
