@@ -136,15 +136,17 @@ static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode m
         {&bufs[BUF_INPUT_BF16], 0, heads, dim, 1},  {&bufs[BUF_INPUT_F32], 0, heads, dim, 1},
         {&bufs[BUF_WEIGHT_BF16], 0, 1, dim, 0},     {&bufs[BUF_WEIGHT_F32], 0, 1, dim, 0},
         {&bufs[BUF_COS], 0, 1, bufs[BUF_COS].count, 0}, {&bufs[BUF_SIN], 0, 1, bufs[BUF_SIN].count, 0},
-        {&bufs[BUF_FREQ_FACTORS], 0, 1, bufs[BUF_FREQ_FACTORS].count, 0},
     };
     const ug_wild_tensor out[] = {{&bufs[BUF_OUTPUT_BF16], 0, heads, dim, 1}, {&bufs[BUF_OUTPUT_F32], 0, heads, dim, 1}};
     ug_wild_mark(&grid, in, sizeof in / sizeof in[0], out, outs, 2);
-    /* The angle divides by a freq_factor: one whose reciprocal is wild (0,
-     * |f| < 2^-64) overflows the f32 angle where the exact one may be finite. */
+    /* The angle divides by a freq_factor: a NaN, or one whose reciprocal is
+     * wild (0, |f| < 2^-64), overflows the f32 angle where the exact one may
+     * be finite; a huge one (the huge_freq_factors regime's FLT_MAX) only
+     * makes the angle small. */
     ug_wild divisor = UG_WILD_NONE;
     for (size_t i = 0; i < bufs[BUF_FREQ_FACTORS].count; i++) {
-        ug_wild w = ug_wild_value(1.0 / ((const float *)bufs[BUF_FREQ_FACTORS].data)[i]);
+        const float f = ((const float *)bufs[BUF_FREQ_FACTORS].data)[i];
+        ug_wild w = isnan(f) ? UG_WILD_CLASS : ug_wild_value(1.0 / f);
         if (w > divisor) divisor = w;
     }
     for (size_t i = 0; divisor != UG_WILD_NONE && i < bufs[BUF_OUTPUT_F32].count; i++)
