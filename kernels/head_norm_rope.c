@@ -75,40 +75,48 @@ uint64_t head_norm_rope_f32_planned_bytes(uint32_t head_dim)
 
 static size_t count_of(const ug_buf *b) { return b ? b->count : 0; }
 
-static ug_status check_heads(const char *kernel, uint32_t n_heads, uint32_t head_dim, uint32_t half_rope_dim)
+/* Each rule returns true when it holds and otherwise sets *st to its
+ * UG_EINVAL message: a valid call (the 1-token bf16 variant lasts
+ * microseconds) neither formats a message nor builds a status per rule. */
+static bool check_heads(const char *kernel, uint32_t n_heads, uint32_t head_dim, uint32_t half_rope_dim,
+                        ug_status *st)
 {
-    if (n_heads == 0 || head_dim == 0)
-        return ug_fail(UG_EINVAL, "%s: n_heads and head_dim must be > 0 (n_heads=%u, head_dim=%u)", kernel,
-                       n_heads, head_dim);
-    if (half_rope_dim > head_dim / 2)
-        return ug_fail(UG_EINVAL, "%s: half_rope_dim (%u) must be <= head_dim/2 (%u)", kernel, half_rope_dim,
-                       head_dim / 2);
-    return ug_ok();
+    if (n_heads == 0 || head_dim == 0) {
+        *st = ug_fail(UG_EINVAL, "%s: n_heads and head_dim must be > 0 (n_heads=%u, head_dim=%u)", kernel, n_heads,
+                      head_dim);
+        return false;
+    }
+    if (half_rope_dim > head_dim / 2) {
+        *st = ug_fail(UG_EINVAL, "%s: half_rope_dim (%u) must be <= head_dim/2 (%u)", kernel, half_rope_dim,
+                      head_dim / 2);
+        return false;
+    }
+    return true;
 }
 
-/* expected_text names the expectation with its value: "seq_len (3)".
- * Formatted only when the rule is broken: a valid call (the 1-token bf16
- * variant lasts microseconds) prints nothing. */
-static ug_status require_count(const char *kernel, const char *name, const ug_buf *b, size_t expected,
-                               const char *expected_fmt, ...) __attribute__((format(printf, 5, 6)));
-static ug_status require_count(const char *kernel, const char *name, const ug_buf *b, size_t expected,
-                               const char *expected_fmt, ...)
+/* expected_fmt names the expectation with its value: "seq_len (%u)". */
+static bool require_count(ug_status *st, const char *kernel, const char *name, const ug_buf *b, size_t expected,
+                          const char *expected_fmt, ...) __attribute__((format(printf, 6, 7)));
+static bool require_count(ug_status *st, const char *kernel, const char *name, const ug_buf *b, size_t expected,
+                          const char *expected_fmt, ...)
 {
-    if (count_of(b) == expected) return ug_ok();
+    if (count_of(b) == expected) return true;
     char expected_text[192];
     va_list args;
     va_start(args, expected_fmt);
     vsnprintf(expected_text, sizeof expected_text, expected_fmt, args);
     va_end(args);
-    return ug_fail(UG_EINVAL, "%s: %s element count %zu != %s", kernel, name, count_of(b), expected_text);
+    *st = ug_fail(UG_EINVAL, "%s: %s element count %zu != %s", kernel, name, count_of(b), expected_text);
+    return false;
 }
 
-static ug_status require_at_least(const char *kernel, const char *name, const ug_buf *b, uint32_t half_rope_dim)
+static bool require_at_least(const char *kernel, const char *name, const ug_buf *b, uint32_t half_rope_dim,
+                             ug_status *st)
 {
-    if (count_of(b) < half_rope_dim)
-        return ug_fail(UG_EINVAL, "%s: %s element count %zu < half_rope_dim (%u)", kernel, name, count_of(b),
-                       half_rope_dim);
-    return ug_ok();
+    if (count_of(b) >= half_rope_dim) return true;
+    *st = ug_fail(UG_EINVAL, "%s: %s element count %zu < half_rope_dim (%u)", kernel, name, count_of(b),
+                  half_rope_dim);
+    return false;
 }
 
 /* The element count of input and output, as the messages show it:
@@ -120,20 +128,19 @@ static void format_product(char *text, size_t size, uint32_t seq_len, uint32_t n
 }
 
 /* Input and output: element count `expected`, the product shown. */
-static ug_status require_activation_counts(const char *kernel, const ug_buf *input, const ug_buf *output,
-                                           size_t expected, uint32_t seq_len, uint32_t n_heads, uint32_t head_dim)
+static bool require_activation_counts(const char *kernel, const ug_buf *input, const ug_buf *output, size_t expected,
+                                      uint32_t seq_len, uint32_t n_heads, uint32_t head_dim, ug_status *st)
 {
-    if (count_of(input) == expected && count_of(output) == expected) return ug_ok();
+    if (count_of(input) == expected && count_of(output) == expected) return true;
     char product[128];
     format_product(product, sizeof product, seq_len, n_heads, head_dim);
-    UG_TRY(require_count(kernel, "input", input, expected, "%s = %zu", product, expected));
-    return require_count(kernel, "output", output, expected, "%s = %zu", product, expected);
+    return require_count(st, kernel, "input", input, expected, "%s = %zu", product, expected) &&
+           require_count(st, kernel, "output", output, expected, "%s = %zu", product, expected);
 }
 
-static ug_status require_weight_count(const char *kernel, const ug_buf *norm_weight, uint32_t head_dim)
+static bool require_weight_count(const char *kernel, const ug_buf *norm_weight, uint32_t head_dim, ug_status *st)
 {
-    if (!norm_weight) return ug_ok();
-    return require_count(kernel, "norm_weight", norm_weight, head_dim, "head_dim (%u)", head_dim);
+    return !norm_weight || require_count(st, kernel, "norm_weight", norm_weight, head_dim, "head_dim (%u)", head_dim);
 }
 
 typedef struct {
@@ -143,46 +150,55 @@ typedef struct {
     bool optional;
 } buffer_rule;
 
-static ug_status check_buffers(const char *kernel, const buffer_rule *rules, size_t n)
+static bool check_buffers(const char *kernel, const buffer_rule *rules, size_t n, ug_status *st)
 {
     for (size_t i = 0; i < n; i++) {
         const buffer_rule *r = &rules[i];
         if (!r->buf) {
             if (r->optional) continue;
-            return ug_fail(UG_EINVAL, "%s: %s: no buffer (NULL)", kernel, r->name);
+            *st = ug_fail(UG_EINVAL, "%s: %s: no buffer (NULL)", kernel, r->name);
+            return false;
         }
-        if (r->buf->dtype != r->dtype)
-            return ug_fail(UG_EINVAL, "%s: %s must be %s (got %s)", kernel, r->name, ug_dtype_name(r->dtype),
-                           ug_dtype_name(r->buf->dtype));
-        if (r->buf->count && !r->buf->data)
-            return ug_fail(UG_EINVAL, "%s: %s has %zu elements but no data (NULL)", kernel, r->name, r->buf->count);
+        if (r->buf->dtype != r->dtype) {
+            *st = ug_fail(UG_EINVAL, "%s: %s must be %s (got %s)", kernel, r->name, ug_dtype_name(r->dtype),
+                          ug_dtype_name(r->buf->dtype));
+            return false;
+        }
+        if (r->buf->count && !r->buf->data) {
+            *st = ug_fail(UG_EINVAL, "%s: %s has %zu elements but no data (NULL)", kernel, r->name, r->buf->count);
+            return false;
+        }
     }
-    return ug_ok();
+    return true;
 }
 
 static ug_status validate_bf16(const head_norm_rope_bf16_params *p, const ug_buf *input, const ug_buf *output,
                                const ug_buf *norm_weight, const ug_buf *cos_cache, const ug_buf *sin_cache)
 {
     if (!p) return ug_fail(UG_EINVAL, KERNEL_BF16 ": no params (NULL)");
-    UG_TRY(check_heads(KERNEL_BF16, p->n_heads, p->head_dim, p->half_rope_dim));
-    UG_TRY(require_activation_counts(KERNEL_BF16, input, output, (size_t)p->n_heads * p->head_dim, 0, p->n_heads,
-                                     p->head_dim));
-    UG_TRY(require_at_least(KERNEL_BF16, "cos_cache", cos_cache, p->half_rope_dim));
-    UG_TRY(require_at_least(KERNEL_BF16, "sin_cache", sin_cache, p->half_rope_dim));
-    UG_TRY(require_weight_count(KERNEL_BF16, norm_weight, p->head_dim));
     const buffer_rule buffers[] = {
         {"input", input, UG_BF16, false},         {"output", output, UG_BF16, false},
         {"norm_weight", norm_weight, UG_BF16, true}, {"cos_cache", cos_cache, UG_F32, false},
         {"sin_cache", sin_cache, UG_F32, false},
     };
-    return check_buffers(KERNEL_BF16, buffers, sizeof buffers / sizeof buffers[0]);
+    ug_status st;
+    if (check_heads(KERNEL_BF16, p->n_heads, p->head_dim, p->half_rope_dim, &st) &&
+        require_activation_counts(KERNEL_BF16, input, output, (size_t)p->n_heads * p->head_dim, 0, p->n_heads,
+                                  p->head_dim, &st) &&
+        require_at_least(KERNEL_BF16, "cos_cache", cos_cache, p->half_rope_dim, &st) &&
+        require_at_least(KERNEL_BF16, "sin_cache", sin_cache, p->half_rope_dim, &st) &&
+        require_weight_count(KERNEL_BF16, norm_weight, p->head_dim, &st) &&
+        check_buffers(KERNEL_BF16, buffers, sizeof buffers / sizeof buffers[0], &st))
+        return ug_ok();
+    return st;
 }
 
 static ug_status validate_f32(const head_norm_rope_f32_params *p, const ug_buf *input, const ug_buf *output,
                               const ug_buf *norm_weight, const ug_buf *positions, const ug_buf *freq_factors)
 {
     if (!p) return ug_fail(UG_EINVAL, KERNEL_F32 ": no params (NULL)");
-    UG_TRY(check_heads(KERNEL_F32, p->n_heads, p->head_dim, p->half_rope_dim));
+    ug_status st;
+    if (!check_heads(KERNEL_F32, p->n_heads, p->head_dim, p->half_rope_dim, &st)) return st;
     if (p->seq_len == 0) return ug_fail(UG_EINVAL, KERNEL_F32 ": seq_len must be > 0 (got 0)");
     size_t elements;
     if (__builtin_mul_overflow((size_t)p->seq_len * p->n_heads, (size_t)p->head_dim, &elements)) {
@@ -190,16 +206,18 @@ static ug_status validate_f32(const head_norm_rope_f32_params *p, const ug_buf *
         format_product(product, sizeof product, p->seq_len, p->n_heads, p->head_dim);
         return ug_fail(UG_EINVAL, KERNEL_F32 ": %s does not fit in size_t", product);
     }
-    UG_TRY(require_activation_counts(KERNEL_F32, input, output, elements, p->seq_len, p->n_heads, p->head_dim));
-    UG_TRY(require_count(KERNEL_F32, "positions", positions, p->seq_len, "seq_len (%u)", p->seq_len));
-    UG_TRY(require_weight_count(KERNEL_F32, norm_weight, p->head_dim));
-    if (freq_factors) UG_TRY(require_at_least(KERNEL_F32, "freq_factors", freq_factors, p->half_rope_dim));
     const buffer_rule buffers[] = {
         {"input", input, UG_F32, false},           {"output", output, UG_F32, false},
         {"norm_weight", norm_weight, UG_F32, true}, {"positions", positions, UG_U32, false},
         {"freq_factors", freq_factors, UG_F32, true},
     };
-    return check_buffers(KERNEL_F32, buffers, sizeof buffers / sizeof buffers[0]);
+    if (require_activation_counts(KERNEL_F32, input, output, elements, p->seq_len, p->n_heads, p->head_dim, &st) &&
+        require_count(&st, KERNEL_F32, "positions", positions, p->seq_len, "seq_len (%u)", p->seq_len) &&
+        require_weight_count(KERNEL_F32, norm_weight, p->head_dim, &st) &&
+        (!freq_factors || require_at_least(KERNEL_F32, "freq_factors", freq_factors, p->half_rope_dim, &st)) &&
+        check_buffers(KERNEL_F32, buffers, sizeof buffers / sizeof buffers[0], &st))
+        return ug_ok();
+    return st;
 }
 
 /* ---- one head ---------------------------------------------------------------- */
