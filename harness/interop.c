@@ -542,8 +542,9 @@ ug_status ug_candidate_open(const char *fixtures, const char *candidate_dir, siz
     strcpy(cand->dir, candidate_dir);
     json_error_t err;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-    ug_status st = root ? load_manifest(path, root, sw, cand)
-                        : ug_fail(errno == ENOENT ? UG_EIO : UG_EPARSE, "%s: %s (line %d)", path, err.text, err.line);
+    ug_status st = root           ? load_manifest(path, root, sw, cand)
+                   : err.line < 0 ? ug_fail(UG_EIO, "cannot read the manifest: %s", err.text)
+                                  : ug_fail(UG_EPARSE, "%s: %s (line %d)", path, err.text, err.line);
     if (ug_is_ok(&st)) st = preflight(path, json_object_get(root, "cases"), sw, cand, max_case_bytes);
     json_decref(root);
     if (!ug_is_ok(&st)) {

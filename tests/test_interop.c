@@ -203,21 +203,57 @@ static void test_missing_candidate_file(void)
     teardown(&fx);
 }
 
+/* Sets key of case `index` in the manifest to value (stolen). */
+static void edit_manifest(const fixture *fx, size_t index, const char *key, json_t *value)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/manifest.json", fx->fixtures);
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    json_object_set_new(json_array_get(json_object_get(root, "cases"), index), key, value);
+    CU_ASSERT_FATAL(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+}
+
+/* A manifest that does not describe cases this tool can rebuild is refused,
+ * naming the case and the value. */
+static void test_bad_manifest(void)
+{
+    static const struct {
+        const char *key, *value, *expect;
+    } edits[] = {
+        {"family", "\"gdn_nonesuch\"", "case 1: unknown family 'gdn_nonesuch'"},
+        {"regime", "\"sunny\"", "case 1: gdn_chunk_cumsum has no regime 'sunny'"},
+        {"seed", "\"12\"", "case 1: seed '12' is not a 0x-prefixed 64-bit hex number"},
+        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2}", "case 1: 3 params, gdn_chunk_cumsum has 4"},
+        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2, \"BT\": \"64\"}", "case 1: param BT missing or not a number"},
+        {"file", "\"../x.safetensors\"", "case 1: label or file name too long, or the file name has a '/'"},
+        {"params", "{\"B\": 1, \"T\": 128, \"H\": 3, \"BT\": 64}", "fixture/tool version mismatch: the manifest lists"},
+    };
+    for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
+        fixture fx;
+        setup(&fx, CAND_KERNEL);
+        json_error_t err;
+        edit_manifest(&fx, 1, edits[k].key, json_loads(edits[k].value, JSON_DECODE_ANY, &err));
+        ug_run_result run;
+        ug_status st = score(&fx, &run);
+        CU_ASSERT_EQUAL(st.code, UG_EPARSE);
+        ASSERT_CONTAINS(st.msg, edits[k].expect);
+        teardown(&fx);
+    }
+}
+
 /* Fixtures whose inputs no longer hash as this tool draws them (another
  * generator, another version) are refused, naming the input. */
 static void test_input_hash_mismatch(void)
 {
     fixture fx;
     setup(&fx, CAND_KERNEL);
-    char path[256];
-    snprintf(path, sizeof path, "%s/manifest.json", fx.fixtures);
     json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
-    json_t *input = json_array_get(json_object_get(json_array_get(json_object_get(root, "cases"), 1), "inputs"), 0);
-    json_object_set_new(input, "fnv1a", json_string("0123456789abcdef"));
-    CU_ASSERT_FATAL(json_dump_file(root, path, 0) == 0);
-    json_decref(root);
+    edit_manifest(&fx, 1, "inputs",
+                  json_loads("[{\"name\": \"g_raw\", \"dtype\": \"F32\", \"shape\": [1, 128, 2], "
+                             "\"fnv1a\": \"0123456789abcdef\"}]", 0, &err));
     ug_run_result run;
     ug_status st = score(&fx, &run);
     CU_ASSERT_EQUAL(st.code, UG_EPARSE);
@@ -228,4 +264,5 @@ static void test_input_hash_mismatch(void)
 }
 
 UG_TEST_SUITE(interop_suite, "interop", UG_TEST(test_kernel_candidate_passes), UG_TEST(test_spoiled_candidates),
-              UG_TEST(test_missing_candidate_file), UG_TEST(test_input_hash_mismatch));
+              UG_TEST(test_missing_candidate_file), UG_TEST(test_bad_manifest),
+              UG_TEST(test_input_hash_mismatch));
