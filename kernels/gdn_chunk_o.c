@@ -26,7 +26,6 @@
 #include "../core/guard.h"
 #include "isa.h"
 #include "parallel.h"
-#include "prefetch.h"
 #include "tensor_check.h"
 #include "worker_scratch.h"
 
@@ -282,21 +281,6 @@ static void locate_item(chunk_job *job, size_t x)
     job->b = x / p->h / chunks;
 }
 
-/* The q, k and v rows and the state item x reads (see prefetch.h). */
-static void prefetch_item(chunk_job job, size_t x)
-{
-    const gdn_chunk_o_params *p = job.p;
-    locate_item(&job, x);
-    const size_t key_rows = (size_t)p->hg * KDIM * sizeof(ug_bf16), row = KDIM * sizeof(ug_bf16);
-    ug_prefetch_rows(job.q + at_bthd(&job, job.t0, job.key_head, p->hg, 0, KDIM), BT, key_rows, row);
-    ug_prefetch_rows(job.k + at_bthd(&job, job.t0, job.key_head, p->hg, 0, KDIM), BT, key_rows, row);
-    ug_prefetch_rows(job.v + at_bthd(&job, job.t0, job.head, p->h, 0, p->v), BT, (size_t)p->h * p->v * sizeof(ug_bf16),
-                     p->v * sizeof(ug_bf16));
-    const size_t state_bytes = (size_t)p->v * KDIM * sizeof(ug_bf16);
-    ug_prefetch_rows(job.h + ((job.b * (p->t / BT) + job.chunk) * p->h + job.head) * (size_t)p->v * KDIM, 1, 0,
-                     state_bytes);
-}
-
 static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
 {
     const call *c = ctx;
@@ -304,7 +288,6 @@ static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
     job.tile = (ug_bf16 (*)[BT])ug_worker_scratch_data(c->scratch, worker);
     job.reg = &c->regs[worker];
     for (size_t x = begin; x < end; x++) {
-        if (x + 1 < end) prefetch_item(job, x + 1);
         locate_item(&job, x);
         load_queries_and_keys(&job);
         attention_tile(&job);

@@ -19,7 +19,6 @@
 #include "../core/guard.h"
 #include "isa.h"
 #include "parallel.h"
-#include "prefetch.h"
 #include "tensor_check.h"
 #include "worker_scratch.h"
 
@@ -195,19 +194,6 @@ static void advance_state(const head_job *j, size_t t0, float g_last)
         for (size_t x = 0; x < dk * dv; x++) tl->state[x] = decay * tl->state[x] + tl->update[x];
 }
 
-/* The k, w and u rows of the chunk at t0 (see prefetch.h). */
-static void prefetch_chunk(const head_job *j, size_t t0)
-{
-    const gdn_chunk_state_params *p = j->p;
-    const size_t dk = p->k, dv = p->v;
-    ug_prefetch_rows(j->k + token_row(j, t0, p->hg, j->key_head, dk), BT, (size_t)p->hg * dk * sizeof(ug_bf16),
-                     dk * sizeof(ug_bf16));
-    ug_prefetch_rows(j->w + token_row(j, t0, p->h, j->head, dk), BT, (size_t)p->h * dk * sizeof(ug_bf16),
-                     dk * sizeof(ug_bf16));
-    ug_prefetch_rows(j->u + token_row(j, t0, p->h, j->head, dv), BT, (size_t)p->h * dv * sizeof(ug_bf16),
-                     dv * sizeof(ug_bf16));
-}
-
 static void run_head(const head_job *j)
 {
     const size_t kv = (size_t)j->p->k * j->p->v;
@@ -215,7 +201,6 @@ static void run_head(const head_job *j)
     else
         for (size_t x = 0; x < kv; x++) j->tl->state[x] = 0.0f;
     for (size_t t0 = 0, c = 0; t0 < j->p->t; t0 += BT, c++) {
-        if (t0 + BT < j->p->t) prefetch_chunk(j, t0 + BT);
         const float g_last = j->g[(j->b * j->p->t + t0 + BT - 1) * j->p->h + j->head];
         store_state(j, c);
         w_times_state(j, t0);

@@ -21,7 +21,6 @@
 #include "../core/guard.h"
 #include "isa.h"
 #include "parallel.h"
-#include "prefetch.h"
 #include "tensor_check.h"
 #include "worker_scratch.h"
 
@@ -256,21 +255,6 @@ static void locate_item(chunk_job *job, size_t x)
     job->b = x / p->h / chunks;
 }
 
-/* The A, v and k rows item x reads (see prefetch.h). */
-static void prefetch_item(const call *c, chunk_job job, size_t x)
-{
-    const gdn_recompute_wu_params *p = c->p;
-    locate_item(&job, x);
-    const float *a = c->a->data;
-    const ug_bf16 *v = c->v->data, *k = c->k->data;
-    ug_prefetch_rows(a + at_bthd(p, job.b, job.t0, job.h, p->h, 0, BT), BT, (size_t)p->h * BT * sizeof(float),
-                     BT * sizeof(float));
-    ug_prefetch_rows(v + at_bthd(p, job.b, job.t0, job.h, p->h, 0, p->v), BT, (size_t)p->h * p->v * sizeof(ug_bf16),
-                     p->v * sizeof(ug_bf16));
-    ug_prefetch_rows(k + at_bthd(p, job.b, job.t0, key_head(p, job.h), p->hg, 0, p->k), BT,
-                     (size_t)p->hg * p->k * sizeof(ug_bf16), p->k * sizeof(ug_bf16));
-}
-
 static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
 {
     const call *c = ctx;
@@ -286,7 +270,6 @@ static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
     const wy_product u_from_v = {.src = c->v->data, .src_heads = p->h, .dst = c->u->data, .dim = p->v, .gated = false};
     const wy_product w_from_k = {.src = c->k->data, .src_heads = p->hg, .dst = c->w->data, .dim = p->k, .gated = true};
     for (size_t x = begin; x < end; x++) {
-        if (x + 1 < end) prefetch_item(c, job, x + 1);
         locate_item(&job, x);
         load_ba_tile(&job, c->a->data);
         load_gates(&job);
