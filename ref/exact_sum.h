@@ -1,19 +1,21 @@
 /* Exact sums of binary64-range values, and their roundings as a reference
  * reports them (the fast path of ref/; docs/error-model.md §2.1).
  *
- * An accumulator holds a sum of values ±m·2^e (m < 2^128, any e with
- * UG_XSUM_EMIN <= e and e + 128 <= UG_XSUM_EMAX) exactly: a fixed-point
- * integer over 32-bit digits kept in int64 limbs, so each add touches five
- * limbs and carries are propagated only when the sum is read (or after
- * 2^29 adds, before a limb could overflow). This covers every product of two
- * finite doubles (|m| < 2^106, e in [-2148, 1942]) and a 64-bit integer
- * times a 128-bit MPFR significand scaled into that range. An add outside
+ * An accumulator holds a sum of values ±m·2^e (m < 2^128, or a product
+ * m1·m2 < 2^192; UG_XSUM_EMIN <= e and the value below 2^UG_XSUM_EMAX)
+ * exactly: a fixed-point integer over 32-bit digits kept in int64 limbs, so
+ * each add touches five (seven) limbs and carries are propagated only when
+ * the sum is read (or after 2^29 adds, before a limb could overflow). This
+ * covers every product of two finite doubles (m < 2^106, e in
+ * [-2148, 1942]) and a 64-bit integer times a 128-bit MPFR significand
+ * scaled into that range. An add outside
  * the range does not change the sum; it marks the accumulator, and
  * ug_xsum_in_range() then tells the caller to take the MPFR path.
  *
- * Reading rounds the exact sum S once per request, as MPFR would round it:
- * ug_xsum_to_double (any mpfr_rnd_t except MPFR_RNDF), ug_xsum_rn_bits
- * (RN to bf16 / f32 exactly as ref/round.c), and ug_xsum_finish, which fills
+ * Reading (ug_xsum_read) gives S's leading bits, from which each request
+ * rounds once, as MPFR would round the exact S: ug_xval_to_double (any
+ * mpfr_rnd_t but MPFR_RNDF, as mpfr_get_d), ug_xval_rn_bits (RN to bf16 /
+ * f32 exactly as ref/round.c); and ug_xsum_finish, which fills
  * a ug_ref_value bit for bit as ug_ref_finish does from the 128-bit value
  * that mpfr_sum(..., MPFR_RNDN) at UG_REF_PREC bits returns for the same
  * terms: r = RN_128(S), then r_hi = RN_53(r), r_lo = RN_53(r - r_hi),
@@ -33,6 +35,9 @@
 #include "ref.h"
 
 typedef unsigned __int128 ug_u128;
+
+/* The adds sit in the references' innermost loops: always inlined. */
+#define UG_XSUM_INLINE __attribute__((always_inline)) static inline
 
 enum {
     UG_XSUM_EMIN = -2240,                                  /* lowest bit: 2^EMIN */
@@ -57,7 +62,7 @@ void ug_xsum_carry(ug_xsum *a); /* internal: keeps the limbs from overflowing */
 
 /* Adds the digits d[0..n) (each < 2^32) times 2^(32 i), negated when
  * mask is -1 (signs are data: no branch). */
-static inline void ug_xsum_add_digits(ug_xsum *a, int i, const uint64_t *d, int n, int64_t mask)
+UG_XSUM_INLINE void ug_xsum_add_digits(ug_xsum *a, int i, const uint64_t *d, int n, int64_t mask)
 {
     int64_t *limb = a->limb + i;
     for (int k = 0; k < n; k++) limb[k] += ((int64_t)d[k] ^ mask) - mask;
@@ -68,7 +73,7 @@ static inline void ug_xsum_add_digits(ug_xsum *a, int i, const uint64_t *d, int 
 
 /* The limb and shift of bit 2^e, or false (and the accumulator marked) when
  * a value of `bits` bits at 2^e would leave the range. */
-static inline bool ug_xsum_place(ug_xsum *a, int e, int bits, int *limb, unsigned *shift)
+UG_XSUM_INLINE bool ug_xsum_place(ug_xsum *a, int e, int bits, int *limb, unsigned *shift)
 {
     const unsigned pos = (unsigned)(e - UG_XSUM_EMIN); /* e < EMIN wraps far above */
     if (pos > (unsigned)(UG_XSUM_EMAX - UG_XSUM_EMIN - bits)) {
@@ -89,7 +94,7 @@ static inline void ug_xsum_add_zero(ug_xsum *a, bool neg)
 }
 
 /* S += (neg ? -1 : 1) · m · 2^e. m == 0 adds a signed zero. */
-static inline void ug_xsum_add(ug_xsum *a, bool neg, ug_u128 m, int e)
+UG_XSUM_INLINE void ug_xsum_add(ug_xsum *a, bool neg, ug_u128 m, int e)
 {
     int i;
     unsigned s;
@@ -127,7 +132,7 @@ static inline void ug_xsum_add_double(ug_xsum *a, double x)
 }
 
 /* S += ±m1·m2·2^e (a 64-bit integer times a 128-bit one, exactly). */
-static inline void ug_xsum_add_mul(ug_xsum *a, bool neg, uint64_t m1, ug_u128 m2, int e)
+UG_XSUM_INLINE void ug_xsum_add_mul(ug_xsum *a, bool neg, uint64_t m1, ug_u128 m2, int e)
 {
     int i;
     unsigned s;

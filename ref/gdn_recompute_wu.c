@@ -406,10 +406,16 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
             if (ca->mode == UG_REF_EXACT) {
                 const parts a = parts_of(aij);
                 const gate_parts *gp = &ws->gate[j];
-                for (size_t col = 0; col < width; col++) {
-                    const parts *x = &ws->scale[row + col];
-                    ug_xsum_add_mul(&ws->acc[col], a.neg != x->neg, a.m * x->m, gp->m, a.e + x->e + gp->e);
-                }
+                if (gp->unit) /* A_ij scale: 24 + 32 bits */
+                    for (size_t col = 0; col < width; col++) {
+                        const parts *x = &ws->scale[row + col];
+                        ug_xsum_add(&ws->acc[col], a.neg != x->neg, a.m * x->m, a.e + x->e);
+                    }
+                else
+                    for (size_t col = 0; col < width; col++) {
+                        const parts *x = &ws->scale[row + col];
+                        ug_xsum_add_mul(&ws->acc[col], a.neg != x->neg, a.m * x->m, gp->m, a.e + x->e + gp->e);
+                    }
             } else {
                 for (size_t col = 0; col < width; col++)
                     ug_xsum_add_double(&ws->acc[col], aij * ws->op_rn[row + col]); /* f32 x bf16: exact */
