@@ -191,7 +191,7 @@ ug_status ug_st_parse(const char *what, const unsigned char *bytes, size_t size,
     return ug_ok();
 }
 
-ug_status ug_st_read(const char *path, ug_st_file *out)
+ug_status ug_st_read(const char *path, size_t max_size, ug_st_file *out)
 {
     memset(out, 0, sizeof *out);
     FILE *fp = fopen(path, "rb");
@@ -202,6 +202,11 @@ ug_status ug_st_read(const char *path, ug_st_file *out)
         return ug_fail(UG_EIO, "'%s' is not a regular file", path);
     }
     size_t size = (size_t)sb.st_size;
+    if ((uint64_t)sb.st_size > max_size) {
+        fclose(fp);
+        return ug_fail(UG_EPARSE, "'%s' is %llu bytes, more than the limit of %zu bytes", path,
+                       (unsigned long long)sb.st_size, max_size);
+    }
     unsigned char *bytes = malloc(size ? size : 1);
     if (!bytes) {
         fclose(fp);

@@ -339,6 +339,7 @@ ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, 
 
 struct ug_candidate {
     char dir[512];
+    size_t max_file;    /* a case's byte cap plus the largest header */
     size_t n;
     char (*file)[128];  /* per case, as the manifest names it */
 };
@@ -358,7 +359,7 @@ static ug_status candidate_outputs(const ug_candidate *cand, const ug_case *c, u
     char path[1024];
     UG_TRY(join_path(cand->dir, cand->file[c->index], path, sizeof path));
     ug_st_file sf;
-    UG_TRY(ug_st_read(path, &sf));
+    UG_TRY(ug_st_read(path, cand->max_file, &sf));
     ug_status st = ug_ok();
     const ug_family *f = c->family;
     for (size_t i = 0; i < f->n_buffers && ug_is_ok(&st); i++) {
@@ -540,6 +541,7 @@ ug_status ug_candidate_open(const char *fixtures, const char *candidate_dir, siz
         return ug_fail(UG_EIO, "candidate directory '%s' does not exist or its path is too long", candidate_dir);
     }
     strcpy(cand->dir, candidate_dir);
+    cand->max_file = max_case_bytes + 8 + (size_t)UG_ST_MAX_HEADER;
     json_error_t err;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
     ug_status st = root           ? load_manifest(path, root, sw, cand)

@@ -78,7 +78,7 @@ static void write_candidate(const fixture *fx, const ug_case *c, candidate_kind 
     snprintf(in_path, sizeof in_path, "%s/%s", fx->fixtures, name);
     snprintf(out_path, sizeof out_path, "%s/%s", fx->candidate, name);
     ug_st_file in;
-    CU_ASSERT_EQUAL_FATAL(ug_st_read(in_path, &in).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(ug_st_read(in_path, SIZE_MAX, &in).code, UG_OK);
     const ug_st_tensor *g_raw = ug_st_find(&in, "g_raw");
     CU_ASSERT_PTR_NOT_NULL_FATAL(g_raw);
     CU_ASSERT_PTR_NOT_NULL(ug_st_find(&in, "g.exact.ref"));

@@ -56,7 +56,7 @@ static void test_round_trip(void)
     const char *meta[] = {"family", "gdn_chunk_cumsum", "case", "7"};
     CU_ASSERT_FATAL(ug_st_write(path, in, n, meta, 2).code == UG_OK);
     ug_st_file f;
-    ug_status st = ug_st_read(path, &f);
+    ug_status st = ug_st_read(path, SIZE_MAX, &f);
     CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
     CU_ASSERT_EQUAL(f.n, n);
     for (size_t i = 0; i < n; i++) {
@@ -79,7 +79,14 @@ static void test_round_trip(void)
     CU_ASSERT_STRING_EQUAL(ug_st_metadata(&f, "case"), "7");
     CU_ASSERT_PTR_NULL(ug_st_metadata(&f, "absent"));
     CU_ASSERT_EQUAL(read_header_length(f.bytes) % 8, 0);
+    size_t size = f.size;
     ug_st_free(&f);
+    CU_ASSERT_EQUAL(ug_st_read(path, size, &f).code, UG_OK);
+    ug_st_free(&f);
+    st = ug_st_read(path, size - 1, &f);
+    char expect[64];
+    snprintf(expect, sizeof expect, "is %zu bytes, more than the limit of %zu bytes", size, size - 1);
+    ASSERT_CONTAINS(st.msg, expect);
     ug_test_remove_tree(dir);
 }
 
@@ -217,7 +224,7 @@ static void test_failed_write_leaves_old_file(void)
     ug_status st = ug_st_write(path, twice, 2, NULL, 0);
     ASSERT_CONTAINS(st.msg, "tensor name 'y' is repeated");
     ug_st_file f;
-    CU_ASSERT_EQUAL_FATAL(ug_st_read(path, &f).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(ug_st_read(path, SIZE_MAX, &f).code, UG_OK);
     CU_ASSERT_PTR_NOT_NULL(ug_st_find(&f, "x"));
     CU_ASSERT_PTR_NULL(ug_st_find(&f, "y"));
     ug_st_free(&f);
