@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <valgrind/valgrind.h>
 
 #include "../core/bf16.h"
 #include "../core/guard.h"
@@ -302,8 +303,12 @@ static void test_every_family_meets_the_nonfinite_table(void)
             rows++;
             case_memory cm;
             case_alloc(&cm, c);
+            /* Under valgrind (make memcheck) the NaN column alone: the
+             * references' non-finite paths are what it has to see; the
+             * survival test above covers every value's memory safety. */
+            const int cols = RUNNING_ON_VALGRIND ? 1 : N_COLS;
             char seen[N_COLS + 1] = {0};
-            for (int col = 0; col < N_COLS; col++) {
+            for (int col = 0; col < cols; col++) {
                 cell_result res = {0};
                 run_cell(&cm, c, t, col, &res);
                 seen[col] = res.class_differs ? 'W' : res.nonfinite ? 'A' : 'F';
@@ -320,7 +325,7 @@ static void test_every_family_meets_the_nonfinite_table(void)
                     CU_FAIL("the kernel or the reference breaks the non-finite rule");
                 }
             }
-            if (strcmp(seen, x->cells)) {
+            if (strncmp(seen, x->cells, (size_t)cols)) {
                 UG_TEST_MISMATCH(wrong, "%s %s: measured %s, the table says %s", f->name, f->buffers[t].name, seen,
                                  x->cells);
             }
