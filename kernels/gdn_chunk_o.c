@@ -110,15 +110,17 @@ static size_t causal_columns(size_t i)
  * term with negated strides (the micro-kernel sums in its p order). */
 static const bool reversed = UG_MUTANT == GDN_CHUNK_O_LEGIT_REVERSED_ORDER;
 
-/* C[m][n] = A B over kk terms: A f32 rows a_ld apart, B bf16 rows b_ld apart. */
-static void product(size_t m, size_t n, size_t kk, const float *a, size_t a_ld, const ug_bf16 *b, size_t b_ld,
-                    float *c, size_t ldc)
+/* C[m][n] = A B over kk terms: A f32 rows a_ld apart; B(p, j) bf16 at
+ * b[p * b_term + j * b_col] (B stored by rows: b_col = 1; by columns, as the
+ * keys and the state are: b_term = 1). */
+static void product(size_t m, size_t n, size_t kk, const float *a, size_t a_ld, const ug_bf16 *b, size_t b_term,
+                    size_t b_col, float *c, size_t ldc)
 {
     const ptrdiff_t step = reversed ? -1 : 1;
     const size_t first = reversed ? kk - 1 : 0;
     const ug_gemm_operands g = {.m = m, .n = n, .kk = kk,
                                 .a = a + first, .a_row = (ptrdiff_t)a_ld, .a_col = step,
-                                .b = b + first * b_ld, .b_row = step * (ptrdiff_t)b_ld, .b_col = 1,
+                                .b = b + first * b_term, .b_row = step * (ptrdiff_t)b_term, .b_col = (ptrdiff_t)b_col,
                                 .c = c, .ldc = ldc};
     ug_gemm(&g);
 }
@@ -140,13 +142,11 @@ static float combine(float state_term, float intra, float scale)
  * packed for the micro-kernel and its f32 accumulators, one set per worker. */
 typedef struct {
     float q[BT][KDIM];     /* the chunk's queries, widened to f32 (exact) */
-    ug_bf16 k_t[KDIM][BT]; /* its keys, K-major: the B operand of q k^T */
     float qk[BT][BT];      /* q k^T */
     float att[BT][BT];     /* the attention tile widened to f32: the A operand of Q v */
     float decay[BT];       /* expf(g[t]) per row */
     float intra_decay[BT]; /* expf(g[t] - g[s]) along one row */
     float masked[BT];      /* one row of the attention tile before its rounding */
-    ug_bf16 h_t[KDIM * GDN_CHUNK_O_MAX_V]; /* the state K-major [K][V]: the B operand of q h^T */
     float state[BT * GDN_CHUNK_O_MAX_V];   /* q h^T [BT][V] */
     float intra[BT * GDN_CHUNK_O_MAX_V];   /* Q v [BT][V] */
 } registers;
@@ -174,27 +174,21 @@ static float gate(const chunk_job *job, size_t t)
     return job->g[(job->b * job->p->t + t) * job->p->h + job->head];
 }
 
-/* The chunk's state as K-major rows [K][V] (the B operand of q h^T): h[b, c,
- * head] is stored [V][K], so it is transposed into the registers (mutant
- * H_K_MAJOR reads it as if stored [K][V]). */
-static const ug_bf16 *state_rows(const chunk_job *job)
+/* The chunk's state h[b, c, head], stored [V][K]: the B operand of q h^T
+ * (B(k, v) = h[v][k]) is read by columns (mutant H_K_MAJOR reads it as if
+ * stored [K][V]). */
+static const ug_bf16 *state_of_chunk(const chunk_job *job)
 {
     const gdn_chunk_o_params *p = job->p;
     size_t nt = p->t / BT, c = job->chunk;
     if (UG_MUTANT == GDN_CHUNK_O_MUT_STATE_NEXT_CHUNK && c + 1 < nt) c++;
-    const ug_bf16 *state = job->h + ((job->b * nt + c) * p->h + job->head) * (size_t)p->v * KDIM;
-    if (UG_MUTANT == GDN_CHUNK_O_MUT_H_K_MAJOR) return state;
-    ug_rows_transpose(p->v, KDIM, state, KDIM, job->reg->h_t, p->v);
-    return job->reg->h_t;
+    return job->h + ((job->b * nt + c) * p->h + job->head) * (size_t)p->v * KDIM;
 }
 
-static void load_queries_and_keys(const chunk_job *job)
+static void load_queries(const chunk_job *job)
 {
-    registers *reg = job->reg;
     for (size_t i = 0; i < BT; i++)
-        ug_rows_widen(KDIM, job->q + at_bthd(job, job->t0 + i, job->key_head, job->p->hg, 0, KDIM), reg->q[i]);
-    ug_rows_transpose(BT, KDIM, job->k + at_bthd(job, job->t0, job->key_head, job->p->hg, 0, KDIM),
-                      (size_t)job->p->hg * KDIM, reg->k_t[0], BT);
+        ug_rows_widen(KDIM, job->q + at_bthd(job, job->t0 + i, job->key_head, job->p->hg, 0, KDIM), job->reg->q[i]);
 }
 
 /* The decay of row t's state term, and of its attention to row s. */
@@ -218,8 +212,9 @@ static void attention_tile(const chunk_job *job)
     registers *reg = job->reg;
     /* Only the causal entries of q k^T are read: each band of rows is formed
      * up to its last column (the same chains; the rest stays unwritten). */
-    for (size_t i0 = 0; i0 < BT; i0 += QK_BAND)
-        product(QK_BAND, i0 + QK_BAND, KDIM, reg->q[i0], KDIM, reg->k_t[0], BT, reg->qk[i0], BT);
+    const ug_bf16 *keys = job->k + at_bthd(job, job->t0, job->key_head, job->p->hg, 0, KDIM);
+    for (size_t i0 = 0; i0 < BT; i0 += QK_BAND) /* B(k, s) = k[s][k]: the keys by columns */
+        product(QK_BAND, i0 + QK_BAND, KDIM, reg->q[i0], KDIM, keys, 1, (size_t)job->p->hg * KDIM, reg->qk[i0], BT);
     for (size_t i = 0; i < BT; i++) {
         const size_t n = causal_columns(i);
         reg->decay[i] = state_decay(job, job->t0 + i);
@@ -239,8 +234,9 @@ static void output_rows(const chunk_job *job)
     registers *reg = job->reg;
     const gdn_chunk_o_params *p = job->p;
     const size_t dv = p->v;
-    product(BT, dv, KDIM, reg->q[0], KDIM, state_rows(job), dv, reg->state, dv);
-    product(BT, dv, BT, reg->att[0], BT, job->v + at_bthd(job, job->t0, job->head, p->h, 0, dv), (size_t)p->h * dv,
+    const bool k_major = UG_MUTANT == GDN_CHUNK_O_MUT_H_K_MAJOR;
+    product(BT, dv, KDIM, reg->q[0], KDIM, state_of_chunk(job), k_major ? dv : 1, k_major ? 1 : KDIM, reg->state, dv);
+    product(BT, dv, BT, reg->att[0], BT, job->v + at_bthd(job, job->t0, job->head, p->h, 0, dv), (size_t)p->h * dv, 1,
             reg->intra, dv);
     const bool scalar_epilogue = UG_MUTANT == GDN_CHUNK_O_LEGIT_SCALE_ONCE ||
                                  UG_MUTANT == GDN_CHUNK_O_LEGIT_FUSED_EPILOGUE ||
@@ -289,7 +285,7 @@ static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
     job.reg = &c->regs[worker];
     for (size_t x = begin; x < end; x++) {
         locate_item(&job, x);
-        load_queries_and_keys(&job);
+        load_queries(&job);
         attention_tile(&job);
         output_rows(&job);
     }

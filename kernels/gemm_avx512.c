@@ -103,7 +103,21 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
         }
         return;
     }
-    /* B stored by columns (or strided): column j runs along p in the source. */
+    if (g->b_row == 1 && g->b_col > 0 && nc == NR) { /* B stored by columns: 16 terms at a time */
+        ug_bf16 terms[LANES][NR] __attribute__((aligned(64)));
+        size_t p = 0;
+        for (; p + LANES <= kc; p += LANES) {
+            ug_transpose_terms_avx2(g->b + (ptrdiff_t)j0 * g->b_col + (ptrdiff_t)(p0 + p), (size_t)g->b_col, NR, terms[0]);
+            for (size_t q = 0; q < LANES; q++) {
+                _mm512_store_ps(panel[p + q], widen16(terms[q], all_lanes));
+                _mm512_store_ps(panel[p + q] + LANES, widen16(terms[q] + LANES, all_lanes));
+            }
+        }
+        for (; p < kc; p++)
+            for (size_t j = 0; j < NR; j++) panel[p][j] = ug_gemm_b(g, p0 + p, j0 + j);
+        return;
+    }
+    /* Other strides, partial panels: one element at a time. */
     for (size_t j = 0; j < NR; j++)
         for (size_t p = 0; p < kc; p++) panel[p][j] = j < nc ? ug_gemm_b(g, p0 + p, j0 + j) : 0.0f;
 }
