@@ -237,6 +237,57 @@ void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, doubl
     ug_ref_fill(out, r_hi, r_lo, ug_xval_rn_bits(&r, dtype), pre_round_bound, abs_sum, flagged, dtype);
 }
 
+ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e)
+{
+    ug_xval w = {.neg = neg, .e = e};
+    const ug_u128 low = (ug_u128)m1 * (uint64_t)m2, high = (ug_u128)m1 * (uint64_t)(m2 >> 64);
+    const ug_u128 mid = (low >> 64) + (uint64_t)high;
+    const uint64_t p0 = (uint64_t)low, p2 = (uint64_t)(high >> 64) + (uint64_t)(mid >> 64);
+    const ug_u128 p10 = mid << 64 | p0; /* the low 128 bits */
+    if (p2 == 0) { /* at most 128 bits: all of it */
+        w.m = p10;
+        w.zero = p10 == 0;
+        return w;
+    }
+    const int shift = 64 - __builtin_clzll(p2); /* 1..64: bits beyond the window */
+    w.m = (ug_u128)p2 << (128 - shift) | p10 >> shift;
+    w.e = e + shift;
+    w.round = (p10 >> (shift - 1) & 1) != 0;
+    w.sticky = shift > 1 && (p10 & (((ug_u128)1 << (shift - 1)) - 1)) != 0;
+    return w;
+}
+
+bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
+{
+    bool d_neg;
+    uint64_t dm;
+    int de;
+    ug_xsum_split(d, &d_neg, &dm, &de);
+    if (v->zero || dm == 0 || d_neg != v->neg) return false;
+    const int zeros = __builtin_ctzll(dm);
+    dm >>= zeros;
+    de += zeros;
+    const int up = de - v->e; /* d = dm·2^up in units of 2^e */
+    if (up < 0 || up + (64 - __builtin_clzll(dm)) > 128) return false;
+    const ug_u128 big = (ug_u128)dm << up;
+    const bool fraction = v->round || v->sticky;
+    *out = (ug_xval){.neg = false, .e = v->e};
+    if (v->m >= big) { /* |v| - |d| = (m - D) + f */
+        out->m = v->m - big;
+        out->round = v->round;
+        out->sticky = v->sticky;
+    } else if (!fraction) { /* |d| - |v| = D - m exactly */
+        out->m = big - v->m;
+    } else { /* |d| - |v| = (D - m - 1) + (1 - f) */
+        out->m = big - v->m - 1;
+        out->round = !(v->round && v->sticky);
+        out->sticky = v->sticky;
+    }
+    out->zero = out->m == 0 && !out->round && !out->sticky;
+    /* the rounding of out to 53 bits must fall inside m (see round_value) */
+    return out->zero || bit_length(out->m) >= 54;
+}
+
 bool ug_xsum_split_mpfr(mpfr_srcptr x, mpz_t scratch, bool *neg, ug_u128 *m, int *e)
 {
     if (!mpfr_regular_p(x) || mpfr_get_prec(x) > 128) return false;

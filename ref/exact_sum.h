@@ -65,6 +65,7 @@ void ug_xsum_carry(ug_xsum *a); /* internal: keeps the limbs from overflowing */
 UG_XSUM_INLINE void ug_xsum_add_digits(ug_xsum *a, int i, const uint64_t *d, int n, int64_t mask)
 {
     int64_t *limb = a->limb + i;
+#pragma GCC unroll 8
     for (int k = 0; k < n; k++) limb[k] += ((int64_t)d[k] ^ mask) - mask;
     if (i < a->lo) a->lo = i;
     if (i + n - 1 > a->hi) a->hi = i + n - 1;
@@ -183,6 +184,15 @@ double ug_xval_to_double(const ug_xval *v, mpfr_rnd_t rnd);
 /* RN_T(v), T = bf16 (low 16 bits) or f32, as ug_mpfr_to_bf16 /
  * ug_mpfr_to_f32_bits of v. */
 uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype);
+
+/* The exact product ±m1·m2·2^e read as a ug_xval, without an accumulator. */
+ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e);
+
+/* out = ||v| - |d|| for a finite double d of v's sign, true when out is
+ * exact enough to round to a double: d a multiple of v's window unit 2^e
+ * below 2^(e+128), and the difference either exactly zero or at least 2^54
+ * units (else false: the caller reads it from an accumulator). */
+bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out);
 
 /* ug_ref_finish(out, RN_128(S), ...) without MPFR (see above). Requires
  * ug_xsum_in_range(a). */

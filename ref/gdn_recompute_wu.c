@@ -229,10 +229,7 @@ static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double s
 {
     const parts *sp = &ws->scale[idx];
     if (sp->m == 0 || sp->m >> 32 || !gp->ok) return false;
-    ug_xsum_clear(&ws->operand);
-    ug_xsum_add_mul(&ws->operand, sp->neg, sp->m, gp->m, sp->e + gp->e);
-    if (!ug_xsum_in_range(&ws->operand)) return false;
-    const ug_xval x = ug_xsum_read(&ws->operand);
+    const ug_xval x = ug_xval_product(sp->neg, sp->m, gp->m, sp->e + gp->e);
     const uint16_t rn = (uint16_t)ug_xval_rn_bits(&x, UG_BF16), mag_bits = rn & 0x7FFF;
     if (mag_bits == 0 || mag_bits >= 0x7F80) return false;
     /* The rounding interval of |RN(x)|: halfway to its neighbours (exact). */
@@ -249,8 +246,14 @@ static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double s
     ug_staged *st = &ws->staged[idx];
     *st = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .mag = abs_rn, .gap = 0.0,
                       .abs_x = fabs(ug_xval_to_double(&x, MPFR_RNDA))};
-    ug_xsum_add_double(&ws->operand, -(double)ug_bf16_to_f32(rn)); /* x - RN(x), exactly */
-    const ug_xval deviation = ug_xsum_read(&ws->operand);
+    ug_xval deviation; /* |x - RN(x)|, from x's window or else from an accumulator */
+    if (!ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
+        ug_xsum_clear(&ws->operand);
+        ug_xsum_add_mul(&ws->operand, sp->neg, sp->m, gp->m, sp->e + gp->e);
+        ug_xsum_add_double(&ws->operand, -(double)ug_bf16_to_f32(rn));
+        if (!ug_xsum_in_range(&ws->operand)) return false;
+        deviation = ug_xsum_read(&ws->operand);
+    }
     st->dev = fabs(ug_xval_to_double(&deviation, MPFR_RNDA));
     if (!gp->unit) st->dev += fabs(ug_xval_to_double(&x, MPFR_RNDU)) * 0x1p-126;
     return true;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/bf16.h"
 #include "../ref/exact_sum.h"
 #include "tests.h"
 
@@ -259,6 +260,93 @@ static void products_are_exact(void)
     mpfr_clears(a, b, prod[0], prod[1], sum, (mpfr_ptr)0);
 }
 
+/* An exact window (no bits beyond it) with its trailing zeros dropped: one
+ * value has one such form. */
+static ug_xval canonical(ug_xval v)
+{
+    if (!v.zero && !v.round && !v.sticky)
+        while (!(v.m & 1)) {
+            v.m >>= 1;
+            v.e++;
+        }
+    return v;
+}
+
+static bool same_xval(const ug_xval *a0, const ug_xval *b0)
+{
+    const ug_xval a = canonical(*a0), b = canonical(*b0);
+    return a.zero == b.zero && a.neg == b.neg &&
+           (a.zero || (a.m == b.m && a.e == b.e && a.round == b.round && a.sticky == b.sticky));
+}
+
+static void product_windows_equal_the_accumulators(void)
+{
+    /* ug_xval_product reads m1·m2·2^e as the accumulator reads the same add. */
+    uint64_t state = 8;
+    size_t mismatches = 0;
+    for (unsigned long s = 0; s < ug_test_random_samples(); s++) {
+        const int bits1 = 1 + (int)(ug_test_next_u32(&state) % 64), bits2 = 1 + (int)(ug_test_next_u32(&state) % 128);
+        uint64_t m1 = (uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state);
+        ug_u128 m2 = (ug_u128)((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state)) << 64 |
+                     ((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state));
+        m1 >>= 64 - bits1;
+        m2 >>= 128 - bits2;
+        const int e = (int)(ug_test_next_u32(&state) % 600) - 300;
+        const bool neg = s & 1;
+        ug_xsum_init(&acc);
+        ug_xsum_add_mul(&acc, neg, m1, m2, e);
+        const ug_xval want = ug_xsum_read(&acc), got = ug_xval_product(neg, m1, m2, e);
+        if (!same_xval(&want, &got))
+            UG_TEST_MISMATCH(mismatches, "m1 %d bits, m2 %d bits: round %d/%d sticky %d/%d", bits1, bits2, want.round,
+                             got.round, want.sticky, got.sticky);
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+static void distances_round_like_mpfr(void)
+{
+    /* RA(||v| - |d||) from ug_xval_distance, where it answers, equals
+     * mpfr_get_d(RNDA) of the exact difference; d = RN_bf16(v) and its
+     * neighbours, as the staging uses it, and d = v's leading bits. */
+    uint64_t state = 9;
+    size_t mismatches = 0, answered = 0;
+    mpfr_t x, diff;
+    mpfr_init2(x, 192);
+    mpfr_init2(diff, 400);
+    for (unsigned long s = 0; s < ug_test_random_samples(); s++) {
+        const uint64_t m1 = ug_test_next_u32(&state) | 1;
+        const ug_u128 m2 = (ug_u128)((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state)) << 64 |
+                           ((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state)) | (ug_u128)1 << 127;
+        const int e = -160 - (int)(ug_test_next_u32(&state) % 40);
+        const bool neg = s & 1;
+        const ug_xval v = ug_xval_product(neg, m1, m2, e);
+        const double lead = ug_xval_to_double(&v, MPFR_RNDZ);
+        const double d = s % 3 == 0 ? lead : (double)ug_bf16_to_f32((ug_bf16)(ug_xval_rn_bits(&v, UG_BF16) + s % 3 - 1));
+        ug_xval dist;
+        if (!ug_xval_distance(&v, d, &dist)) continue;
+        answered++;
+        mpfr_set_uj(x, m1, MPFR_RNDN);
+        mpfr_t m2_mp;
+        mpfr_init2(m2_mp, 128);
+        mpfr_set_uj_2exp(m2_mp, (uintmax_t)(uint64_t)(m2 >> 64), 64, MPFR_RNDN);
+        mpfr_t lo;
+        mpfr_init2(lo, 64);
+        mpfr_set_uj(lo, (uintmax_t)(uint64_t)m2, MPFR_RNDN);
+        mpfr_add(m2_mp, m2_mp, lo, MPFR_RNDN);
+        mpfr_mul(x, x, m2_mp, MPFR_RNDN); /* exact: 160 bits */
+        mpfr_mul_2si(x, x, e, MPFR_RNDN);
+        if (neg) mpfr_neg(x, x, MPFR_RNDN);
+        mpfr_sub_d(diff, x, d, MPFR_RNDN); /* exact */
+        mpfr_abs(diff, diff, MPFR_RNDN);
+        const double want = mpfr_get_d(diff, MPFR_RNDA), got = ug_xval_to_double(&dist, MPFR_RNDA);
+        if (bits_of(want) != bits_of(got)) UG_TEST_MISMATCH(mismatches, "|v - %a|: mpfr %a, distance %a", d, want, got);
+        mpfr_clears(m2_mp, lo, (mpfr_ptr)0);
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    CU_ASSERT(answered > ug_test_random_samples() / 2);
+    mpfr_clears(x, diff, (mpfr_ptr)0);
+}
+
 static void reading_keeps_the_sum(void)
 {
     /* A read propagates carries (and negates internally for a negative sum);
@@ -347,6 +435,8 @@ UG_TEST_SUITE(exact_sum_suite, "exact_sum",
               UG_TEST(random_sums_match_mpfr_sum),
               UG_TEST(directed_roundings_match_mpfr_get_d),
               UG_TEST(products_are_exact),
+              UG_TEST(product_windows_equal_the_accumulators),
+              UG_TEST(distances_round_like_mpfr),
               UG_TEST(reading_keeps_the_sum),
               UG_TEST(clear_resets_to_zero),
               UG_TEST(adds_out_of_range_are_reported),
