@@ -375,6 +375,24 @@ static void operand_parts(workspace *ws, ug_ref_mode mode)
     }
 }
 
+/* One term's bound parts added to each element of an output row; the
+ * columns are independent sums, each in its own j order. */
+static void add_bound_parts(workspace *ws, double abs_a, size_t row)
+{
+    const size_t width = ws->width;
+    const double *restrict op_abs = ws->op_abs + row, *restrict op_err = ws->op_err + row,
+                           *restrict op_mag = ws->op_mag + row;
+    const uint32_t *restrict op_flagged = ws->op_flagged + row;
+    double *restrict abs_sum = ws->abs_sum, *restrict cast_err = ws->cast_err, *restrict acc_mag = ws->acc_mag;
+    uint32_t *restrict flagged = ws->flagged;
+    for (size_t col = 0; col < width; col++) {
+        abs_sum[col] += abs_a * op_abs[col];
+        cast_err[col] += abs_a * op_err[col];
+        acc_mag[col] += abs_a * op_mag[col];
+        flagged[col] += op_flagged[col];
+    }
+}
+
 /* One output (u when src is v, w when src is k) for chunk c of head h. The
  * loops run over a whole output row at once (column innermost), so the
  * bound's sums vectorize and the row's exact sums are independent of each
@@ -399,12 +417,7 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
             if (arow[j] == 0) continue; /* the zero upper triangle adds nothing */
             const double aij = arow[j], abs_a = fabs(aij);
             const size_t row = j * width;
-            for (size_t col = 0; col < width; col++) {
-                ws->abs_sum[col] += abs_a * ws->op_abs[row + col];
-                ws->cast_err[col] += abs_a * ws->op_err[row + col];
-                ws->acc_mag[col] += abs_a * ws->op_mag[row + col];
-                ws->flagged[col] += ws->op_flagged[row + col];
-            }
+            add_bound_parts(ws, abs_a, row);
             if (!fast) continue;
             if (ca->mode == UG_REF_EXACT) {
                 const parts a = parts_of(aij);
