@@ -6,9 +6,9 @@
  * the FMAs. Partial panels are packed element by element (AVX2 has no 16-bit
  * masked load) and zero-filled; C's column tail is a masked store.
  *
- * The row operations are the scalar contract (gemm_paths.h) compiled with
- * this path's flags: they are a small part of each kernel next to the
- * products, and the same source cannot round differently. */
+ * The row operations do eight elements per instruction, the elements beyond
+ * the last whole vector by the scalar contract (gemm_paths.h); f32 -> bf16 is
+ * the integer rounding of ug_bf16_from_f32. */
 #include <immintrin.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -101,14 +101,96 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
 
 #include "gemm_driver.h"
 
+/* ---- the row operations: eight lanes at a time, the rest by the scalar contract ---- */
+
+/* ug_bf16_from_f32 on eight lanes: NaN -> sign | 0x7FC0, otherwise add 0x7FFF
+ * plus the lowest kept bit and keep the upper half. */
+static inline __m128i round8(__m256 x)
+{
+    const __m256i u = _mm256_castps_si256(x);
+    const __m256i upper = _mm256_srli_epi32(u, 16);
+    const __m256i lsb = _mm256_and_si256(upper, _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i quiet = _mm256_or_si256(_mm256_and_si256(upper, _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7FC0));
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    const __m256i bits = _mm256_blendv_epi8(rounded, quiet, nan);
+    return _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
+}
+
+static inline void store8(ug_bf16 *p, __m128i x) { _mm_storeu_si128((__m128i *)p, x); }
+
+static void widen(size_t n, const ug_bf16 *x, float *out)
+{
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES) _mm256_storeu_ps(out + i, widen8(x + i));
+    ug_rows_widen_scalar(n - i, x + i, out + i);
+}
+
+static void round_rows(size_t n, const float *x, ug_bf16 *out)
+{
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES) store8(out + i, round8(_mm256_loadu_ps(x + i)));
+    ug_rows_round_scalar(n - i, x + i, out + i);
+}
+
+static void scale_round(size_t n, const ug_bf16 *x, float s1, float s2, ug_bf16 *out)
+{
+    const __m256 v1 = _mm256_set1_ps(s1), v2 = _mm256_set1_ps(s2);
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES) store8(out + i, round8(_mm256_mul_ps(_mm256_mul_ps(widen8(x + i), v1), v2)));
+    ug_rows_scale_round_scalar(n - i, x + i, s1, s2, out + i);
+}
+
+static void mul3(size_t n, float s, const float *x, const float *y, float *out)
+{
+    const __m256 sv = _mm256_set1_ps(s);
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(sv, _mm256_loadu_ps(x + i)), _mm256_loadu_ps(y + i)));
+    ug_rows_mul3_scalar(n - i, s, x + i, y + i, out + i);
+}
+
+static void fma_rows(size_t n, float d, float *acc, const float *add)
+{
+    const __m256 dv = _mm256_set1_ps(d);
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(dv, _mm256_loadu_ps(acc + i), _mm256_loadu_ps(add + i)));
+    ug_rows_fma_scalar(n - i, d, acc + i, add + i);
+}
+
+static void scaled_sum_round(size_t n, float d, const float *x, const float *y, float scale, ug_bf16 *out)
+{
+    const __m256 dv = _mm256_set1_ps(d), sv = _mm256_set1_ps(scale);
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        const __m256 first = _mm256_mul_ps(_mm256_mul_ps(dv, _mm256_loadu_ps(x + i)), sv);
+        const __m256 second = _mm256_mul_ps(_mm256_loadu_ps(y + i), sv);
+        store8(out + i, round8(_mm256_add_ps(first, second)));
+    }
+    ug_rows_scaled_sum_round_scalar(n - i, d, x + i, y + i, scale, out + i);
+}
+
+static void residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf16 *v, ug_bf16 *dv)
+{
+    const __m256 dd = _mm256_set1_ps(d);
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        const __m256 r = _mm256_sub_ps(widen8(u + i), _mm256_loadu_ps(x + i));
+        store8(v + i, round8(r));
+        store8(dv + i, round8(_mm256_mul_ps(dd, r)));
+    }
+    ug_rows_residual_scalar(n - i, u + i, x + i, d, v + i, dv + i);
+}
+
 const ug_isa_path ug_isa_path_avx2 = {
     .gemm = gemm,
-    .widen = ug_rows_widen_scalar,
-    .round = ug_rows_round_scalar,
-    .scale_round = ug_rows_scale_round_scalar,
-    .mul3 = ug_rows_mul3_scalar,
-    .fma = ug_rows_fma_scalar,
-    .scaled_sum_round = ug_rows_scaled_sum_round_scalar,
-    .residual = ug_rows_residual_scalar,
+    .widen = widen,
+    .round = round_rows,
+    .scale_round = scale_round,
+    .mul3 = mul3,
+    .fma = fma_rows,
+    .scaled_sum_round = scaled_sum_round,
+    .residual = residual,
     .transpose = ug_transpose_avx2,
 };
