@@ -1,9 +1,11 @@
-/* export and score (harness/interop.c) on gdn_chunk_cumsum, with candidate
- * files written the way an outside client writes them: read the fixture's
- * inputs, compute, save each output under its name. A candidate computed by
- * the built-in kernel passes; one element moved or every element NaN fails
- * its case; a missing file or tensor, a wrong dtype or shape, and fixtures
- * whose inputs this tool no longer draws stop score before anything runs. */
+/* export and score (harness/interop.c), with candidate files written the
+ * way an outside client writes them: read the fixture's inputs, compute (here
+ * with the built-in kernel), save each output under its name. Such a
+ * candidate passes every case of every family with the built-in bits; on
+ * gdn_chunk_cumsum, one element moved or every element NaN fails its case; a
+ * missing file or tensor, a wrong dtype or shape, a bad manifest, and
+ * fixtures whose inputs this tool no longer draws stop score before anything
+ * runs. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -30,8 +32,6 @@ static const char sweep_text[] =
     " \"rejected\": [{\"name\": \"BT=32\", \"params\": {\"B\": 1, \"T\": 128, \"H\": 2, \"BT\": 32},\n"
     "               \"expect\": [\"bt must be 64\"]}]}}}\n";
 
-enum { N_ACCEPTED = 2 };
-
 typedef struct {
     char dir[64], fixtures[128], candidate[128];
     ug_sweep sweep;  /* the sweep as loaded, accepted and rejected cases */
@@ -40,25 +40,53 @@ typedef struct {
 
 typedef enum { CAND_KERNEL, CAND_MOVED, CAND_NAN, CAND_NO_TENSOR, CAND_F64, CAND_RESHAPED } candidate_kind;
 
-static void export_fixtures(fixture *fx)
+static size_t accepted_cases(const ug_sweep *sw)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sw->n_cases; i++) n += !sw->cases[i].expect_reject;
+    return n;
+}
+
+/* Keeps the accepted cases that start a family, or a new value of its first
+ * label parameter (head_norm_rope's variant): every family and layout in
+ * a few cases. */
+static void keep_first_of_each_kind(ug_sweep *sw)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sw->n_cases; i++) {
+        const ug_case *c = &sw->cases[i], *prev = n ? &sw->cases[n - 1] : NULL;
+        size_t head = strcspn(c->label, " ");
+        if (c->expect_reject) continue;
+        if (!prev || prev->family != c->family || strncmp(prev->label, c->label, head + 1) != 0) sw->cases[n++] = *c;
+    }
+    sw->n_cases = n;
+}
+
+/* Loads the sweep (the text above when path is NULL), keeps a few of its
+ * cases if asked, and exports it. */
+static void export_fixtures(fixture *fx, const char *path, bool few)
 {
     memset(fx, 0, sizeof *fx);
     snprintf(fx->dir, sizeof fx->dir, "/tmp/ulpgate-interop-XXXXXX");
     CU_ASSERT_FATAL(mkdtemp(fx->dir) != NULL);
-    char path[160];
-    snprintf(path, sizeof path, "%s/sweep.json", fx->dir);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fputs(sweep_text, f);
-    fclose(f);
+    char own[160];
+    if (!path) {
+        snprintf(own, sizeof own, "%s/sweep.json", fx->dir);
+        FILE *f = fopen(own, "w");
+        CU_ASSERT_FATAL(f != NULL);
+        fputs(sweep_text, f);
+        fclose(f);
+        path = own;
+    }
     CU_ASSERT_FATAL(ug_sweep_load(path, &fx->sweep).code == UG_OK);
+    if (few) keep_first_of_each_kind(&fx->sweep);
     snprintf(fx->fixtures, sizeof fx->fixtures, "%s/fixtures", fx->dir);
     snprintf(fx->candidate, sizeof fx->candidate, "%s/candidate", fx->dir);
     size_t exported, skipped;
     ug_status st = ug_export(&fx->sweep, fx->fixtures, (size_t)1 << 30, &exported, &skipped);
     CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
-    CU_ASSERT_EQUAL(exported, N_ACCEPTED);
-    CU_ASSERT_EQUAL(skipped, 1);
+    CU_ASSERT_EQUAL(exported, accepted_cases(&fx->sweep));
+    CU_ASSERT_EQUAL(skipped, fx->sweep.n_cases - exported);
     CU_ASSERT_FATAL(mkdir(fx->candidate, 0777) == 0);
 }
 
@@ -69,40 +97,62 @@ static void teardown(fixture *fx)
     ug_test_remove_tree(fx->dir);
 }
 
-/* Case i's candidate file, from the fixture file's input as a client reads
- * it; `kind` spoils it. */
+/* Spoils the first output (f32, rank 3: gdn_chunk_cumsum's g) the way
+ * `kind` says; y64 has room for its count elements. */
+static void spoil(candidate_kind kind, ug_st_entry *out, float *y, size_t count, double *y64)
+{
+    if (kind == CAND_MOVED) y[5] = nextafterf(nextafterf(y[5] * 1.01f, INFINITY), INFINITY);
+    for (size_t i = 0; i < count; i++) {
+        if (kind == CAND_NAN) y[i] = NAN;
+        y64[i] = y[i];
+    }
+    if (kind == CAND_F64) out->dtype = UG_F64, out->data = y64;
+    if (kind == CAND_NO_TENSOR) out->name = "G";
+    if (kind == CAND_RESHAPED) out->shape[1] /= 2, out->shape[2] *= 2;
+}
+
+/* Case c's candidate file as an outside client makes it: the inputs read
+ * from the fixture file, the built-in kernel run on them, each output saved
+ * under its name with the shape of its exported reference; `kind` spoils the
+ * first output. */
 static void write_candidate(const fixture *fx, const ug_case *c, candidate_kind kind)
 {
-    char name[128], in_path[256], out_path[256];
-    snprintf(name, sizeof name, "%04zu-%s.safetensors", c->index, c->family->name);
+    const ug_family *f = c->family;
+    char name[128], in_path[256], out_path[256], ref_name[128];
+    snprintf(name, sizeof name, "%04zu-%s.safetensors", c->index, f->name);
     snprintf(in_path, sizeof in_path, "%s/%s", fx->fixtures, name);
     snprintf(out_path, sizeof out_path, "%s/%s", fx->candidate, name);
     ug_st_file in;
     CU_ASSERT_EQUAL_FATAL(ug_st_read(in_path, SIZE_MAX, &in).code, UG_OK);
-    const ug_st_tensor *g_raw = ug_st_find(&in, "g_raw");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g_raw);
-    CU_ASSERT_PTR_NOT_NULL(ug_st_find(&in, "g.exact.ref"));
-    CU_ASSERT_PTR_NOT_NULL(ug_st_find(&in, "g.staged.bound"));
-    CU_ASSERT_PTR_NULL(ug_st_find(&in, "g"));
-    float *x = malloc(g_raw->count * sizeof *x), *g = malloc(g_raw->count * sizeof *g);
-    double *g64 = malloc(g_raw->count * sizeof *g64);
-    CU_ASSERT_FATAL(x && g && g64);
-    ug_st_copy(g_raw, x);
-    ug_buf bufs[2] = {{x, g_raw->count, UG_F32}, {g, g_raw->count, UG_F32}};
-    CU_ASSERT_EQUAL_FATAL(c->family->run(&c->params, bufs).code, UG_OK);
-    if (kind == CAND_MOVED) g[5] = nextafterf(nextafterf(g[5] * 1.01f, INFINITY), INFINITY);
-    for (size_t i = 0; i < g_raw->count; i++) {
-        if (kind == CAND_NAN) g[i] = NAN;
-        g64[i] = g[i];
+    ug_buf bufs[UG_MAX_BUFFERS];
+    ug_st_entry out[UG_MAX_BUFFERS];
+    size_t n_out = 0, out0_count = 0;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        CU_ASSERT_EQUAL_FATAL(f->buffer_count(&c->params, i, &bufs[i].count).code, UG_OK);
+        bufs[i].dtype = f->buffers[i].dtype;
+        bufs[i].data = calloc(bufs[i].count + 1, ug_dtype_size(bufs[i].dtype));
+        CU_ASSERT_FATAL(bufs[i].data != NULL);
+        if (f->buffers[i].is_output) {
+            CU_ASSERT_PTR_NULL(ug_st_find(&in, f->buffers[i].name));
+            snprintf(ref_name, sizeof ref_name, "%s.exact.ref", f->buffers[i].name);
+            const ug_st_tensor *ref = ug_st_find(&in, ref_name);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+            if (n_out == 0) out0_count = bufs[i].count;
+            out[n_out] = (ug_st_entry){f->buffers[i].name, bufs[i].dtype, ref->rank, {0}, bufs[i].data};
+            memcpy(out[n_out++].shape, ref->shape, sizeof ref->shape);
+            continue;
+        }
+        const ug_st_tensor *t = ug_st_find(&in, f->buffers[i].name);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        CU_ASSERT_EQUAL_FATAL(t->count, bufs[i].count);
+        ug_st_copy(t, bufs[i].data);
     }
-    ug_st_entry out = {"g", kind == CAND_F64 ? UG_F64 : UG_F32, g_raw->rank, {0}, kind == CAND_F64 ? (void *)g64 : g};
-    memcpy(out.shape, g_raw->shape, sizeof out.shape);
-    if (kind == CAND_NO_TENSOR) out.name = "G";
-    if (kind == CAND_RESHAPED) out.shape[1] = 64, out.shape[2] = 4;
-    CU_ASSERT_EQUAL(ug_st_write(out_path, &out, 1, NULL, 0).code, UG_OK);
-    free(x);
-    free(g);
-    free(g64);
+    CU_ASSERT_EQUAL_FATAL(f->run(&c->params, bufs).code, UG_OK);
+    double *y64 = kind == CAND_KERNEL ? NULL : calloc(out0_count, sizeof *y64);
+    if (y64) spoil(kind, &out[0], (float *)out[0].data, out0_count, y64);
+    CU_ASSERT_EQUAL(ug_st_write(out_path, out, n_out, NULL, 0).code, UG_OK);
+    free(y64);
+    for (size_t i = 0; i < f->n_buffers; i++) free(bufs[i].data);
     ug_st_free(&in);
 }
 
@@ -116,10 +166,10 @@ static void write_candidates(const fixture *fx, candidate_kind first_kind)
     }
 }
 
-/* Exports the sweep and writes a candidate: the first case's spoiled by kind. */
+/* Exports the sweep text and writes a candidate: the first case's spoiled by kind. */
 static void setup(fixture *fx, candidate_kind first_kind)
 {
-    export_fixtures(fx);
+    export_fixtures(fx, NULL, false);
     write_candidates(fx, first_kind);
 }
 
@@ -131,7 +181,7 @@ static ug_status score(fixture *fx, ug_run_result *run)
     ug_kernel_source source;
     ug_status st = ug_candidate_open(fx->fixtures, fx->candidate, (size_t)1 << 30, &fx->scored, &cand, &source);
     if (!ug_is_ok(&st)) return st;
-    CU_ASSERT_EQUAL(fx->scored.n_cases, N_ACCEPTED);
+    CU_ASSERT_EQUAL(fx->scored.n_cases, accepted_cases(&fx->sweep));
     ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = (size_t)1 << 30, .jobs = 2, .source = &source};
     st = ug_run_sweep(&fx->scored, &opt, run);
     CU_ASSERT_EQUAL(st.code, UG_OK);
@@ -152,6 +202,34 @@ static void test_kernel_candidate_passes(void)
         if (!run.cases[i].passed) printf("\n    %s", run.cases[i].failure);
     }
     ug_run_result_free(&run);
+    teardown(&fx);
+}
+
+/* Every family and layout (NT derived from the count, htmp flat, buffers
+ * absent in a variant as [0]): fixtures of memcheck-sweep cases, a candidate
+ * from the built-in kernel, and score passes every case with the bits the
+ * built-in path gives in the same runner. */
+static void test_every_family_round_trips(void)
+{
+    fixture fx;
+    export_fixtures(&fx, "fixtures/sweeps/memcheck", true);
+    write_candidates(&fx, CAND_KERNEL);
+    ug_run_result run, builtin;
+    CU_ASSERT_EQUAL_FATAL(score(&fx, &run).code, UG_OK);
+    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = (size_t)1 << 30, .jobs = 2};
+    for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = i == UG_ISA_PORTABLE;
+    CU_ASSERT_EQUAL_FATAL(ug_run_sweep(&fx.scored, &opt, &builtin).code, UG_OK);
+    size_t families = 0;
+    for (size_t i = 0; i < run.n_cases; i++) {
+        CU_ASSERT(run.cases[i].passed);
+        if (!run.cases[i].passed) printf("\n    %s", run.cases[i].failure);
+        CU_ASSERT_EQUAL(run.cases[i].bits_hash, builtin.cases[i].bits_hash);
+        families += i == 0 || run.cases[i].c->family != run.cases[i - 1].c->family;
+    }
+    CU_ASSERT_EQUAL(families, ug_family_count());
+    printf("\n    %zu cases of %zu families: passed with the built-in bits", run.n_cases, families);
+    ug_run_result_free(&run);
+    ug_run_result_free(&builtin);
     teardown(&fx);
 }
 
@@ -263,6 +341,6 @@ static void test_input_hash_mismatch(void)
     teardown(&fx);
 }
 
-UG_TEST_SUITE(interop_suite, "interop", UG_TEST(test_kernel_candidate_passes), UG_TEST(test_spoiled_candidates),
+UG_TEST_SUITE(interop_suite, "interop", UG_TEST(test_kernel_candidate_passes), UG_TEST(test_every_family_round_trips), UG_TEST(test_spoiled_candidates),
               UG_TEST(test_missing_candidate_file), UG_TEST(test_bad_manifest),
               UG_TEST(test_input_hash_mismatch));
