@@ -38,16 +38,24 @@ ug_elem_error ug_measure(uint32_t y_bits, ug_dtype t, const ug_ref_value *r)
     } else {
         const double rv = r->r_hi; /* r == 0 iff r_hi == 0 */
         e.cond = r->abs_sum == 0 ? 0 : rv == 0 ? INFINITY : r->abs_sum / fabs(rv);
+        double measured = y;
         if (isnan(y)) {
             e.class_ok = false;
         } else if (isinf(y)) {
-            /* Allowed only where r rounds to that infinity. */
+            /* Allowed where r rounds to that infinity; and where r's bound
+             * reaches the threshold beyond which T rounds to it (a kernel's
+             * value within the bound may lie there), measured as that
+             * threshold: the least value that rounds to y. */
             const uint32_t rn = bf ? r->rn_bits & 0xFFFFu : r->rn_bits;
-            e.class_ok = (bf ? y_bits & 0xFFFFu : y_bits) == rn;
+            const double threshold = bf ? 0x1.ffp127 : 0x1.ffffffp127;
+            if ((bf ? y_bits & 0xFFFFu : y_bits) != rn) {
+                e.class_ok = (y > 0) == (rv > 0) && fabs(rv) + r->bound >= threshold;
+                measured = copysign(threshold, y);
+            }
         }
         if (!e.class_ok && r->wild != UG_WILD_NONE) return wild_accepted;
-        if (isfinite(y)) {
-            const double d = fabs((y - r->r_hi) - r->r_lo);
+        if (e.class_ok && isfinite(measured)) {
+            const double d = fabs((measured - r->r_hi) - r->r_lo);
             double at = r->r_hi;
             int ex;
             if (r->r_lo != 0 && (r->r_lo < 0) != (at < 0) && fabs(frexp(at, &ex)) == 0.5)

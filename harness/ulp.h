@@ -10,7 +10,11 @@
  * where r is finite fails (class_ok false, ulp_err/ratio +inf, ulp_dist
  * UINT32_MAX) unless y is exactly RN_T(r), which is +-inf when r lies beyond
  * the format's overflow threshold; such a y is correctly rounded (ulp_err,
- * ulp_dist and ratio 0). Where r is +-inf, y must be that infinity; where r is
+ * ulp_dist and ratio 0). A y = +-inf of r's sign is also accepted where
+ * |r| + bound reaches that threshold (bf16 0x1.ffp127, f32 0x1.ffffffp127):
+ * it is measured as the threshold, the least value that rounds to it, so its
+ * ratio is <= 1 and its ulp_dist counts the step to the infinity. Where r
+ * is +-inf, y must be that infinity; where r is
  * NaN, y must be a NaN of any sign (IEEE 754-2019 §6.3 leaves the sign of a
  * NaN result unspecified, and MPFR's NaN has none).
  *

@@ -176,6 +176,28 @@ static void test_ulp_inf_y_where_rn_is_inf(void)
     CU_ASSERT_EQUAL(e.ulp_dist, 1);
 }
 
+/* y = +-inf where RN_T(r) is finite: accepted when r's bound reaches the
+ * overflow threshold with r's sign, measured as the threshold. */
+static void test_ulp_inf_y_within_the_bound_of_the_threshold(void)
+{
+    const double max_bf16 = 0x1.fep127, half_gap = 0x1p119; /* threshold = max + 2^119 */
+    ug_ref_value r = ref(max_bf16, 0, 0x7F7F, half_gap, 1);
+    ug_elem_error e = ug_measure(0x7F80, UG_BF16, &r);
+    CU_ASSERT_TRUE(e.class_ok);
+    CU_ASSERT_EQUAL(e.ratio, 1);
+    CU_ASSERT_EQUAL(e.ulp_dist, 1);
+    CU_ASSERT_EQUAL(e.ulp_err, 0.5);
+    assert_fail(ug_measure(0xFF80, UG_BF16, &r)); /* the other sign */
+    r.bound = half_gap / 2;                       /* the bound stops short */
+    assert_fail(ug_measure(0x7F80, UG_BF16, &r));
+    r = ref(-0x1.fffffep127, 0, 0xFF7FFFFFu, 0x1p103, 1);
+    e = ug_measure(0xFF800000u, UG_F32, &r);
+    CU_ASSERT_TRUE(e.class_ok);
+    CU_ASSERT_EQUAL(e.ratio, 1);
+    r.bound = 0x1p102;
+    assert_fail(ug_measure(0xFF800000u, UG_F32, &r));
+}
+
 /* r NaN: y must be a NaN, of either sign and any payload (x86's default NaN
  * has the sign bit set; MPFR's NaN has no sign). */
 static void test_ulp_nan_reference(void)
@@ -364,6 +386,7 @@ UG_TEST_SUITE(ulp_suite, "ulp", UG_TEST(test_ulp_exact_equality), UG_TEST(test_u
               UG_TEST(test_ulp_uses_low_part), UG_TEST(test_ulp_binade_boundary),
               UG_TEST(test_ulp_zero_reference), UG_TEST(test_ulp_subnormal_reference),
               UG_TEST(test_ulp_nonfinite_y_finite_r), UG_TEST(test_ulp_inf_y_where_rn_is_inf),
+              UG_TEST(test_ulp_inf_y_within_the_bound_of_the_threshold),
               UG_TEST(test_ulp_nan_reference), UG_TEST(test_ulp_wild_cone), UG_TEST(test_ulp_inf_reference), UG_TEST(test_ulp_ratio),
               UG_TEST(test_ulp_condition_number), UG_TEST(test_ulp_f32_variant),
               UG_TEST(test_ulp_midpoint_is_half), UG_TEST(test_ulp_random_correctly_rounded));
