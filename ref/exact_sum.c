@@ -288,6 +288,22 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
     return out->zero || bit_length(out->m) >= 54;
 }
 
+void ug_xsum_get_mpfr(ug_xsum *a, mpfr_ptr out, mpz_t scratch)
+{
+    const ug_xval w = ug_xsum_read(a);
+    if (w.zero) {
+        mpfr_set_zero(out, w.neg ? -1 : 1);
+        return;
+    }
+    ug_u128 n;
+    int q;
+    round_value(&w, (int)mpfr_get_prec(out), NO_QMIN, MPFR_RNDN, &n, &q);
+    const uint64_t words[2] = {(uint64_t)n, (uint64_t)(n >> 64)};
+    mpz_import(scratch, 2, -1, sizeof words[0], 0, 0, words);
+    if (w.neg) mpz_neg(scratch, scratch);
+    mpfr_set_z_2exp(out, scratch, q, MPFR_RNDN); /* exact: n <= 2^prec */
+}
+
 bool ug_xsum_split_mpfr(mpfr_srcptr x, mpz_t scratch, bool *neg, ug_u128 *m, int *e)
 {
     if (!mpfr_regular_p(x) || mpfr_get_prec(x) > 128) return false;

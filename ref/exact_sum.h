@@ -199,6 +199,11 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out);
 void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, double abs_sum,
                     uint32_t flagged, ug_dtype dtype);
 
+/* out = S rounded to nearest at out's precision (<= 128 bits), as
+ * mpfr_sum(out, ..., MPFR_RNDN) of the same terms; requires
+ * ug_xsum_in_range(a). scratch is reused (one allocation per caller). */
+void ug_xsum_get_mpfr(ug_xsum *a, mpfr_ptr out, mpz_t scratch);
+
 /* An MPFR number (regular, precision <= 128 bits, exponent within int) as
  * ±m·2^e; false (nothing written) otherwise. scratch is reused, so a caller
  * that keeps it allocates only once. */

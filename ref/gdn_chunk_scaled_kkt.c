@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "exact_sum.h"
 #include "f32_model.h"
 
 /* An f32 difference of two f32 values is exact at 300 bits. */
@@ -16,6 +17,9 @@ typedef struct {
     size_t *nonzero;    /* [BT][BT]: nonzero products (zero ones add exactly nothing) */
     mpfr_t *terms;      /* [K] */
     mpfr_ptr *term_ptrs;
+    double *products;   /* [K] one dot product's nonzero terms */
+    ug_xsum acc;        /* their exact sum (fast path) */
+    mpz_t scratch;
     mpfr_t diff, e, l;
 } workspace;
 
@@ -31,6 +35,8 @@ static void workspace_free(workspace *ws)
     free(ws->nonzero);
     free(ws->terms);
     free(ws->term_ptrs);
+    free(ws->products);
+    mpz_clear(ws->scratch);
     mpfr_clears(ws->diff, ws->e, ws->l, (mpfr_ptr)0);
 }
 
@@ -45,7 +51,10 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_scaled_kkt_shape 
     ws->abs_dot = calloc(bt * bt, sizeof *ws->abs_dot);
     ws->nonzero = calloc(bt * bt, sizeof *ws->nonzero);
     ws->term_ptrs = calloc(s->k, sizeof *ws->term_ptrs);
-    if (!dot || !terms || !ws->abs_dot || !ws->nonzero || !ws->term_ptrs) {
+    ws->products = calloc(s->k, sizeof *ws->products);
+    mpz_init(ws->scratch);
+    ug_xsum_init(&ws->acc);
+    if (!dot || !terms || !ws->abs_dot || !ws->nonzero || !ws->term_ptrs || !ws->products) {
         free(dot);
         free(terms);
         ws->dot = NULL;
@@ -74,13 +83,24 @@ static void chunk_dots(workspace *ws, const ug_bf16 *k, size_t b, size_t kh, siz
             const ug_bf16 *kj = k + ((b * s->t + t0 + j) * s->hg + kh) * dim;
             double abs_dot = 0;
             size_t n = 0;
+            bool finite = true;
             for (size_t d = 0; d < dim; d++) {
                 double product = (double)ug_bf16_to_f32(ki[d]) * ug_bf16_to_f32(kj[d]); /* exact */
                 if (product == 0) continue;
-                mpfr_set_d(ws->terms[n++], product, MPFR_RNDN);
+                ws->products[n++] = product;
                 abs_dot += fabs(product);
+                finite &= isfinite(product) != 0;
             }
-            mpfr_sum(ws->dot[i * bt + j], ws->term_ptrs, n, MPFR_RNDN);
+            /* Both paths round the exact sum once to UG_REF_PREC bits (the
+             * fast one: bf16 products lie far inside the accumulator's range). */
+            if (ug_ref_fast() && finite) {
+                ug_xsum_clear(&ws->acc);
+                for (size_t m = 0; m < n; m++) ug_xsum_add_double(&ws->acc, ws->products[m]);
+                ug_xsum_get_mpfr(&ws->acc, ws->dot[i * bt + j], ws->scratch);
+            } else {
+                for (size_t m = 0; m < n; m++) mpfr_set_d(ws->terms[m], ws->products[m], MPFR_RNDN);
+                mpfr_sum(ws->dot[i * bt + j], ws->term_ptrs, n, MPFR_RNDN);
+            }
             ws->nonzero[i * bt + j] = n;
             /* <= 256 nonnegative terms in binary64: relative error < 2^-44. */
             ws->abs_dot[i * bt + j] = abs_dot * (1 + 0x1p-40);

@@ -347,6 +347,47 @@ static void distances_round_like_mpfr(void)
     mpfr_clears(x, diff, (mpfr_ptr)0);
 }
 
+static void mpfr_results_equal_mpfr_sum(void)
+{
+    /* ug_xsum_get_mpfr at 8 to 128 bits against mpfr_sum of the same
+     * doubles, zero signs included. */
+    uint64_t state = 10;
+    const mpfr_prec_t precs[] = {8, 24, 53, 64, 100, UG_REF_PREC};
+    mpfr_t m[MAX_TERMS], want, got;
+    mpfr_ptr p[MAX_TERMS];
+    mpz_t scratch;
+    mpz_init(scratch);
+    for (size_t i = 0; i < MAX_TERMS; i++) {
+        mpfr_init2(m[i], 53);
+        p[i] = m[i];
+    }
+    mpfr_inits2(UG_REF_PREC, want, got, (mpfr_ptr)0);
+    size_t mismatches = 0;
+    for (unsigned long s = 0; s < ug_test_random_samples(); s++) {
+        const size_t n = ug_test_next_u32(&state) % 12;
+        ug_xsum_init(&acc);
+        for (size_t i = 0; i < n; i++) {
+            double x = random_double(&state, s % 2 ? 900 : 30);
+            if (s % 5 == 0 && i % 2) x = -mpfr_get_d(m[i - 1], MPFR_RNDN); /* cancellation */
+            if (s % 7 == 0) x = -0.0;
+            mpfr_set_d(m[i], x, MPFR_RNDN);
+            ug_xsum_add_double(&acc, x);
+        }
+        const mpfr_prec_t prec = precs[s % (sizeof precs / sizeof precs[0])];
+        mpfr_set_prec(want, prec);
+        mpfr_set_prec(got, prec);
+        mpfr_sum(want, p, n, MPFR_RNDN);
+        ug_xsum_get_mpfr(&acc, got, scratch);
+        if (!mpfr_equal_p(want, got) || mpfr_signbit(want) != mpfr_signbit(got))
+            UG_TEST_MISMATCH(mismatches, "n=%zu prec %ld: mpfr_sum %a, exact_sum %a", n, (long)prec,
+                             mpfr_get_d(want, MPFR_RNDN), mpfr_get_d(got, MPFR_RNDN));
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    for (size_t i = 0; i < MAX_TERMS; i++) mpfr_clear(m[i]);
+    mpfr_clears(want, got, (mpfr_ptr)0);
+    mpz_clear(scratch);
+}
+
 static void reading_keeps_the_sum(void)
 {
     /* A read propagates carries (and negates internally for a negative sum);
@@ -437,6 +478,7 @@ UG_TEST_SUITE(exact_sum_suite, "exact_sum",
               UG_TEST(products_are_exact),
               UG_TEST(product_windows_equal_the_accumulators),
               UG_TEST(distances_round_like_mpfr),
+              UG_TEST(mpfr_results_equal_mpfr_sum),
               UG_TEST(reading_keeps_the_sum),
               UG_TEST(clear_resets_to_zero),
               UG_TEST(adds_out_of_range_are_reported),

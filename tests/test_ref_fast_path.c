@@ -51,19 +51,21 @@ static size_t count_differences(const ug_ref_value *a, const ug_ref_value *b, si
 
 /* ---- gdn_recompute_wu on its own regimes ------------------------------------- */
 
-static void recompute_wu_fast_equals_mpfr_on_every_regime(void)
+/* Every regime of a family on the given shapes (parameter values in the
+ * order of names), both modes: fast and MPFR path bit for bit. Returns the
+ * elements compared. */
+static size_t family_fast_equals_mpfr(const char *family, const char *const *names, size_t n_names,
+                                      const double *values, size_t n_shapes)
 {
-    const ug_family *f = ug_family_find("gdn_recompute_wu");
+    const ug_family *f = ug_family_find(family);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    const char *shapes[][7] = {{"B", "T", "Hg", "H", "K", "V", "BT"}};
-    const double values[][7] = {{1, 64, 1, 2, 64, 128, 64}, {1, 64, 2, 4, 128, 64, 64}};
     size_t mismatches = 0, elements = 0;
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    for (size_t v = 0; v < sizeof values / sizeof values[0]; v++)
+    for (size_t v = 0; v < n_shapes; v++)
         for (size_t regime = 0; regime < f->n_regimes; regime++) {
             ug_params p;
             memset(&p, 0, sizeof p);
-            for (size_t k = 0; k < 7; k++) p.v[ug_family_param_index(f, shapes[0][k])] = values[v][k];
+            for (size_t k = 0; k < n_names; k++) p.v[ug_family_param_index(f, names[k])] = values[v * n_names + k];
             ug_buf bufs[UG_MAX_BUFFERS];
             memset(bufs, 0, sizeof bufs);
             ug_ref_value *fast[UG_MAX_BUFFERS] = {0}, *plain[UG_MAX_BUFFERS] = {0};
@@ -98,7 +100,21 @@ static void recompute_wu_fast_equals_mpfr_on_every_regime(void)
             }
         }
     gsl_rng_free(rng);
-    CU_ASSERT(elements > 50000);
+    return elements;
+}
+
+static void recompute_wu_fast_equals_mpfr_on_every_regime(void)
+{
+    const char *const names[] = {"B", "T", "Hg", "H", "K", "V", "BT"};
+    const double values[] = {1, 64, 1, 2, 64, 128, 64, /**/ 1, 64, 2, 4, 128, 64, 64};
+    CU_ASSERT(family_fast_equals_mpfr("gdn_recompute_wu", names, 7, values, 2) > 50000);
+}
+
+static void scaled_kkt_fast_equals_mpfr_on_every_regime(void)
+{
+    const char *const names[] = {"B", "T", "Hg", "H", "K", "BT"};
+    const double values[] = {1, 128, 1, 2, 64, 64, /**/ 1, 64, 2, 4, 128, 64};
+    CU_ASSERT(family_fast_equals_mpfr("gdn_chunk_scaled_kkt", names, 6, values, 2) > 50000);
 }
 
 /* ---- gdn_recompute_wu on adversarial chunks ------------------------------------ */
@@ -291,6 +307,7 @@ static void nonfinite_inputs_take_the_mpfr_path(void)
 
 UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(recompute_wu_fast_equals_mpfr_on_every_regime),
+              UG_TEST(scaled_kkt_fast_equals_mpfr_on_every_regime),
               UG_TEST(cancellation_to_exact_zero),
               UG_TEST(signed_zeros),
               UG_TEST(bf16_tie_results),
