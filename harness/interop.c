@@ -262,7 +262,8 @@ static ug_status export_case(const ug_case *c, const char *dir, size_t max_bytes
             json_array_append_new(inputs, t);
             continue;
         }
-        n--; /* an output's own tensor is the candidate's to write */
+        const ug_st_entry output = *e;
+        n--; /* the output itself is the candidate's to write; its references take the slot */
         json_t *refs = json_object();
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
             json_t *mode = json_object();
@@ -271,7 +272,7 @@ static ug_status export_case(const ug_case *c, const char *dir, size_t max_bytes
                 snprintf(name, NAME_LEN, "%s.%s.%s", f->buffers[i].name, ug_ref_mode_name((ug_ref_mode)m),
                          ref_tensor_kind[k]);
                 ug_st_entry *r = &entries[n++];
-                *r = *e;
+                *r = output;
                 r->name = name;
                 r->dtype = k == 0 ? b->dtype : UG_F64;
                 r->data = cr.data[o][m][k];
