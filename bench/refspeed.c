@@ -92,108 +92,158 @@ static double param(const ug_family *f, const ug_params *p, const char *name)
     return i < 0 ? 0 : p->v[i];
 }
 
-int bench_reference_speed(void)
+/* One case of a family: parameters from "NAME=VALUE ..." text, buffers,
+ * regime-0 inputs, and three output sets (exact mode, staged mode, the
+ * MPFR path's). */
+typedef struct {
+    const ug_family *f;
+    ug_params p;
+    ug_buf bufs[UG_MAX_BUFFERS];
+    ug_ref_value *outs[UG_REF_MODE_COUNT][UG_MAX_BUFFERS], *plain_path[UG_MAX_BUFFERS];
+    size_t n_out, out_counts[UG_MAX_BUFFERS], elements;
+} ref_case;
+
+static void case_close(ref_case *c)
 {
-    printf("\n== reference speed: %s reference vs a plain mpfr_fma loop (%d bits), %s ==\n", REF_FAMILY,
-           UG_REF_PREC, REF_SHAPE);
-    const ug_family *f = ug_family_find(REF_FAMILY);
-    if (!f) {
-        printf("  skipped: %s is not registered\n", REF_FAMILY);
+    for (size_t i = 0; i < UG_MAX_BUFFERS; i++) {
+        free(c->bufs[i].data);
+        free(c->plain_path[i]);
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) free(c->outs[m][i]);
+    }
+}
+
+static int case_open(ref_case *c, const char *family, const char *shape_text)
+{
+    memset(c, 0, sizeof *c);
+    c->f = ug_family_find(family);
+    if (!c->f) {
+        printf("  skipped: %s is not registered\n", family);
         return -1;
     }
-    ug_params p;
-    memset(&p, 0, sizeof p);
-    char text[] = REF_SHAPE;
+    char text[256];
+    snprintf(text, sizeof text, "%s", shape_text);
     for (char *save = NULL, *tok = strtok_r(text, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
         char *eq = strchr(tok, '=');
         *eq = '\0';
-        int i = ug_family_param_index(f, tok);
+        int i = ug_family_param_index(c->f, tok);
         if (i < 0) {
-            printf("  skipped: %s has no parameter %s\n", REF_FAMILY, tok);
+            printf("  skipped: %s has no parameter %s\n", family, tok);
             return -1;
         }
-        p.v[i] = strtod(eq + 1, NULL);
+        c->p.v[i] = strtod(eq + 1, NULL);
     }
-    const shape s = {(size_t)param(f, &p, "B"), (size_t)param(f, &p, "T"),  (size_t)param(f, &p, "Hg"),
-                     (size_t)param(f, &p, "H"), (size_t)param(f, &p, "K"),  (size_t)param(f, &p, "V"),
-                     (size_t)param(f, &p, "BT")};
-    ug_buf bufs[UG_MAX_BUFFERS];
-    ug_ref_value *outs[UG_MAX_BUFFERS] = {0}, *exact[UG_MAX_BUFFERS] = {0}, *plain_path[UG_MAX_BUFFERS] = {0};
-    size_t n_out = 0, elements = 0, out_counts[UG_MAX_BUFFERS] = {0};
-    memset(bufs, 0, sizeof bufs);
-    int rc = 0;
-    for (size_t i = 0; i < f->n_buffers; i++) {
-        ug_status st = f->buffer_count(&p, i, &bufs[i].count);
-        bufs[i].dtype = f->buffers[i].dtype;
-        bufs[i].data = ug_is_ok(&st) ? calloc(bufs[i].count + 1, ug_dtype_size(bufs[i].dtype)) : NULL;
-        if (!bufs[i].data) abort();
-        if (f->buffers[i].is_output) {
-            outs[n_out] = calloc(bufs[i].count + 1, sizeof(ug_ref_value));
-            exact[n_out] = calloc(bufs[i].count + 1, sizeof(ug_ref_value));
-            plain_path[n_out] = calloc(bufs[i].count + 1, sizeof(ug_ref_value));
-            if (!outs[n_out] || !exact[n_out] || !plain_path[n_out]) abort();
-            out_counts[n_out++] = bufs[i].count;
-            elements += bufs[i].count;
+    for (size_t i = 0; i < c->f->n_buffers; i++) {
+        ug_status st = c->f->buffer_count(&c->p, i, &c->bufs[i].count);
+        c->bufs[i].dtype = c->f->buffers[i].dtype;
+        c->bufs[i].data = ug_is_ok(&st) ? calloc(c->bufs[i].count + 1, ug_dtype_size(c->bufs[i].dtype)) : NULL;
+        if (!c->bufs[i].data) abort();
+        if (c->f->buffers[i].is_output) {
+            for (int m = 0; m < UG_REF_MODE_COUNT; m++) c->outs[m][c->n_out] = calloc(c->bufs[i].count + 1, sizeof(ug_ref_value));
+            c->plain_path[c->n_out] = calloc(c->bufs[i].count + 1, sizeof(ug_ref_value));
+            if (!c->outs[0][c->n_out] || !c->outs[1][c->n_out] || !c->plain_path[c->n_out]) abort();
+            c->out_counts[c->n_out++] = c->bufs[i].count;
+            c->elements += c->bufs[i].count;
         }
     }
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 20260517);
-    ug_status st = f->generate(&p, 0, rng, bufs);
+    ug_status st = c->f->generate(&c->p, 0, rng, c->bufs);
     gsl_rng_free(rng);
-    const double terms = (double)elements * (double)s.bt;
-    /* Nonzero A entries: the reference skips the zero upper triangle. */
-    const float *a = bufs[ug_family_buffer_index(f, "A")].data;
-    size_t nonzero = 0;
-    for (size_t i = 0; i < s.b * s.t * s.h * s.bt; i++) nonzero += a[i] != 0;
-    double nonzero_share = (double)nonzero / (double)(s.b * s.t * s.h * s.bt);
-
-    double ref_rate[UG_REF_MODE_COUNT] = {0};
-    size_t path_differ = 0;
-    for (int mode = 0; ug_is_ok(&st) && mode < UG_REF_MODE_COUNT; mode++)
-        for (int fast = 1; ug_is_ok(&st) && fast >= 0; fast--) {
-            ug_ref_value **dst = fast ? (mode == UG_REF_EXACT ? exact : outs) : plain_path;
-            double best = INFINITY;
-            ug_ref_set_fast(fast);
-            for (int r = 0; r < (fast ? REPEATS : 1) && ug_is_ok(&st); r++) {
-                double t0 = bench_now();
-                st = f->reference(&p, bufs, (ug_ref_mode)mode, dst);
-                best = fmin(best, bench_now() - t0);
-            }
-            ug_ref_set_fast(true);
-            if (!ug_is_ok(&st)) break;
-            if (fast) ref_rate[mode] = terms / best;
-            else
-                for (size_t o = 0; o < n_out; o++)
-                    for (size_t e = 0; e < out_counts[o]; e++)
-                        path_differ += !same_value(&plain_path[o][e], mode == UG_REF_EXACT ? &exact[o][e] : &outs[o][e]);
-            printf("  reference, %-6s mode, %-9s: %8.3f s  %7.3f Mterm/s  (%zu outputs x %zu terms%s)\n",
-                   ug_ref_mode_name((ug_ref_mode)mode), fast ? "fast path" : "MPFR path", best, terms / best * 1e-6,
-                   elements, s.bt, fast ? "; best of 3" : "; one run");
-        }
     if (!ug_is_ok(&st)) {
         printf("  failed: %s\n", st.msg);
-        rc = -1;
-    } else {
+        return -1;
+    }
+    return 0;
+}
+
+/* The reference in one mode on its fast path (best of REPEATS) and on its
+ * MPFR path (one run); prints both rates for `terms` multiply-adds and
+ * returns the fast path's rate (*mpfr_rate the other), or a negative value
+ * when a call fails; *differ counts elements whose two results differ in
+ * any field. */
+static double time_paths(ref_case *c, ug_ref_mode mode, double terms, size_t *differ, double *mpfr_rate)
+{
+    double fast_rate = 0;
+    for (int fast = 1; fast >= 0; fast--) {
+        ug_ref_value **dst = fast ? c->outs[mode] : c->plain_path;
+        double best = INFINITY;
+        ug_ref_set_fast(fast);
+        ug_status st = ug_ok();
+        for (int r = 0; r < (fast ? REPEATS : 1) && ug_is_ok(&st); r++) {
+            double t0 = bench_now();
+            st = c->f->reference(&c->p, c->bufs, mode, dst);
+            best = fmin(best, bench_now() - t0);
+        }
+        ug_ref_set_fast(true);
+        if (!ug_is_ok(&st)) {
+            printf("  failed: %s\n", st.msg);
+            return -1;
+        }
+        printf("  reference, %-6s mode, %-9s: %8.3f s  %7.3f Mterm/s  (%zu outputs%s)\n", ug_ref_mode_name(mode),
+               fast ? "fast path" : "MPFR path", best, terms / best * 1e-6, c->elements,
+               fast ? "; best of 3" : "; one run");
+        if (fast) {
+            fast_rate = terms / best;
+            continue;
+        }
+        *mpfr_rate = terms / best;
+        for (size_t o = 0; o < c->n_out; o++)
+            for (size_t e = 0; e < c->out_counts[o]; e++)
+                *differ += !same_value(&c->plain_path[o][e], &c->outs[mode][o][e]);
+    }
+    return fast_rate;
+}
+
+/* gdn_recompute_wu: both modes against the plain mpfr_fma loop. */
+static int recompute_wu_speed(void)
+{
+    printf("\n== reference speed: %s reference vs a plain mpfr_fma loop (%d bits), %s ==\n", REF_FAMILY,
+           UG_REF_PREC, REF_SHAPE);
+    ref_case c;
+    int rc = case_open(&c, REF_FAMILY, REF_SHAPE);
+    if (rc != 0) {
+        case_close(&c);
+        return rc;
+    }
+    const ug_family *f = c.f;
+    const shape s = {(size_t)param(f, &c.p, "B"), (size_t)param(f, &c.p, "T"),  (size_t)param(f, &c.p, "Hg"),
+                     (size_t)param(f, &c.p, "H"), (size_t)param(f, &c.p, "K"),  (size_t)param(f, &c.p, "V"),
+                     (size_t)param(f, &c.p, "BT")};
+    const size_t elements = c.elements;
+    const double terms = (double)elements * (double)s.bt;
+    /* Nonzero A entries: the reference skips the zero upper triangle. */
+    const float *a = c.bufs[ug_family_buffer_index(f, "A")].data;
+    size_t nonzero = 0;
+    for (size_t i = 0; i < s.b * s.t * s.h * s.bt; i++) nonzero += a[i] != 0;
+    const double nonzero_share = (double)nonzero / (double)(s.b * s.t * s.h * s.bt);
+    double ref_rate[UG_REF_MODE_COUNT] = {0};
+    size_t path_differ = 0;
+    for (int mode = 0; rc == 0 && mode < UG_REF_MODE_COUNT; mode++) {
+        double mpfr_rate;
+        ref_rate[mode] = time_paths(&c, (ug_ref_mode)mode, terms, &path_differ, &mpfr_rate);
+        if (ref_rate[mode] < 0) rc = -1;
+    }
+    if (rc == 0) {
         /* The plain loop, checked against the exact mode's values. */
         double *r = malloc(elements * sizeof *r);
         if (!r) abort();
         const int k = ug_family_buffer_index(f, "k"), v = ug_family_buffer_index(f, "v");
-        const float *beta = bufs[ug_family_buffer_index(f, "beta")].data;
-        const float *g = bufs[ug_family_buffer_index(f, "g")].data;
+        const float *beta = c.bufs[ug_family_buffer_index(f, "beta")].data;
+        const float *g = c.bufs[ug_family_buffer_index(f, "g")].data;
         const size_t w_count = s.b * s.t * s.h * s.k;
         double dt = INFINITY;
         for (int rep = 0; rep < REPEATS; rep++) {
             double t0 = bench_now();
-            plain_output(&s, bufs[k].data, s.hg, s.k, true, beta, g, a, r);             /* w */
-            plain_output(&s, bufs[v].data, s.h, s.v, false, beta, g, a, r + w_count);   /* u */
+            plain_output(&s, c.bufs[k].data, s.hg, s.k, true, beta, g, a, r);           /* w */
+            plain_output(&s, c.bufs[v].data, s.h, s.v, false, beta, g, a, r + w_count); /* u */
             dt = fmin(dt, bench_now() - t0);
         }
-        double plain_rate = terms / dt;
+        const double plain_rate = terms / dt;
         printf("  plain mpfr_fma loop                : %8.3f s  %7.3f Mterm/s  (same terms; operands converted, exp at "
                "%d bits; best of 3)\n", dt, plain_rate * 1e-6, UG_REF_PREC);
         size_t differ = 0;
         for (size_t e = 0; e < elements; e++) {
-            const ug_ref_value *rv = e < w_count ? &exact[0][e] : &exact[1][e - w_count];
+            const ug_ref_value *rv = e < w_count ? &c.outs[UG_REF_EXACT][0][e] : &c.outs[UG_REF_EXACT][1][e - w_count];
             double ref = rv->r_hi + rv->r_lo;
             differ += fabs(ref - r[e]) > 1e-15 * fabs(ref) + 1e-300;
         }
@@ -209,11 +259,41 @@ int bench_reference_speed(void)
                ref_rate[UG_REF_EXACT] / plain_rate, ref_rate[UG_REF_STAGED] / plain_rate);
         free(r);
     }
-    for (size_t i = 0; i < f->n_buffers; i++) free(bufs[i].data);
-    for (size_t o = 0; o < n_out; o++) {
-        free(outs[o]);
-        free(exact[o]);
-        free(plain_path[o]);
-    }
+    case_close(&c);
     return rc;
+}
+
+/* gdn_chunk_scaled_kkt: its fast path (the Gram dot products in the exact
+ * accumulator) against its MPFR path; a term is one product k_i[d] k_j[d]
+ * of a dot product below the diagonal (the modes compute the same function). */
+static int scaled_kkt_speed(void)
+{
+    const char *family = "gdn_chunk_scaled_kkt", *shape_text = "B=1 T=256 Hg=2 H=4 K=128 BT=64";
+    printf("\n== reference speed: %s reference, fast path vs MPFR path, %s ==\n", family, shape_text);
+    ref_case c;
+    int rc = case_open(&c, family, shape_text);
+    if (rc == 0) {
+        const double bt = param(c.f, &c.p, "BT");
+        const double terms = param(c.f, &c.p, "B") * param(c.f, &c.p, "Hg") * (param(c.f, &c.p, "T") / bt) *
+                             (bt * (bt - 1) / 2) * param(c.f, &c.p, "K");
+        size_t differ = 0;
+        double mpfr_rate = 0;
+        const double fast_rate = time_paths(&c, UG_REF_EXACT, terms, &differ, &mpfr_rate);
+        if (fast_rate < 0) rc = -1;
+        else {
+            printf("  check: the fast path's values equal the MPFR path's, every field, in %zu of %zu elements\n",
+                   c.elements - differ, c.elements);
+            printf("  speed-up of the fast path over the MPFR path: %.2fx\n", fast_rate / mpfr_rate);
+            if (differ) rc = -1;
+        }
+    }
+    case_close(&c);
+    return rc;
+}
+
+int bench_reference_speed(void)
+{
+    const int wu = recompute_wu_speed();
+    const int kkt = scaled_kkt_speed();
+    return wu != 0 || kkt != 0 ? -1 : 0;
 }
