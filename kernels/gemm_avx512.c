@@ -2,13 +2,14 @@
  *
  * The product, BLIS-style: B is widened to f32 once per panel of 32 columns
  * and up to KC rows, packed [p][32] so that a k-step reads two aligned
- * vectors; an 8 x 32 block of C keeps its 16 accumulators in registers while
- * each A element is broadcast from memory straight into its FMAs. The inner
- * loop is loads and FMAs only (the widening of B per block and per k-step,
- * which competed with the FMAs for ports 0 and 5, is gone). Sums longer than
- * KC continue from the partial C stored by the previous panel, so each
- * element's chain is unbroken and in increasing p. Column tails are masked
- * lanes, row tails smaller blocks: no scalar code in the product.
+ * vectors (a B stored by columns goes through the 8 x 16 bf16 transpose;
+ * other strides and partial panels of such a B, one element at a time); an
+ * 8 x 32 block of C keeps its 16 accumulators in registers while each A
+ * element is broadcast from memory straight into its FMAs. The inner loop
+ * is loads and FMAs only (the widening of B per block and per k-step, which
+ * competed with the FMAs for ports 0 and 5, is gone). The loop nest and the
+ * chains longer than KC: gemm_driver.h. Column tails are masked lanes, row
+ * tails smaller blocks: the micro-kernel has no scalar code.
  *
  * The row operations do 16 elements per instruction, the last vector masked;
  * f32 -> bf16 is the integer rounding of ug_bf16_from_f32 (vcvtneps2bf16
