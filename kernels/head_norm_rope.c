@@ -309,7 +309,7 @@ static void store_bf16(const head_job *job, const float *y, ug_bf16 *out)
 {
     if (UG_MUTANT == HEAD_NORM_ROPE_MUT_OUTPUT_TRUNCATED)
         for (uint32_t i = 0; i < job->head_dim; i++) out[i] = (ug_bf16)(ug_f32_bits(y[i]) >> 16);
-    else job->path->round_bf16(y, job->head_dim, out);
+    else ug_rows_round(job->head_dim, y, out);
 }
 
 static head_job job_for(uint32_t head_dim, uint32_t half_rope_dim, uint32_t span, float eps, bool f32)
@@ -478,12 +478,7 @@ static void rotate_portable(float *lo, float *hi, const float *c, const float *s
     for (size_t k = 0; k < n; k++) head_norm_rope_rotate_pair(lo + k, hi + k, c[k], s[k]);
 }
 
-static void round_bf16_portable(const float *y, size_t n, ug_bf16 *out)
-{
-    for (size_t i = 0; i < n; i++) out[i] = ug_bf16_from_f32(y[i]);
-}
-
 static const head_norm_rope_path path_portable = {
     accumulate_squares_bf16_portable, accumulate_squares_f32_portable, reduce_portable, scale_bf16_portable,
-    scale_f32_portable,               rotate_portable,                 round_bf16_portable,
+    scale_f32_portable,               rotate_portable,
 };

@@ -33,24 +33,6 @@ static inline float reduce_last_lanes(const float *partial)
     return _mm_cvtss_f32(_mm_add_ss(v2, _mm_shuffle_ps(v2, v2, 1)));
 }
 
-/* ug_bf16_from_f32 on eight lanes: NaNs quieted with their sign, the rest
- * rounded to nearest even by adding 0x7FFF plus the lowest kept bit (|u| <=
- * 0x7FFFFFFF, so the signed compare is the unsigned one). */
-static void round_bf16(const float *y, size_t n, ug_bf16 *out)
-{
-    const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7FFF);
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
-        __m256i u = _mm256_castps_si256(_mm256_loadu_ps(y + i)), high = _mm256_srli_epi32(u, 16);
-        __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)),
-                                         _mm256_set1_epi32(0x7F800000));
-        __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(half, _mm256_and_si256(high, one))), 16);
-        __m256i quiet = _mm256_or_si256(_mm256_and_si256(high, _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7FC0));
-        __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
-        _mm_storeu_si128((__m128i *)(out + i), _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
-    }
-    for (; i < n; i++) out[i] = ug_bf16_from_f32(y[i]);
-}
 
 #define PATH_NAME head_norm_rope_path_avx2
 #include "head_norm_rope_simd.h"

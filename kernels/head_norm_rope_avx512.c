@@ -34,22 +34,6 @@ static inline float reduce_last_lanes(const float *partial)
     return _mm_cvtss_f32(_mm_add_ss(v2, _mm_shuffle_ps(v2, v2, 1)));
 }
 
-/* ug_bf16_from_f32 on sixteen lanes: NaNs quieted with their sign, the rest
- * rounded to nearest even by adding 0x7FFF plus the lowest kept bit. */
-static void round_bf16(const float *y, size_t n, ug_bf16 *out)
-{
-    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7FFF);
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
-        __m512i u = _mm512_castps_si512(_mm512_loadu_ps(y + i)), high = _mm512_srli_epi32(u, 16);
-        __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
-                                                _mm512_set1_epi32(0x7F800000));
-        __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(high, one))), 16);
-        __m512i quiet = _mm512_or_si512(_mm512_and_si512(high, _mm512_set1_epi32(0x8000)), _mm512_set1_epi32(0x7FC0));
-        _mm256_storeu_si256((__m256i *)(out + i), _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet)));
-    }
-    for (; i < n; i++) out[i] = ug_bf16_from_f32(y[i]);
-}
 
 #define PATH_NAME head_norm_rope_path_avx512
 #include "head_norm_rope_simd.h"

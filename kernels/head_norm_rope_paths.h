@@ -28,8 +28,6 @@ typedef struct {
     /* The NeoX rotation of n pairs in place, head_norm_rope_rotate_pair on
      * each (lo[k], hi[k]) with c[k], s[k]. */
     void (*rotate)(float *lo, float *hi, const float *c, const float *s, size_t n);
-    /* out[i] = ug_bf16_from_f32(y[i]) (round to nearest even, NaN quieted). */
-    void (*round_bf16)(const float *y, size_t n, ug_bf16 *out);
 } head_norm_rope_path;
 
 static inline void head_norm_rope_fold(float *partial, size_t stride)

@@ -3,7 +3,7 @@
  * define: vec, LANES, vec_load, vec_load_bf16 (LANES bf16 widened exactly),
  * vec_store, vec_set1, vec_add, vec_mul, vec_fmadd(a, b, c) = fl(a*b + c),
  * vec_fmsub(a, b, c) = fl(a*b - c), reduce_last_lanes (the tree's last steps
- * over partial[0 .. 2*LANES) in registers) and round_bf16, then PATH_NAME).
+ * over partial[0 .. 2*LANES) in registers), then PATH_NAME).
  * Each loop performs head_norm_rope_paths.h's operations LANES elements at a
  * time and the scalar definitions on the elements left over. */
 
@@ -82,4 +82,4 @@ static void rotate(float *lo, float *hi, const float *c, const float *s, size_t 
 }
 
 const head_norm_rope_path PATH_NAME = {accumulate_squares_bf16, accumulate_squares_f32, reduce, scale_bf16,
-                                       scale_f32,               rotate,                 round_bf16};
+                                       scale_f32,               rotate};
