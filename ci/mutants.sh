@@ -25,7 +25,7 @@ caught=0 total=0 escaped=()
 while IFS=$' \t' read -r family id name what; do
   total=$((total + 1))
   bin=$build/mutants/ulpgate-$family-$id
-  if ! make -s "$bin" >"$log/$family-$id.build.log" 2>&1; then
+  if ! make -s BUILD="$build" "$bin" >"$log/$family-$id.build.log" 2>&1; then
     echo "mutants: cannot build $family/$name (see $log/$family-$id.build.log)"
     exit 1
   fi
@@ -47,7 +47,7 @@ passed=0 variants=0 rejected=()
 while IFS=$' \t' read -r family id name what; do
   variants=$((variants + 1))
   bin=$build/mutants/ulpgate-$family-$id
-  make -s "$bin" >"$log/$family-$id.build.log" 2>&1 || { echo "mutants: cannot build variant $family/$name"; exit 1; }
+  make -s BUILD="$build" "$bin" >"$log/$family-$id.build.log" 2>&1 || { echo "mutants: cannot build variant $family/$name"; exit 1; }
   if run_gate "$bin" "$log/$family-$id.log" "$family/"; then
     passed=$((passed + 1))
     printf 'mutants: variant passes %-18s %-22s %s\n' "$family" "$name" "$what"

@@ -75,3 +75,14 @@ void ug_plan_finding(const ug_plan *p, char *out, size_t size)
                  used ? "; " : "", p->tg_bytes_planned, p->tg_bytes_needed);
 #undef UG_PLAN_NOTE
 }
+
+ug_status ug_layout_count(const char *family, const ug_buffer_desc *buf, const int dims[UG_LAYOUT_MAX_DIMS],
+                          const ug_params *p, size_t chunks, size_t *count)
+{
+    size_t n = 1;
+    for (int d = 0; d < UG_LAYOUT_MAX_DIMS && dims[d] != UG_DIM_END; d++)
+        if (__builtin_mul_overflow(n, dims[d] == UG_DIM_CHUNKS ? chunks : (size_t)p->v[dims[d]], &n))
+            return ug_fail(UG_EINVAL, "%s: %s %s has more than SIZE_MAX elements", family, buf->name, buf->layout);
+    *count = n;
+    return ug_ok();
+}

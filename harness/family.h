@@ -86,6 +86,25 @@ typedef struct ug_family {
  * an empty string. */
 void ug_plan_finding(const ug_plan *p, char *out, size_t size);
 
+/* The fields every descriptor in harness/families/ fills alike, from its own
+ * tables and functions of these names: param_names[N_PARAMS],
+ * buffers[N_BUFFERS], mutants[] (and variants[]); buffer_count, generate,
+ * run, reference. */
+#define UG_FAMILY_COMMON_FIELDS                                                          \
+    .n_params = N_PARAMS, .param_names = param_names, .n_buffers = N_BUFFERS, .buffers = buffers, \
+    .n_mutants = sizeof mutants / sizeof mutants[0], .mutants = mutants, .buffer_count = buffer_count, \
+    .generate = generate, .run = run, .reference = reference
+#define UG_FAMILY_VARIANT_FIELDS .n_variants = sizeof variants / sizeof variants[0], .variants = variants
+
+/* A buffer's element count from its layout written as parameter indices,
+ * outermost first, ended by UG_DIM_END or after UG_LAYOUT_MAX_DIMS;
+ * UG_DIM_CHUNKS stands for the chunk count, which the family defines and
+ * passes as `chunks`. Fails, naming the family, the buffer and its layout,
+ * when the product exceeds SIZE_MAX. */
+enum { UG_DIM_END = -1, UG_DIM_CHUNKS = -2, UG_LAYOUT_MAX_DIMS = 5 };
+ug_status ug_layout_count(const char *family, const ug_buffer_desc *buf, const int dims[UG_LAYOUT_MAX_DIMS],
+                          const ug_params *p, size_t chunks, size_t *count);
+
 #define UG_REGISTER_FAMILY(desc)                                              \
     static const ug_family *const ug_family_entry_##desc                     \
         __attribute__((used, section("ug_families"), aligned(sizeof(void *)))) = &desc

@@ -34,6 +34,8 @@ typedef enum {
 enum { GDN_GATE_REGIMES = GDN_REGIME_BETA_NEAR_ONE };
 
 extern const char *const gdn_regime_names[GDN_REGIME_COUNT];
+/* A GDN descriptor's regimes (harness/family.h). */
+#define GDN_REGIME_FIELDS .n_regimes = GDN_REGIME_COUNT, .regimes = gdn_regime_names
 
 /* Dimensions of SPEC §1.1-1.3; a stage that lacks one (no values) passes 1. */
 typedef struct {

@@ -253,18 +253,9 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family attn_reduce_fwht_family = {
     .name = "attn_reduce_fwht",
     .spec_section = "SPEC 1.4",
-    .n_params = N_PARAMS,
-    .param_names = param_names,
-    .n_buffers = N_BUFFERS,
-    .buffers = buffers,
+    UG_FAMILY_COMMON_FIELDS,
     .n_regimes = N_REGIMES,
     .regimes = regimes,
-    .n_mutants = sizeof mutants / sizeof mutants[0],
-    .mutants = mutants,
-    .buffer_count = buffer_count,
-    .generate = generate,
-    .run = run,
-    .reference = reference,
     .plan = plan,
 };
 UG_REGISTER_FAMILY(attn_reduce_fwht_family);

@@ -68,19 +68,9 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family gdn_chunk_cumsum_family = {
     .name = "gdn_chunk_cumsum",
     .spec_section = "SPEC 1.3",
-    .n_params = N_PARAMS,
-    .param_names = param_names,
-    .n_buffers = N_BUFFERS,
-    .buffers = buffers,
-    .n_regimes = GDN_GATE_REGIMES,
+    UG_FAMILY_COMMON_FIELDS,
+    UG_FAMILY_VARIANT_FIELDS,
+    .n_regimes = GDN_GATE_REGIMES, /* the gate regimes come first in gdn_regime_names */
     .regimes = gdn_regime_names,
-    .n_mutants = sizeof mutants / sizeof mutants[0],
-    .mutants = mutants,
-    .n_variants = sizeof variants / sizeof variants[0],
-    .variants = variants,
-    .buffer_count = buffer_count,
-    .generate = generate,
-    .run = run,
-    .reference = reference,
 };
 UG_REGISTER_FAMILY(gdn_chunk_cumsum_family);

@@ -66,19 +66,12 @@ static size_t chunks(const ug_params *p)
 
 static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
 {
-    enum { NT = -2, END = -1 };
-    static const int dims[N_BUFFERS][5] = {
-        [BUF_Q] = {P_B, P_T, P_HG, P_K, END}, [BUF_K] = {P_B, P_T, P_HG, P_K, END},
-        [BUF_V] = {P_B, P_T, P_H, P_V, END},  [BUF_H] = {P_B, NT, P_H, P_V, P_K},
-        [BUF_G] = {P_B, P_T, P_H, END},       [BUF_O] = {P_B, P_T, P_H, P_V, END},
+    static const int dims[N_BUFFERS][UG_LAYOUT_MAX_DIMS] = {
+        [BUF_Q] = {P_B, P_T, P_HG, P_K, UG_DIM_END}, [BUF_K] = {P_B, P_T, P_HG, P_K, UG_DIM_END},
+        [BUF_V] = {P_B, P_T, P_H, P_V, UG_DIM_END},  [BUF_H] = {P_B, UG_DIM_CHUNKS, P_H, P_V, P_K},
+        [BUF_G] = {P_B, P_T, P_H, UG_DIM_END},       [BUF_O] = {P_B, P_T, P_H, P_V, UG_DIM_END},
     };
-    size_t n = 1;
-    for (int d = 0; d < 5 && dims[i][d] != END; d++)
-        if (__builtin_mul_overflow(n, dims[i][d] == NT ? chunks(p) : param(p, dims[i][d]), &n))
-            return ug_fail(UG_EINVAL, "gdn_chunk_o: %s %s has more than SIZE_MAX elements",
-                           buffers[i].name, buffers[i].layout);
-    *count = n;
-    return ug_ok();
+    return ug_layout_count("gdn_chunk_o", &buffers[i], dims[i], p, chunks(p), count);
 }
 
 static gdn_chunk_o_shape ref_shape(const ug_params *p)
@@ -308,20 +301,10 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family gdn_chunk_o_family = {
     .name = "gdn_chunk_o",
     .spec_section = "SPEC 1.2",
-    .n_params = N_PARAMS,
-    .param_names = param_names,
-    .n_buffers = N_BUFFERS,
-    .buffers = buffers,
+    UG_FAMILY_COMMON_FIELDS,
+    UG_FAMILY_VARIANT_FIELDS,
     .n_regimes = N_REGIMES,
     .regimes = regimes,
-    .n_mutants = sizeof mutants / sizeof mutants[0],
-    .mutants = mutants,
-    .n_variants = sizeof variants / sizeof variants[0],
-    .variants = variants,
-    .buffer_count = buffer_count,
-    .generate = generate,
-    .run = run,
-    .reference = reference,
     .plan = plan,
 };
 UG_REGISTER_FAMILY(gdn_chunk_o_family);

@@ -34,17 +34,11 @@ static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
 static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
 {
-    static const int dims[N_BUFFERS][4] = {
-        [BUF_K] = {P_B, P_T, P_HG, P_K},  [BUF_BETA] = {P_B, P_T, P_H, -1},
-        [BUF_G] = {P_B, P_T, P_H, -1},    [BUF_L] = {P_B, P_T, P_H, P_BT},
+    static const int dims[N_BUFFERS][UG_LAYOUT_MAX_DIMS] = {
+        [BUF_K] = {P_B, P_T, P_HG, P_K, UG_DIM_END}, [BUF_BETA] = {P_B, P_T, P_H, UG_DIM_END},
+        [BUF_G] = {P_B, P_T, P_H, UG_DIM_END},       [BUF_L] = {P_B, P_T, P_H, P_BT, UG_DIM_END},
     };
-    size_t n = 1;
-    for (int d = 0; d < 4 && dims[i][d] >= 0; d++)
-        if (__builtin_mul_overflow(n, param(p, dims[i][d]), &n))
-            return ug_fail(UG_EINVAL, "gdn_chunk_scaled_kkt: %s %s has more than SIZE_MAX elements",
-                           buffers[i].name, buffers[i].layout);
-    *count = n;
-    return ug_ok();
+    return ug_layout_count("gdn_chunk_scaled_kkt", &buffers[i], dims[i], p, 0, count);
 }
 
 static ug_status run(const ug_params *p, ug_buf *bufs)
@@ -82,19 +76,8 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family gdn_chunk_scaled_kkt_family = {
     .name = "gdn_chunk_scaled_kkt",
     .spec_section = "SPEC 1.3",
-    .n_params = N_PARAMS,
-    .param_names = param_names,
-    .n_buffers = N_BUFFERS,
-    .buffers = buffers,
-    .n_regimes = GDN_REGIME_COUNT,
-    .regimes = gdn_regime_names,
-    .n_mutants = sizeof mutants / sizeof mutants[0],
-    .mutants = mutants,
-    .n_variants = sizeof variants / sizeof variants[0],
-    .variants = variants,
-    .buffer_count = buffer_count,
-    .generate = generate,
-    .run = run,
-    .reference = reference,
+    UG_FAMILY_COMMON_FIELDS,
+    UG_FAMILY_VARIANT_FIELDS,
+    GDN_REGIME_FIELDS,
 };
 UG_REGISTER_FAMILY(gdn_chunk_scaled_kkt_family);

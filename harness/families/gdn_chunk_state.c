@@ -42,22 +42,17 @@ static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
 static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
 {
-    enum { NT = -2, NONE = -1 };
-    static const int dims[N_BUFFERS][5] = {
-        [BUF_K] = {P_B, P_T, P_HG, P_K, NONE},  [BUF_W] = {P_B, P_T, P_H, P_K, NONE},
-        [BUF_U] = {P_B, P_T, P_H, P_V, NONE},   [BUF_G] = {P_B, P_T, P_H, NONE},
-        [BUF_H0] = {P_B, P_H, P_K, P_V, NONE},  [BUF_H] = {P_B, NT, P_H, P_V, P_K},
-        [BUF_V_NEW] = {P_B, P_T, P_H, P_V, NONE}, [BUF_FINAL] = {P_B, P_H, P_K, P_V, NONE},
+    static const int dims[N_BUFFERS][UG_LAYOUT_MAX_DIMS] = {
+        [BUF_K] = {P_B, P_T, P_HG, P_K, UG_DIM_END},     [BUF_W] = {P_B, P_T, P_H, P_K, UG_DIM_END},
+        [BUF_U] = {P_B, P_T, P_H, P_V, UG_DIM_END},      [BUF_G] = {P_B, P_T, P_H, UG_DIM_END},
+        [BUF_H0] = {P_B, P_H, P_K, P_V, UG_DIM_END},     [BUF_H] = {P_B, UG_DIM_CHUNKS, P_H, P_V, P_K},
+        [BUF_V_NEW] = {P_B, P_T, P_H, P_V, UG_DIM_END},  [BUF_FINAL] = {P_B, P_H, P_K, P_V, UG_DIM_END},
     };
-    size_t n = i == BUF_H0 && !param(p, P_HAS_H0) ? 0 : 1;
-    for (int d = 0; d < 5 && dims[i][d] != NONE; d++) {
-        size_t extent = dims[i][d] == NT ? (param(p, P_BT) ? param(p, P_T) / param(p, P_BT) : 0) : param(p, dims[i][d]);
-        if (__builtin_mul_overflow(n, extent, &n))
-            return ug_fail(UG_EINVAL, "gdn_chunk_state: %s %s has more than SIZE_MAX elements", buffers[i].name,
-                           buffers[i].layout);
+    if (i == BUF_H0 && !param(p, P_HAS_H0)) {
+        *count = 0;
+        return ug_ok();
     }
-    *count = n;
-    return ug_ok();
+    return ug_layout_count("gdn_chunk_state", &buffers[i], dims[i], p, param(p, P_BT) ? param(p, P_T) / param(p, P_BT) : 0, count);
 }
 
 static ug_status run(const ug_params *p, ug_buf *bufs)
@@ -124,19 +119,8 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family gdn_chunk_state_family = {
     .name = "gdn_chunk_state",
     .spec_section = "SPEC 1.3",
-    .n_params = N_PARAMS,
-    .param_names = param_names,
-    .n_buffers = N_BUFFERS,
-    .buffers = buffers,
-    .n_regimes = GDN_REGIME_COUNT,
-    .regimes = gdn_regime_names,
-    .n_mutants = sizeof mutants / sizeof mutants[0],
-    .mutants = mutants,
-    .n_variants = sizeof variants / sizeof variants[0],
-    .variants = variants,
-    .buffer_count = buffer_count,
-    .generate = generate,
-    .run = run,
-    .reference = reference,
+    UG_FAMILY_COMMON_FIELDS,
+    UG_FAMILY_VARIANT_FIELDS,
+    GDN_REGIME_FIELDS,
 };
 UG_REGISTER_FAMILY(gdn_chunk_state_family);

@@ -51,20 +51,17 @@ static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
 static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
 {
-    enum { NONE = -1 };
-    static const int dims[N_BUFFERS][4] = {
-        [BUF_Q] = {P_B, P_T, P_HG, P_K},      [BUF_K] = {P_B, P_T, P_HG, P_K},
-        [BUF_V] = {P_B, P_T, P_H, P_V},       [BUF_BETA] = {P_B, P_T, P_H, NONE},
-        [BUF_G_RAW] = {P_B, P_T, P_H, NONE},  [BUF_H0] = {P_B, P_H, P_K, P_V},
-        [BUF_O] = {P_B, P_T, P_H, P_V},       [BUF_FINAL] = {P_B, P_H, P_K, P_V},
+    static const int dims[N_BUFFERS][UG_LAYOUT_MAX_DIMS] = {
+        [BUF_Q] = {P_B, P_T, P_HG, P_K, UG_DIM_END},     [BUF_K] = {P_B, P_T, P_HG, P_K, UG_DIM_END},
+        [BUF_V] = {P_B, P_T, P_H, P_V, UG_DIM_END},      [BUF_BETA] = {P_B, P_T, P_H, UG_DIM_END},
+        [BUF_G_RAW] = {P_B, P_T, P_H, UG_DIM_END},       [BUF_H0] = {P_B, P_H, P_K, P_V, UG_DIM_END},
+        [BUF_O] = {P_B, P_T, P_H, P_V, UG_DIM_END},      [BUF_FINAL] = {P_B, P_H, P_K, P_V, UG_DIM_END},
     };
-    size_t n = i == BUF_H0 && !param(p, P_HAS_H0) ? 0 : 1;
-    for (int d = 0; d < 4 && dims[i][d] != NONE; d++)
-        if (__builtin_mul_overflow(n, param(p, dims[i][d]), &n))
-            return ug_fail(UG_EINVAL, "gdn_e2e: %s %s has more than SIZE_MAX elements", buffers[i].name,
-                           buffers[i].layout);
-    *count = n;
-    return ug_ok();
+    if (i == BUF_H0 && !param(p, P_HAS_H0)) {
+        *count = 0;
+        return ug_ok();
+    }
+    return ug_layout_count("gdn_e2e", &buffers[i], dims[i], p, 0, count);
 }
 
 static ug_status run(const ug_params *p, ug_buf *bufs)
@@ -203,19 +200,8 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family gdn_e2e_family = {
     .name = "gdn_e2e",
     .spec_section = "SPEC 1.3",
-    .n_params = N_PARAMS,
-    .param_names = param_names,
-    .n_buffers = N_BUFFERS,
-    .buffers = buffers,
-    .n_regimes = GDN_REGIME_COUNT,
-    .regimes = gdn_regime_names,
-    .n_mutants = sizeof mutants / sizeof mutants[0],
-    .mutants = mutants,
-    .n_variants = sizeof variants / sizeof variants[0],
-    .variants = variants,
-    .buffer_count = buffer_count,
-    .generate = generate,
-    .run = run,
-    .reference = reference,
+    UG_FAMILY_COMMON_FIELDS,
+    UG_FAMILY_VARIANT_FIELDS,
+    GDN_REGIME_FIELDS,
 };
 UG_REGISTER_FAMILY(gdn_e2e_family);

@@ -87,19 +87,8 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family gdn_solve_tril_family = {
     .name = "gdn_solve_tril",
     .spec_section = "SPEC 1.3",
-    .n_params = N_PARAMS,
-    .param_names = param_names,
-    .n_buffers = N_BUFFERS,
-    .buffers = buffers,
-    .n_regimes = GDN_REGIME_COUNT,
-    .regimes = gdn_regime_names,
-    .n_mutants = sizeof mutants / sizeof mutants[0],
-    .mutants = mutants,
-    .n_variants = sizeof variants / sizeof variants[0],
-    .variants = variants,
-    .buffer_count = buffer_count,
-    .generate = generate,
-    .run = run,
-    .reference = reference,
+    UG_FAMILY_COMMON_FIELDS,
+    UG_FAMILY_VARIANT_FIELDS,
+    GDN_REGIME_FIELDS,
 };
 UG_REGISTER_FAMILY(gdn_solve_tril_family);

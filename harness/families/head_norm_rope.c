@@ -247,18 +247,9 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family head_norm_rope_family = {
     .name = "head_norm_rope",
     .spec_section = "SPEC 1.5",
-    .n_params = N_PARAMS,
-    .param_names = param_names,
-    .n_buffers = N_BUFFERS,
-    .buffers = buffers,
+    UG_FAMILY_COMMON_FIELDS,
     .n_regimes = N_REGIMES,
     .regimes = regimes,
-    .n_mutants = sizeof mutants / sizeof mutants[0],
-    .mutants = mutants,
-    .buffer_count = buffer_count,
-    .generate = generate,
-    .run = run,
-    .reference = reference,
     .plan = plan,
 };
 UG_REGISTER_FAMILY(head_norm_rope_family);
