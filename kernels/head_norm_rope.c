@@ -21,11 +21,11 @@
  * the seed's f32 host plan, and the seed's bf16 host plan wherever that plan
  * suffices (head_dim <= 256); for head_dim > 256 the bf16 host plans only
  * tg_size floats, short of the head_dim cached values (the plan audit in
- * harness/families/head_norm_rope.c reports it). The f32 kernel forms the
- * cached values in the output row itself (the same operations, one pass less)
- * and keeps the partial sums in its scratch, one threadgroup's worth per
- * kernel thread; the SIMD paths (head_norm_rope_paths.h) vectorize every
- * step, the tree's halving steps included, without changing a bit. */
+ * harness/families/head_norm_rope.c reports it). The f32 kernel has one
+ * threadgroup's worth per kernel thread and stores each finished head to
+ * the output once (a large output with non-temporal stores); the SIMD paths
+ * (head_norm_rope_paths.h) vectorize every step, the tree's halving steps
+ * included, without changing a bit. */
 #include "head_norm_rope.h"
 
 #include <math.h>
@@ -242,18 +242,12 @@ typedef struct {
     bool f32;
 } head_job;
 
-/* The shader's reduction: thread t sums x[t]^2, x[t+tg]^2, ... into
- * partial[t] (tg_size floats of threadgroup memory), then the tree halves the
- * active threads each step. */
+/* The shader's reduction over its tg_size threads (head_norm_rope_paths.h);
+ * partial: the tg_size floats of threadgroup memory it uses. */
 static float sum_of_squares(const head_job *job, const void *x, float *partial)
 {
-    memset(partial, 0, job->tg_size * sizeof(float));
-    for (uint32_t base = 0; base < job->head_dim; base += job->tg_size) {
-        uint32_t n = job->head_dim - base < job->tg_size ? job->head_dim - base : job->tg_size;
-        if (job->f32) job->path->accumulate_squares_f32((const float *)x + base, n, partial);
-        else job->path->accumulate_squares_bf16((const ug_bf16 *)x + base, n, partial);
-    }
-    return job->path->reduce(partial, job->tg_size);
+    if (job->f32) return job->path->sum_squares_f32(x, job->head_dim, job->tg_size, partial);
+    return job->path->sum_squares_bf16(x, job->head_dim, job->tg_size, partial);
 }
 
 /* r = 1/sqrt(ss/head_dim + eps): an f32 division, addition, sqrtf and
@@ -368,10 +362,10 @@ static void frequencies(const head_norm_rope_f32_params *p, const float *freq_fa
 }
 
 /* Tokens are independent: ranges of them go to the kernel threads
- * (kernels/parallel.h). Each worker has its own slice of threadgroup memory
- * (the reduction's partial sums) and of cos/sin tables; the normalized and
- * rotated values are formed in the output row itself, which the shader's
- * threadgroup cache stands for (one pass over the output, no copy). */
+ * (kernels/parallel.h). Each worker has its own threadgroup memory, used as
+ * the shader uses it (the partial sums, then the head's cached values, which
+ * are rotated there), and its own cos/sin tables; each finished head is then
+ * stored to the output once. */
 typedef struct {
     const head_norm_rope_f32_params *p;
     head_job head;
@@ -381,13 +375,22 @@ typedef struct {
     float *threadgroup; /* tg_slice floats per worker */
     float *tables;      /* 2 * half_rope_dim floats per worker: cos, sin */
     size_t tg_slice;
+    bool stream;
 } f32_job;
+
+/* An output this large is not read back from the caches before they have
+ * turned over (the L2 is a few MiB): it is written with non-temporal stores,
+ * which skip the read-for-ownership of each line (a third of the kernel's
+ * DRAM traffic) and leave the caches to the input. A smaller output stays in
+ * the cache for its consumer. */
+enum { STREAM_MIN_BYTES = 4 << 20 };
 
 static void f32_tokens(void *ctx, unsigned worker, size_t begin, size_t end)
 {
     const f32_job *job = ctx;
     const head_norm_rope_f32_params *p = job->p;
-    float *partial = job->threadgroup + worker * job->tg_slice;
+    const head_norm_rope_path *path = job->head.path;
+    float *threadgroup = job->threadgroup + worker * job->tg_slice;
     float *c = job->tables + (size_t)worker * 2 * p->half_rope_dim, *s = c + p->half_rope_dim;
     for (size_t t = begin; t < end; t++) {
         const float position = (float)job->pos[t];
@@ -398,10 +401,12 @@ static void f32_tokens(void *ctx, unsigned worker, size_t begin, size_t end)
         }
         for (size_t head = 0; head < p->n_heads; head++) {
             const size_t offset = (t * p->n_heads + head) * p->head_dim;
-            normalize(&job->head, job->in + offset, job->w, partial, job->out + offset);
-            rotate(&job->head, job->out + offset, c, s);
+            normalize(&job->head, job->in + offset, job->w, threadgroup, threadgroup);
+            rotate(&job->head, threadgroup, c, s);
+            path->store_f32(job->out + offset, threadgroup, p->head_dim, job->stream);
         }
     }
+    if (job->stream) path->end_stream();
 }
 
 ug_status head_norm_rope_f32(const head_norm_rope_f32_params *p, const ug_buf *input, ug_buf *output,
@@ -432,6 +437,7 @@ ug_status head_norm_rope_f32(const head_norm_rope_f32_params *p, const ug_buf *i
         .threadgroup = ug_guarded_data(&scratch),
         .tables = f + p->half_rope_dim,
         .tg_slice = tg_slice,
+        .stream = output->count * sizeof(float) >= STREAM_MIN_BYTES,
     };
     ug_parallel_for(p->seq_len, f32_tokens, &job);
     st = ug_guarded_free(&table_memory, KERNEL_F32 " angle tables");
@@ -441,23 +447,26 @@ ug_status head_norm_rope_f32(const head_norm_rope_f32_params *p, const ug_buf *i
 
 /* ---- the portable path ----------------------------------------------------------- */
 
-static void accumulate_squares_bf16_portable(const ug_bf16 *x, size_t n, float *partial)
+static float sum_squares_portable(const void *x, size_t n, size_t tg, float *partial, bool bf16)
 {
-    for (size_t t = 0; t < n; t++) {
-        float v = ug_bf16_to_f32(x[t]);
-        partial[t] = fmaf(v, v, partial[t]);
-    }
-}
-
-static void accumulate_squares_f32_portable(const float *x, size_t n, float *partial)
-{
-    for (size_t t = 0; t < n; t++) partial[t] = fmaf(x[t], x[t], partial[t]);
-}
-
-static float reduce_portable(float *partial, size_t tg)
-{
+    memset(partial, 0, tg * sizeof(float));
+    for (size_t base = 0; base < n; base += tg)
+        for (size_t t = 0; t < tg && base + t < n; t++) {
+            float v = element(x, base + t, !bf16);
+            partial[t] = fmaf(v, v, partial[t]);
+        }
     for (size_t stride = tg / 2; stride > 0; stride /= 2) head_norm_rope_fold(partial, stride);
     return partial[0];
+}
+
+static float sum_squares_bf16_portable(const ug_bf16 *x, size_t n, size_t tg, float *partial)
+{
+    return sum_squares_portable(x, n, tg, partial, true);
+}
+
+static float sum_squares_f32_portable(const float *x, size_t n, size_t tg, float *partial)
+{
+    return sum_squares_portable(x, n, tg, partial, false);
 }
 
 static void scale_bf16_portable(const ug_bf16 *x, const ug_bf16 *w, size_t n, float r, float *y)
@@ -478,7 +487,16 @@ static void rotate_portable(float *lo, float *hi, const float *c, const float *s
     for (size_t k = 0; k < n; k++) head_norm_rope_rotate_pair(lo + k, hi + k, c[k], s[k]);
 }
 
+/* Ordinary stores: the portable path is the statement the others are
+ * checked against, not a fast path. */
+static void store_f32_portable(float *out, const float *y, size_t n, bool stream)
+{
+    memcpy(out, y, n * sizeof(float));
+}
+
+static void end_stream_portable(void) {}
+
 static const head_norm_rope_path path_portable = {
-    accumulate_squares_bf16_portable, accumulate_squares_f32_portable, reduce_portable, scale_bf16_portable,
-    scale_f32_portable,               rotate_portable,
+    sum_squares_bf16_portable, sum_squares_f32_portable, scale_bf16_portable, scale_f32_portable,
+    rotate_portable,           store_f32_portable,       end_stream_portable,
 };

@@ -8,26 +8,34 @@
 #define UG_HEAD_NORM_ROPE_PATHS_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../core/bf16.h"
 
 typedef struct {
-    /* partial[t] = fmaf(x[t], x[t], partial[t]) for t < n: one step of the
-     * shader's per-thread sums of squares (thread t owns x[t], x[t+tg], ...). */
-    void (*accumulate_squares_bf16)(const ug_bf16 *x, size_t n, float *partial);
-    void (*accumulate_squares_f32)(const float *x, size_t n, float *partial);
-    /* The shader's tree over tg (a power of two) partial sums: for stride =
-     * tg/2, tg/4, ..., 1, partial[t] = fl(partial[t] + partial[t + stride])
-     * for t < stride; returns partial[0] (the rest of partial is left
-     * undefined). head_norm_rope_fold is the scalar step. */
-    float (*reduce)(float *partial, size_t tg);
+    /* The shader's sum of squares of x[0 .. n): thread t < tg (a power of
+     * two) sums fmaf(x[k], x[k], .) over k = t, t + tg, ... from 0 into
+     * partial[t], then the tree: for stride = tg/2, tg/4, ..., 1,
+     * partial[t] = fl(partial[t] + partial[t + stride]) for t < stride
+     * (head_norm_rope_fold is the scalar step); returns partial[0]. partial
+     * holds tg floats (its contents are left undefined). */
+    float (*sum_squares_bf16)(const ug_bf16 *x, size_t n, size_t tg, float *partial);
+    float (*sum_squares_f32)(const float *x, size_t n, size_t tg, float *partial);
     /* y[i] = head_norm_rope_scale(x[i], r, w[i]) (w NULL: no weight) for i < n. */
     void (*scale_bf16)(const ug_bf16 *x, const ug_bf16 *w, size_t n, float r, float *y);
     void (*scale_f32)(const float *x, const float *w, size_t n, float r, float *y);
     /* The NeoX rotation of n pairs in place, head_norm_rope_rotate_pair on
      * each (lo[k], hi[k]) with c[k], s[k]. */
     void (*rotate)(float *lo, float *hi, const float *c, const float *s, size_t n);
+    /* out[i] = y[i] for i < n. stream: the whole vectors that are aligned in
+     * out are written with non-temporal stores, which skip the
+     * read-for-ownership of out's lines and leave the caches to the input;
+     * the caller issues end_stream before out is read by anyone. */
+    void (*store_f32)(float *out, const float *y, size_t n, bool stream);
+    /* Orders the calling thread's non-temporal stores before its later
+     * stores (another thread may read them once this thread's work is done). */
+    void (*end_stream)(void);
 } head_norm_rope_path;
 
 static inline void head_norm_rope_fold(float *partial, size_t stride)

@@ -1,9 +1,10 @@
 /* The vector loops of head_norm_rope, written once for every SIMD path
  * (included by head_norm_rope_avx2.c and head_norm_rope_avx512.c after they
  * define: vec, LANES, vec_load, vec_load_bf16 (LANES bf16 widened exactly),
- * vec_store, vec_set1, vec_add, vec_mul, vec_fmadd(a, b, c) = fl(a*b + c),
+ * vec_store, vec_stream (a non-temporal store to a vector-aligned address),
+ * vec_set1, vec_add, vec_mul, vec_fmadd(a, b, c) = fl(a*b + c),
  * vec_fmsub(a, b, c) = fl(a*b - c), reduce_last_lanes (the tree's last steps
- * over partial[0 .. 2*LANES) in registers), then PATH_NAME).
+ * over the 2*LANES sums of two vectors, in registers), then PATH_NAME).
  * Each loop performs head_norm_rope_paths.h's operations LANES elements at a
  * time and the scalar definitions on the elements left over. */
 
@@ -18,25 +19,21 @@ static inline float scalar_as_f32(const void *x, size_t i, bool bf16)
     return bf16 ? ug_bf16_to_f32(((const ug_bf16 *)x)[i]) : ((const float *)x)[i];
 }
 
-static inline __attribute__((always_inline)) void accumulate_squares(const void *x, size_t n, float *partial,
-                                                                      bool bf16)
+/* partial[t] = fmaf(x[base + t], x[base + t], partial[t]) for t < n: one
+ * step of the shader's per-thread sums. */
+static inline __attribute__((always_inline)) void accumulate_squares(const void *x, size_t base, size_t n,
+                                                                      float *partial, bool bf16)
 {
     size_t t = 0;
     for (; t + LANES <= n; t += LANES) {
-        vec v = load_as_f32(x, t, bf16);
+        vec v = load_as_f32(x, base + t, bf16);
         vec_store(partial + t, vec_fmadd(v, v, vec_load(partial + t)));
     }
     for (; t < n; t++) {
-        float v = scalar_as_f32(x, t, bf16);
+        float v = scalar_as_f32(x, base + t, bf16);
         partial[t] = fmaf(v, v, partial[t]);
     }
 }
-
-static void accumulate_squares_bf16(const ug_bf16 *x, size_t n, float *partial)
-{
-    accumulate_squares(x, n, partial, true);
-}
-static void accumulate_squares_f32(const float *x, size_t n, float *partial) { accumulate_squares(x, n, partial, false); }
 
 /* The tree's steps down to 2 * LANES sums as vector adds over memory, then
  * reduce_last_lanes in registers. */
@@ -49,7 +46,49 @@ static float reduce(float *partial, size_t tg)
     for (size_t stride = tg / 2; stride > LANES; stride /= 2)
         for (size_t t = 0; t < stride; t += LANES)
             vec_store(partial + t, vec_add(vec_load(partial + t), vec_load(partial + t + stride)));
-    return reduce_last_lanes(partial);
+    return reduce_last_lanes(vec_load(partial), vec_load(partial + LANES));
+}
+
+/* A head of exactly tg = nv * LANES elements (nv a power of two, 2 .. 16,
+ * a constant after inlining) has one element per thread: partial[t] is
+ * fl(x[t]^2 + 0), and the whole tree runs in registers, the steps over
+ * whole vectors as vector adds, then reduce_last_lanes. */
+static inline __attribute__((always_inline)) float sum_squares_in_registers(const void *x, size_t nv, bool bf16)
+{
+    vec v[16];
+#pragma GCC unroll 16
+    for (size_t i = 0; i < nv; i++) {
+        vec a = load_as_f32(x, i * LANES, bf16);
+        v[i] = vec_fmadd(a, a, vec_set1(0.0f));
+    }
+#pragma GCC unroll 4
+    for (size_t half = nv / 2; half >= 2; half /= 2)
+#pragma GCC unroll 8
+        for (size_t i = 0; i < half; i++) v[i] = vec_add(v[i], v[i + half]);
+    return reduce_last_lanes(v[0], v[1]);
+}
+
+static inline __attribute__((always_inline)) float sum_squares(const void *x, size_t n, size_t tg, float *partial,
+                                                                bool bf16)
+{
+    if (n == tg) switch (tg / LANES) {
+        case 2: return sum_squares_in_registers(x, 2, bf16);
+        case 4: return sum_squares_in_registers(x, 4, bf16);
+        case 8: return sum_squares_in_registers(x, 8, bf16);
+        case 16: return sum_squares_in_registers(x, 16, bf16);
+        }
+    memset(partial, 0, tg * sizeof(float));
+    for (size_t base = 0; base < n; base += tg) accumulate_squares(x, base, n - base < tg ? n - base : tg, partial, bf16);
+    return reduce(partial, tg);
+}
+
+static float sum_squares_bf16(const ug_bf16 *x, size_t n, size_t tg, float *partial)
+{
+    return sum_squares(x, n, tg, partial, true);
+}
+static float sum_squares_f32(const float *x, size_t n, size_t tg, float *partial)
+{
+    return sum_squares(x, n, tg, partial, false);
 }
 
 static inline __attribute__((always_inline)) void scale(const void *x, const void *w, size_t n, float r, float *y,
@@ -81,5 +120,17 @@ static void rotate(float *lo, float *hi, const float *c, const float *s, size_t 
     for (; k < n; k++) head_norm_rope_rotate_pair(lo + k, hi + k, c[k], s[k]);
 }
 
-const head_norm_rope_path PATH_NAME = {accumulate_squares_bf16, accumulate_squares_f32, reduce, scale_bf16,
-                                       scale_f32,               rotate};
+static void store_f32(float *out, const float *y, size_t n, bool stream)
+{
+    size_t i = 0;
+    if (stream) {
+        for (; i < n && (uintptr_t)(out + i) % sizeof(vec) != 0; i++) out[i] = y[i];
+        for (; i + LANES <= n; i += LANES) vec_stream(out + i, vec_load(y + i));
+    }
+    memcpy(out + i, y + i, (n - i) * sizeof(float));
+}
+
+static void end_stream(void) { _mm_sfence(); }
+
+const head_norm_rope_path PATH_NAME = {sum_squares_bf16, sum_squares_f32, scale_bf16, scale_f32,
+                                       rotate,           store_f32,       end_stream};

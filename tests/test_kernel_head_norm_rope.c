@@ -250,6 +250,9 @@ static void test_f32_matches_the_scalar_statement_on_every_isa(void)
         f32_shape(2, 512, 256, 2, true, true, 1e6f, 500000),     f32_shape(1, 512, 64, 3, false, true, 10000.0f, 31),
         f32_shape(2, 97, 48, 3, true, true, 10000.0f, 1000),     f32_shape(2, 1, 0, 1, true, false, 10000.0f, 0),
         f32_shape(1, 3, 1, 5, false, true, 10000.0f, 4000000000u), f32_shape(1, 257, 128, 2, true, false, 1e6f, 65536),
+        /* An output over the kernel's streaming threshold (4 MiB), its heads
+         * of 97 floats at every alignment. */
+        f32_shape(8, 97, 48, 1400, true, false, 10000.0f, 8191),
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) expect_scalar_statement(&shapes[i]);
 }
@@ -288,6 +291,37 @@ static void test_simd_bf16_rounding_is_the_scalar_rounding(void)
             }
     }
     CU_ASSERT_EQUAL(ug_isa_select(ug_isa_best()).code, UG_OK);
+}
+
+/* The SIMD paths' output store writes exactly out[0 .. n), streaming or
+ * not, from every alignment of out: the unaligned start, the non-temporal
+ * whole vectors and the tail. */
+static void test_simd_store_writes_exactly_the_row_from_every_alignment(void)
+{
+    enum { MAX_N = 70, PAD = 16 };
+    float y[MAX_N], row[PAD + MAX_N + PAD] __attribute__((aligned(64)));
+    for (size_t i = 0; i < MAX_N; i++) y[i] = (float)i + 0.5f;
+    const ug_isa isas[] = {UG_ISA_AVX2, UG_ISA_AVX512};
+    const head_norm_rope_path *paths[] = {&head_norm_rope_path_avx2, &head_norm_rope_path_avx512};
+    for (size_t k = 0; k < 2; k++) {
+        if (!ug_isa_supported(isas[k])) continue;
+        for (int stream = 0; stream < 2; stream++)
+            for (size_t shift = 0; shift < PAD; shift++)
+                for (size_t n = 0; n <= MAX_N; n++) {
+                    memset(row, 0xFF, sizeof row);
+                    paths[k]->store_f32(row + shift, y, n, stream);
+                    paths[k]->end_stream();
+                    bool ok = true;
+                    for (size_t i = 0; i < sizeof row / sizeof row[0]; i++) {
+                        uint32_t got = ug_f32_bits(row[i]);
+                        ok &= i >= shift && i < shift + n ? got == ug_f32_bits(y[i - shift]) : got == 0xFFFFFFFFu;
+                    }
+                    if (!ok) {
+                        printf("\n  %s: store of %zu floats at +%zu, stream %d", ug_isa_name(isas[k]), n, shift, stream);
+                        CU_FAIL("SIMD store differs from a copy of the row");
+                    }
+                }
+    }
 }
 
 /* ---- properties that need no scalar statement ----------------------------- */
@@ -532,6 +566,7 @@ UG_TEST_SUITE(head_norm_rope_kernel_suite, "kernel_head_norm_rope",
               UG_TEST(test_bf16_matches_the_scalar_statement_on_every_isa),
               UG_TEST(test_f32_matches_the_scalar_statement_on_every_isa),
               UG_TEST(test_simd_bf16_rounding_is_the_scalar_rounding),
+              UG_TEST(test_simd_store_writes_exactly_the_row_from_every_alignment),
               UG_TEST(test_unit_weight_equals_no_weight_and_position_zero_rotates_nothing),
               UG_TEST(test_all_zero_head_gives_zeros),
               UG_TEST(test_plan_formulas_are_the_seeds),
