@@ -362,10 +362,12 @@ static void frequencies(const head_norm_rope_f32_params *p, const float *freq_fa
 }
 
 /* Tokens are independent: ranges of them go to the kernel threads
- * (kernels/parallel.h). Each worker has its own threadgroup memory, used as
- * the shader uses it (the partial sums, then the head's cached values, which
- * are rotated there), and its own cos/sin tables; each finished head is then
- * stored to the output once. */
+ * (kernels/parallel.h). Each worker has its own threadgroup memory and its
+ * own cos/sin tables. The threadgroup memory holds the partial sums; a head
+ * whose every element is in a pair is then scaled, rotated and stored in one
+ * step, any other is finished in threadgroup memory as in the shader (its
+ * cached values, rotated there) and then stored; either way each output
+ * element is written once. */
 typedef struct {
     const head_norm_rope_f32_params *p;
     head_job head;
@@ -376,7 +378,14 @@ typedef struct {
     float *tables;      /* TABLE_FLOATS(half_rope_dim) per worker */
     size_t tg_slice;
     bool stream;
+    bool whole_head_rotates; /* every element in a pair: one path step per head */
 } f32_job;
+
+/* The mutants of the normalization and the rotation are in normalize() and
+ * rotate(): their builds take those steps on every head. */
+#define STEPS_MUTATED                                                                                               \
+    (UG_MUTANT == HEAD_NORM_ROPE_MUT_ONE_PLUS_WEIGHT || UG_MUTANT == HEAD_NORM_ROPE_MUT_NEIGHBOUR_PAIRS ||           \
+     UG_MUTANT == HEAD_NORM_ROPE_MUT_PASS_THROUGH_OFF_BY_ONE || UG_MUTANT == HEAD_NORM_ROPE_MUT_SIN_SIGN_FLIPPED)
 
 /* A worker's tables: cos and sin of the current token's angles and of the
  * next token's. */
@@ -429,9 +438,14 @@ static void f32_tokens(void *ctx, unsigned worker, size_t begin, size_t end)
             const float *ahead = job->in + offset + PREFETCH_AHEAD_FLOATS;
             if (ahead + p->head_dim <= in_end)
                 for (uint32_t i = 0; i < p->head_dim; i += CACHE_LINE_FLOATS) __builtin_prefetch(ahead + i, 0, 3);
-            normalize(&job->head, job->in + offset, job->w, threadgroup, threadgroup);
-            rotate(&job->head, threadgroup, c, s);
-            path->store_f32(job->out + offset, threadgroup, p->head_dim, job->stream);
+            if (job->whole_head_rotates) {
+                const float r = inverse_rms(&job->head, sum_of_squares(&job->head, job->in + offset, threadgroup));
+                path->scale_rotate_store_f32(job->in + offset, job->w, r, c, s, half, job->out + offset, job->stream);
+            } else {
+                normalize(&job->head, job->in + offset, job->w, threadgroup, threadgroup);
+                rotate(&job->head, threadgroup, c, s);
+                path->store_f32(job->out + offset, threadgroup, p->head_dim, job->stream);
+            }
         }
         float *swap = c;
         c = next_c;
@@ -473,6 +487,7 @@ ug_status head_norm_rope_f32(const head_norm_rope_f32_params *p, const ug_buf *i
         .tables = f + p->half_rope_dim,
         .tg_slice = tg_slice,
         .stream = output->count * sizeof(float) >= STREAM_MIN_BYTES,
+        .whole_head_rotates = !STEPS_MUTATED && 2 * p->half_rope_dim == p->head_dim,
     };
     ug_parallel_for(p->seq_len, f32_tokens, &job);
     st = ug_guarded_free(&table_memory, KERNEL_F32 " angle tables");
@@ -522,6 +537,18 @@ static void rotate_portable(float *lo, float *hi, const float *c, const float *s
     for (size_t k = 0; k < n; k++) head_norm_rope_rotate_pair(lo + k, hi + k, c[k], s[k]);
 }
 
+static void scale_rotate_store_f32_portable(const float *x, const float *w, float r, const float *c, const float *s,
+                                            size_t half, float *out, bool stream)
+{
+    for (size_t k = 0; k < half; k++) {
+        float lo = head_norm_rope_scale(x[k], r, w ? w + k : NULL);
+        float hi = head_norm_rope_scale(x[half + k], r, w ? w + half + k : NULL);
+        head_norm_rope_rotate_pair(&lo, &hi, c[k], s[k]);
+        out[k] = lo;
+        out[half + k] = hi;
+    }
+}
+
 /* Ordinary stores: the portable path is the statement the others are
  * checked against, not a fast path. */
 static void store_f32_portable(float *out, const float *y, size_t n, bool stream)
@@ -532,6 +559,6 @@ static void store_f32_portable(float *out, const float *y, size_t n, bool stream
 static void end_stream_portable(void) {}
 
 static const head_norm_rope_path path_portable = {
-    sum_squares_bf16_portable, sum_squares_f32_portable, scale_bf16_portable, scale_f32_portable,
-    rotate_portable,           store_f32_portable,       end_stream_portable,
+    sum_squares_bf16_portable, sum_squares_f32_portable,        scale_bf16_portable, scale_f32_portable,
+    rotate_portable,           scale_rotate_store_f32_portable, store_f32_portable,  end_stream_portable,
 };

@@ -28,6 +28,13 @@ typedef struct {
     /* The NeoX rotation of n pairs in place, head_norm_rope_rotate_pair on
      * each (lo[k], hi[k]) with c[k], s[k]. */
     void (*rotate)(float *lo, float *hi, const float *c, const float *s, size_t n);
+    /* A head whose every element is in a pair (n = 2 * half, span = half):
+     * out = store_f32 of rotate of scale_f32(x, w, r), the same operations
+     * on each element without the passes through memory between them.
+     * stream as in store_f32, for whole vectors that are aligned in out
+     * together with their partners. */
+    void (*scale_rotate_store_f32)(const float *x, const float *w, float r, const float *c, const float *s,
+                                   size_t half, float *out, bool stream);
     /* out[i] = y[i] for i < n. stream: the whole vectors that are aligned in
      * out are written with non-temporal stores, which skip the
      * read-for-ownership of out's lines and leave the caches to the input;

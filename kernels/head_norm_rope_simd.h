@@ -120,6 +120,37 @@ static void rotate(float *lo, float *hi, const float *c, const float *s, size_t 
     for (; k < n; k++) head_norm_rope_rotate_pair(lo + k, hi + k, c[k], s[k]);
 }
 
+static void scale_rotate_store_f32(const float *x, const float *w, float r, const float *c, const float *s,
+                                   size_t half, float *out, bool stream)
+{
+    const vec rv = vec_set1(r);
+    const bool aligned = (uintptr_t)out % sizeof(vec) == 0 && half % LANES == 0;
+    size_t k = 0;
+    for (; k + LANES <= half; k += LANES) {
+        vec l = vec_mul(vec_load(x + k), rv), h = vec_mul(vec_load(x + half + k), rv);
+        if (w) {
+            l = vec_mul(l, vec_load(w + k));
+            h = vec_mul(h, vec_load(w + half + k));
+        }
+        const vec cv = vec_load(c + k), sv = vec_load(s + k);
+        const vec lo = vec_fmsub(l, cv, vec_mul(h, sv)), hi = vec_fmadd(h, cv, vec_mul(l, sv));
+        if (stream && aligned) {
+            vec_stream(out + k, lo);
+            vec_stream(out + half + k, hi);
+        } else {
+            vec_store(out + k, lo);
+            vec_store(out + half + k, hi);
+        }
+    }
+    for (; k < half; k++) {
+        float l = head_norm_rope_scale(x[k], r, w ? w + k : NULL);
+        float h = head_norm_rope_scale(x[half + k], r, w ? w + half + k : NULL);
+        head_norm_rope_rotate_pair(&l, &h, c[k], s[k]);
+        out[k] = l;
+        out[half + k] = h;
+    }
+}
+
 static void store_f32(float *out, const float *y, size_t n, bool stream)
 {
     size_t i = 0;
@@ -132,5 +163,6 @@ static void store_f32(float *out, const float *y, size_t n, bool stream)
 
 static void end_stream(void) { _mm_sfence(); }
 
-const head_norm_rope_path PATH_NAME = {sum_squares_bf16, sum_squares_f32, scale_bf16, scale_f32,
-                                       rotate,           store_f32,       end_stream};
+const head_norm_rope_path PATH_NAME = {
+    sum_squares_bf16, sum_squares_f32, scale_bf16, scale_f32, rotate, scale_rotate_store_f32, store_f32, end_stream,
+};

@@ -250,9 +250,9 @@ static void test_f32_matches_the_scalar_statement_on_every_isa(void)
         f32_shape(2, 512, 256, 2, true, true, 1e6f, 500000),     f32_shape(1, 512, 64, 3, false, true, 10000.0f, 31),
         f32_shape(2, 97, 48, 3, true, true, 10000.0f, 1000),     f32_shape(2, 1, 0, 1, true, false, 10000.0f, 0),
         f32_shape(1, 3, 1, 5, false, true, 10000.0f, 4000000000u), f32_shape(1, 257, 128, 2, true, false, 1e6f, 65536),
-        /* An output over the kernel's streaming threshold (4 MiB), its heads
-         * of 97 floats at every alignment. */
-        f32_shape(8, 97, 48, 1400, true, false, 10000.0f, 8191),
+        /* Outputs over the kernel's streaming threshold (4 MiB): heads of 97
+         * floats at every alignment, and heads rotated whole. */
+        f32_shape(8, 97, 48, 1400, true, false, 10000.0f, 8191), f32_shape(4, 128, 64, 2100, false, true, 1e6f, 8191),
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) expect_scalar_statement(&shapes[i]);
 }
