@@ -540,13 +540,7 @@ static void rotate_portable(float *lo, float *hi, const float *c, const float *s
 static void scale_rotate_store_f32_portable(const float *x, const float *w, float r, const float *c, const float *s,
                                             size_t half, float *out, bool stream)
 {
-    for (size_t k = 0; k < half; k++) {
-        float lo = head_norm_rope_scale(x[k], r, w ? w + k : NULL);
-        float hi = head_norm_rope_scale(x[half + k], r, w ? w + half + k : NULL);
-        head_norm_rope_rotate_pair(&lo, &hi, c[k], s[k]);
-        out[k] = lo;
-        out[half + k] = hi;
-    }
+    head_norm_rope_scale_rotate_pairs(x, w, r, c, s, 0, half, out);
 }
 
 /* Ordinary stores: the portable path is the statement the others are

@@ -67,6 +67,21 @@ static inline void head_norm_rope_rotate_pair(float *lo, float *hi, float c, flo
     *hi = fmaf(h, c, l * s);
 }
 
+/* scale_rotate_store_f32 on pairs k = from .. half-1 of a head, one
+ * element at a time: the portable path's whole loop and the SIMD paths'
+ * elements left over. */
+static inline void head_norm_rope_scale_rotate_pairs(const float *x, const float *w, float r, const float *c,
+                                                     const float *s, size_t from, size_t half, float *out)
+{
+    for (size_t k = from; k < half; k++) {
+        float lo = head_norm_rope_scale(x[k], r, w ? w + k : NULL);
+        float hi = head_norm_rope_scale(x[half + k], r, w ? w + half + k : NULL);
+        head_norm_rope_rotate_pair(&lo, &hi, c[k], s[k]);
+        out[k] = lo;
+        out[half + k] = hi;
+    }
+}
+
 extern const head_norm_rope_path head_norm_rope_path_avx2;
 extern const head_norm_rope_path head_norm_rope_path_avx512;
 

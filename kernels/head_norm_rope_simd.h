@@ -142,13 +142,7 @@ static void scale_rotate_store_f32(const float *x, const float *w, float r, cons
             vec_store(out + half + k, hi);
         }
     }
-    for (; k < half; k++) {
-        float l = head_norm_rope_scale(x[k], r, w ? w + k : NULL);
-        float h = head_norm_rope_scale(x[half + k], r, w ? w + half + k : NULL);
-        head_norm_rope_rotate_pair(&l, &h, c[k], s[k]);
-        out[k] = l;
-        out[half + k] = h;
-    }
+    head_norm_rope_scale_rotate_pairs(x, w, r, c, s, k, half, out);
 }
 
 static void store_f32(float *out, const float *y, size_t n, bool stream)
