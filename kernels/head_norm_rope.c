@@ -22,10 +22,12 @@
  * suffices (head_dim <= 256); for head_dim > 256 the bf16 host plans only
  * tg_size floats, short of the head_dim cached values (the plan audit in
  * harness/families/head_norm_rope.c reports it). The f32 kernel has one
- * threadgroup's worth per kernel thread and stores each finished head to
- * the output once (a large output with non-temporal stores); the SIMD paths
- * (head_norm_rope_paths.h) vectorize every step, the tree's halving steps
- * included, without changing a bit. */
+ * threadgroup's worth per kernel thread; a head that is rotated whole goes
+ * from its sum of squares straight to the output, in registers (the cache
+ * only stands between values that are already at hand), and every head is
+ * written to the output once (a large output with non-temporal stores).
+ * The SIMD paths (head_norm_rope_paths.h) vectorize every step, the tree's
+ * halving steps included, without changing a bit. */
 #include "head_norm_rope.h"
 
 #include <math.h>

@@ -62,7 +62,8 @@ enum head_norm_rope_mutant {
  * threadgroup bytes tg_size*4 (bf16 host) and max(tg_size, head_dim)*4
  * (f32 host). Both C kernels allocate the second per threadgroup (the f32
  * kernel one per kernel thread): the algorithm caches head_dim normalized
- * values there (see the .c file). */
+ * values there (see the .c file; the f32 kernel's heads that are rotated
+ * whole keep them in registers). */
 uint32_t head_norm_rope_tg_size(uint32_t head_dim);
 uint64_t head_norm_rope_bf16_planned_bytes(uint32_t head_dim);
 uint64_t head_norm_rope_f32_planned_bytes(uint32_t head_dim);
