@@ -429,17 +429,21 @@ static void f32_tokens(void *ctx, unsigned worker, size_t begin, size_t end)
     const head_norm_rope_path *path = job->head.path;
     const uint32_t half = p->half_rope_dim, slice = (half + p->n_heads - 1) / p->n_heads;
     float *threadgroup = job->threadgroup + worker * job->tg_slice;
-    float *c = job->tables + worker * TABLE_FLOATS(half), *s = c + half, *next_c = s + half, *next_s = next_c + half;
-    const float *in_end = job->in + end * p->n_heads * p->head_dim;
-    angles(job, begin, 0, half, c, s);
+    float *tables = job->tables + worker * TABLE_FLOATS(half);
+    const size_t range_end = end * p->n_heads * p->head_dim;
+    angles(job, begin, 0, half, tables, tables + half);
     for (size_t t = begin; t < end; t++) {
+        /* The tokens of the range use the two halves of the tables in turn. */
+        float *c = tables + (t - begin) % 2 * 2 * half, *s = c + half;
+        float *next_c = tables + (t - begin + 1) % 2 * 2 * half, *next_s = next_c + half;
         for (size_t head = 0; head < p->n_heads; head++) {
             const uint32_t from = head * slice < half ? head * slice : half;
             if (t + 1 < end) angles(job, t + 1, from, half - from < slice ? half : from + slice, next_c, next_s);
             const size_t offset = (t * p->n_heads + head) * p->head_dim;
-            const float *ahead = job->in + offset + PREFETCH_AHEAD_FLOATS;
-            if (ahead + p->head_dim <= in_end)
-                for (uint32_t i = 0; i < p->head_dim; i += CACHE_LINE_FLOATS) __builtin_prefetch(ahead + i, 0, 3);
+            const size_t ahead = offset + PREFETCH_AHEAD_FLOATS;
+            if (ahead + p->head_dim <= range_end)
+                for (uint32_t i = 0; i < p->head_dim; i += CACHE_LINE_FLOATS)
+                    __builtin_prefetch(job->in + ahead + i, 0, 3);
             if (job->whole_head_rotates) {
                 const float r = inverse_rms(&job->head, sum_of_squares(&job->head, job->in + offset, threadgroup));
                 path->scale_rotate_store_f32(job->in + offset, job->w, r, c, s, half, job->out + offset, job->stream);
@@ -449,12 +453,6 @@ static void f32_tokens(void *ctx, unsigned worker, size_t begin, size_t end)
                 path->store_f32(job->out + offset, threadgroup, p->head_dim, job->stream);
             }
         }
-        float *swap = c;
-        c = next_c;
-        next_c = swap;
-        swap = s;
-        s = next_s;
-        next_s = swap;
     }
     if (job->stream) path->end_stream();
 }
