@@ -107,10 +107,9 @@ baseline: $(BUILD)/ulpgate
 	$(BUILD)/ulpgate verify --sweep $(SWEEP) --budgets $(BUDGETS) --reports $(REPORTS) \
 	    --write-baseline $(BASELINE) --jobs $(JOBS)
 
+# The unit tests in $(JOBS) valgrind processes, the memcheck sweep in one more.
 memcheck: $(BUILD)/ulpgate $(BUILD)/tests/run_tests
-	@$(call timed,memcheck,$(VALGRIND) $(BUILD)/tests/run_tests && \
-	    $(VALGRIND) $(BUILD)/ulpgate verify --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) \
-	    --reports $(BUILD)/memcheck-reports --quiet)
+	@$(call timed,memcheck,ci/memcheck.sh $(BUILD) $(BUDGETS) $(JOBS) $(VALGRIND))
 
 mutants: $(BUILD)/ulpgate
 	@ci/mutants.sh $(BUILD) fixtures/sweeps/mutants $(BUDGETS)
