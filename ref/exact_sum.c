@@ -209,9 +209,15 @@ void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, doubl
                     uint32_t flagged, ug_dtype dtype)
 {
     const ug_xval exact = ug_xsum_read(a);
-    ug_xval r = exact; /* r = RN_128(S), exactly as mpfr_sum at UG_REF_PREC bits */
-    if (!exact.zero) {
-        round_value(&exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
+    ug_xval_finish(&exact, out, pre_round_bound, abs_sum, flagged, dtype);
+}
+
+void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bound, double abs_sum,
+                    uint32_t flagged, ug_dtype dtype)
+{
+    ug_xval r = *exact; /* r = RN_128(S), exactly as mpfr_sum at UG_REF_PREC bits */
+    if (!exact->zero) {
+        round_value(exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
         r.round = r.sticky = false;
     }
     double r_hi = r.neg ? -0.0 : 0.0, r_lo = 0.0;
@@ -316,4 +322,77 @@ bool ug_xsum_split_mpfr(mpfr_srcptr x, mpz_t scratch, bool *neg, ug_u128 *m, int
     *m = (ug_u128)words[1] << 64 | words[0];
     *e = (int)exp;
     return true;
+}
+
+int ug_xwin_bit_length(const uint64_t *m, int n)
+{
+    for (int k = n - 1; k >= 0; k--)
+        if (m[k]) return 64 * k + 64 - __builtin_clzll(m[k]);
+    return 0;
+}
+
+/* The 64 bits of m[0 .. n) from bit b on (b >= 0; bits past the top are 0). */
+static uint64_t bits_from(const uint64_t *m, int n, int b)
+{
+    const int k = b >> 6, r = b & 63;
+    const uint64_t low = k < n ? m[k] >> r : 0;
+    const uint64_t high = r && k + 1 < n ? m[k + 1] << (64 - r) : 0;
+    return low | high;
+}
+
+bool ug_xwin_place(const uint64_t *m, int n, int e, int grid, uint64_t *out, int nl)
+{
+    memset(out, 0, (size_t)nl * sizeof *out);
+    const int len = ug_xwin_bit_length(m, n);
+    if (len == 0) return true;
+    const int d = e - grid;
+    if (d < 0 || len + d > 64 * nl) return false;
+    const int q = d >> 6, r = d & 63;
+    for (int k = 0; k < n && k + q < nl; k++) {
+        out[k + q] |= m[k] << r;
+        if (r && k + q + 1 < nl) out[k + q + 1] = m[k] >> (64 - r);
+    }
+    return true;
+}
+
+/* |acc| of a two's complement window, and its sign. */
+static bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
+{
+    const bool neg = acc[limbs - 1] >> 63;
+    uint64_t carry = neg;
+    for (int k = 0; k < limbs; k++) {
+        const uint64_t x = neg ? ~acc[k] : acc[k];
+        mag[k] = x + carry;
+        carry = carry && mag[k] == 0;
+    }
+    return neg;
+}
+
+ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
+{
+    uint64_t mag[UG_XWIN_LIMBS];
+    ug_xval w = {.neg = window_magnitude(acc, limbs, mag)};
+    const int len = ug_xwin_bit_length(mag, limbs);
+    if (len == 0) {
+        w = (ug_xval){.zero = true};
+        return w;
+    }
+    /* m: the 128 bits below the leading bit's top, or all of |acc|. */
+    const int q = len > 128 ? len - 128 : 0;
+    w.m = (ug_u128)bits_from(mag, limbs, q + 64) << 64 | bits_from(mag, limbs, q);
+    w.e = e + q;
+    if (q > 0) {
+        w.round = bits_from(mag, limbs, q - 1) & 1;
+        for (int k = 0; k < (q - 1) >> 6; k++) w.sticky |= mag[k] != 0;
+        w.sticky |= (mag[(q - 1) >> 6] & ((UINT64_C(1) << ((q - 1) & 63)) - 1)) != 0;
+    }
+    return w;
+}
+
+void ug_xsum_add_xwin(ug_xsum *a, const uint64_t *acc, int limbs, int e)
+{
+    uint64_t mag[UG_XWIN_LIMBS];
+    const bool neg = window_magnitude(acc, limbs, mag);
+    for (int k = 0; k < limbs; k++)
+        if (mag[k]) ug_xsum_add(a, neg, mag[k], e + 64 * k);
 }

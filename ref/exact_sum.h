@@ -199,6 +199,111 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out);
 void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, double abs_sum,
                     uint32_t flagged, ug_dtype dtype);
 
+/* The same from an exact value already read (an accumulator's or a window's). */
+void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bound, double abs_sum,
+                    uint32_t flagged, ug_dtype dtype);
+
+/* A fixed-point window: the exact sum of products ±c·s, c a nonnegative
+ * integer of nc <= UG_XWIN_MAX_C 64-bit limbs and s one 64-bit limb, where
+ * the caller has put every c of the sum on one grid 2^ec and every s on one
+ * grid 2^es (ug_xwin_place), so that each product, and the sum, is an
+ * integer times 2^(ec + es). The window holds that integer in nc + 2 limbs
+ * of two's complement: a product is below 2^(64 nc + 64), so fewer than
+ * 2^63 of them cannot overflow it. An add is nc multiplications and nc + 2
+ * adds with carry into registers, against the accumulator's 5 or 7 limb
+ * updates in memory, with no bookkeeping: the references' inner loops use
+ * it wherever the terms' exponents fit the grids, the accumulator for the
+ * rest (docs/error-model.md §2.1). */
+enum { UG_XWIN_MAX_C = 3, UG_XWIN_LIMBS = UG_XWIN_MAX_C + 2 };
+
+/* acc[0 .. nc + 2) += (-1)^(mask & 1) c·s; mask is 0 (add) or all ones
+ * (subtract: the two's complement of c·s is its complement plus one). The
+ * definition, in portable C; ug_xwin_add_product is this on every target,
+ * and the tests compare the two. */
+UG_XSUM_INLINE void ug_xwin_add_product_c(uint64_t *acc, int nc, const uint64_t *c, uint64_t s, uint64_t mask)
+{
+    uint64_t p[UG_XWIN_MAX_C + 1], carry = 0;
+#pragma GCC unroll 4
+    for (int k = 0; k < nc; k++) {
+        const ug_u128 t = (ug_u128)c[k] * s + carry; /* < 2^128 */
+        p[k] = (uint64_t)t;
+        carry = (uint64_t)(t >> 64);
+    }
+    p[nc] = carry;
+    ug_u128 sum = (ug_u128)acc[0] + (p[0] ^ mask) + (mask & 1);
+    acc[0] = (uint64_t)sum;
+#pragma GCC unroll 4
+    for (int k = 1; k <= nc; k++) {
+        sum = (ug_u128)acc[k] + (p[k] ^ mask) + (uint64_t)(sum >> 64);
+        acc[k] = (uint64_t)sum;
+    }
+    acc[nc + 1] += mask + (uint64_t)(sum >> 64);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* x86-64: GCC 12 carries the C version's limbs through memory and setc
+ * (measured 6.5 ns a term at nc = 3); here the product's limbs are joined
+ * and added in one carry chain of adc in registers (2.7 ns). The sign's
+ * carry-in comes from bit 0 of the mask (bt), after the xors that clear CF. */
+UG_XSUM_INLINE void ug_xwin_add_product(uint64_t *acc, int nc, const uint64_t *c, uint64_t s, uint64_t mask)
+{
+    const ug_u128 t0 = (ug_u128)c[0] * s;
+    uint64_t p0 = (uint64_t)t0, p1 = (uint64_t)(t0 >> 64);
+    if (nc == 1) {
+        __asm__("xor %[m], %[p0]\n\txor %[m], %[p1]\n\tbt $0, %[m]\n\t"
+                "adc %[p0], %[a0]\n\tadc %[p1], %[a1]\n\tadc %[m], %[a2]"
+                : [a0] "+r"(acc[0]), [a1] "+r"(acc[1]), [a2] "+r"(acc[2]), [p0] "+&r"(p0), [p1] "+&r"(p1)
+                : [m] "r"(mask)
+                : "cc");
+        return;
+    }
+    const ug_u128 t1 = (ug_u128)c[1] * s;
+    uint64_t l1 = (uint64_t)t1, p2 = (uint64_t)(t1 >> 64);
+    if (nc == 2) {
+        __asm__("add %[l1], %[p1]\n\tadc $0, %[p2]\n\t"
+                "xor %[m], %[p0]\n\txor %[m], %[p1]\n\txor %[m], %[p2]\n\tbt $0, %[m]\n\t"
+                "adc %[p0], %[a0]\n\tadc %[p1], %[a1]\n\tadc %[p2], %[a2]\n\tadc %[m], %[a3]"
+                : [a0] "+r"(acc[0]), [a1] "+r"(acc[1]), [a2] "+r"(acc[2]), [a3] "+r"(acc[3]), [p0] "+&r"(p0),
+                  [p1] "+&r"(p1), [p2] "+&r"(p2)
+                : [m] "r"(mask), [l1] "r"(l1)
+                : "cc");
+        return;
+    }
+    const ug_u128 t2 = (ug_u128)c[2] * s;
+    uint64_t l2 = (uint64_t)t2, p3 = (uint64_t)(t2 >> 64);
+    __asm__("add %[l1], %[p1]\n\tadc %[l2], %[p2]\n\tadc $0, %[p3]\n\t"
+            "xor %[m], %[p0]\n\txor %[m], %[p1]\n\txor %[m], %[p2]\n\txor %[m], %[p3]\n\tbt $0, %[m]\n\t"
+            "adc %[p0], %[a0]\n\tadc %[p1], %[a1]\n\tadc %[p2], %[a2]\n\tadc %[p3], %[a3]\n\tadc %[m], %[a4]"
+            : [a0] "+r"(acc[0]), [a1] "+r"(acc[1]), [a2] "+r"(acc[2]), [a3] "+r"(acc[3]), [a4] "+r"(acc[4]),
+              [p0] "+&r"(p0), [p1] "+&r"(p1), [p2] "+&r"(p2), [p3] "+&r"(p3)
+            : [m] "r"(mask), [l1] "r"(l1), [l2] "r"(l2)
+            : "cc");
+}
+#else
+UG_XSUM_INLINE void ug_xwin_add_product(uint64_t *acc, int nc, const uint64_t *c, uint64_t s, uint64_t mask)
+{
+    ug_xwin_add_product_c(acc, nc, c, s, mask);
+}
+#endif
+
+/* The nonnegative m·2^e (m given as n little-endian limbs) on the grid
+ * 2^grid: out[0 .. nl) = m·2^(e - grid). False (out zeroed) when bits of m
+ * would fall below the grid or the result does not fit nl limbs. */
+bool ug_xwin_place(const uint64_t *m, int n, int e, int grid, uint64_t *out, int nl);
+
+/* The bit length of the nonnegative integer m[0 .. n). */
+int ug_xwin_bit_length(const uint64_t *m, int n);
+
+/* The window's value acc·2^e (limbs <= UG_XWIN_LIMBS, two's complement)
+ * as ug_xsum_read would read the same sum; zero gives zero with neg false
+ * (the sign of a zero sum depends on its terms: the caller's rule). */
+ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e);
+
+/* S += acc·2^e, a window's value (limbs <= UG_XWIN_LIMBS): an exact
+ * continuation of a sum begun in a window (an add outside the range marks
+ * the accumulator). */
+void ug_xsum_add_xwin(ug_xsum *a, const uint64_t *acc, int limbs, int e);
+
 /* out = S rounded to nearest at out's precision (<= 128 bits), as
  * mpfr_sum(out, ..., MPFR_RNDN) of the same terms; requires
  * ug_xsum_in_range(a). scratch is reused (one allocation per caller). */

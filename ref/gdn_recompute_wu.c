@@ -1,7 +1,9 @@
 #include "gdn_recompute_wu.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "exact_sum.h"
 #include "round.h"
@@ -44,6 +46,15 @@ typedef struct {
 } gate_parts;
 
 typedef struct {
+    uint64_t s, mask; /* |s| on the grid, and s's sign as a mask (0 or all ones) */
+    bool on_grid;
+} col_factor;
+
+typedef struct {
+    uint64_t c[UG_XWIN_MAX_C], mask;
+} row_factor;
+
+typedef struct {
     size_t rows, width;
     mpfr_t *x;          /* [rows][width] exact operand (to the exp's precision), where x_ready */
     ug_staged *staged;  /* [rows][width] */
@@ -59,7 +70,18 @@ typedef struct {
     mpfr_t *gate_value; /* [rows] exp(g) at UG_REF_PREC bits, where the gate is not a unit */
     mpz_t scratch;
     ug_xsum operand;    /* one operand, for its staging */
-    ug_xsum *acc;       /* [width] the sums of one output row */
+    ug_xsum *acc;       /* [width] the sums of one output row, where a window cannot hold them */
+    /* The windows (exact_sum.h) of one chunk: a term A_ij x_j is the row
+     * factor c_ij (A_ij times the gate of token j in exact mode, A_ij in
+     * staged mode) times the column factor s_j (scale = k·beta or v·beta in
+     * exact mode, the staged operand in staged mode). */
+    col_factor *col;    /* [width][rows] s_j on its column's grid, where on_grid */
+    int *col_grid;      /* [width] */
+    size_t *col_off;    /* [width] how many factors of the column are off its grid */
+    row_factor *row;    /* [rows] one output row's factors, over its nonzero A_ij */
+    size_t *row_j;      /* [rows] their j */
+    int *row_e;         /* [rows] their exponents (before the grid) */
+    bool *row_on_grid;  /* [rows] by j */
     /* The bound's parts per operand in the mode's terms ([rows][width]):
      * |operand|, its deviation (exact: dev; staged: gap), the kernel's
      * magnitude, flagged; and the staged operand's value. */
@@ -88,6 +110,13 @@ static void workspace_free(workspace *ws)
     free(ws->gate);
     free(ws->gate_value);
     free(ws->acc);
+    free(ws->col);
+    free(ws->col_grid);
+    free(ws->col_off);
+    free(ws->row);
+    free(ws->row_j);
+    free(ws->row_e);
+    free(ws->row_on_grid);
     free(ws->op_abs);
     free(ws->op_flagged);
     free(ws->abs_sum);
@@ -109,6 +138,13 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     ws->gate = calloc(rows, sizeof *ws->gate);
     ws->gate_value = calloc(rows, sizeof *ws->gate_value);
     ws->acc = malloc(width * sizeof *ws->acc);
+    ws->col = calloc(width * rows, sizeof *ws->col);
+    ws->col_grid = calloc(width, sizeof *ws->col_grid);
+    ws->col_off = calloc(width, sizeof *ws->col_off);
+    ws->row = calloc(rows, sizeof *ws->row);
+    ws->row_j = calloc(rows, sizeof *ws->row_j);
+    ws->row_e = calloc(rows, sizeof *ws->row_e);
+    ws->row_on_grid = calloc(rows, sizeof *ws->row_on_grid);
     ws->op_abs = calloc(4 * rows * width, sizeof *ws->op_abs);
     ws->op_flagged = calloc(rows * width + width, sizeof *ws->op_flagged);
     ws->abs_sum = calloc(3 * width, sizeof *ws->abs_sum);
@@ -117,7 +153,8 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     mpfr_inits2(UG_REF_PREC + OPERAND_PREC_EXTRA, ws->e, ws->radius, (mpfr_ptr)0);
     mpfr_init2(ws->sum, UG_REF_PREC);
     if (!ws->x || !ws->staged || !ws->terms || !ws->term_ptrs || !ws->scale || !ws->x_ready || !ws->wide ||
-        !ws->gate || !ws->gate_value || !ws->acc || !ws->op_abs || !ws->op_flagged || !ws->abs_sum) {
+        !ws->gate || !ws->gate_value || !ws->acc || !ws->col || !ws->col_grid || !ws->col_off || !ws->row ||
+        !ws->row_j || !ws->row_e || !ws->row_on_grid || !ws->op_abs || !ws->op_flagged || !ws->abs_sum) {
         free(ws->x);
         free(ws->terms);
         free(ws->gate_value);
@@ -393,10 +430,198 @@ static void add_bound_parts(workspace *ws, double abs_a, size_t row)
     }
 }
 
+/* The binade shift of token j's factors: a staged operand of w carries its
+ * gate exp(g_j), whose binade varies along a chunk by hundreds (the gates
+ * accumulate), and A_ij varies inversely (A ~ exp(g_i - g_j)), so the
+ * column factor is divided by the gate's binade and the row factor
+ * multiplied by it: both then keep to a few binades, and the product, the
+ * term, is unchanged. Exact mode has the gate in the row factor already. */
+static int balance(const workspace *ws, ug_ref_mode mode, size_t j)
+{
+    const gate_parts *gp = &ws->gate[j];
+    if (mode == UG_REF_EXACT || gp->unit || !gp->ok) return 0;
+    const uint64_t g[2] = {(uint64_t)gp->m, (uint64_t)(gp->m >> 64)};
+    return gp->e + ug_xwin_bit_length(g, 2);
+}
+
+/* A term's column factor (see workspace): exact mode, the scale; staged
+ * mode, the staged operand (a bf16 value) over its balance. */
+static parts column_parts(const workspace *ws, ug_ref_mode mode, size_t j, size_t col)
+{
+    const size_t idx = j * ws->width + col;
+    if (mode == UG_REF_EXACT) return ws->scale[idx];
+    parts p = parts_of(ws->op_rn[idx]);
+    p.e -= balance(ws, mode, j);
+    return p;
+}
+
+static int parts_top(const parts *p) { return p->e + 64 - __builtin_clzll(p->m); }
+
+/* Every column's factors on the column's grid: the top of its largest
+ * factor less 64 bits, so a factor fits one limb when it lies within 64 -
+ * (its bits) binades of the largest (a scale has at most 32 bits, a bf16
+ * 8); the others are off the grid and summed in the accumulator. */
+static void column_factors(workspace *ws, ug_ref_mode mode)
+{
+    const size_t rows = ws->rows, width = ws->width;
+    for (size_t col = 0; col < width; col++) {
+        int top = INT_MIN;
+        for (size_t j = 0; j < rows; j++) {
+            const parts p = column_parts(ws, mode, j, col);
+            if (p.m && parts_top(&p) > top) top = parts_top(&p);
+        }
+        const int grid = top == INT_MIN ? 0 : top - 64;
+        col_factor *cf = ws->col + col * rows;
+        size_t off = 0;
+        for (size_t j = 0; j < rows; j++) {
+            const parts p = column_parts(ws, mode, j, col);
+            cf[j].mask = p.neg ? ~UINT64_C(0) : 0;
+            cf[j].on_grid = ug_xwin_place(&p.m, 1, p.e, grid, &cf[j].s, 1);
+            off += !cf[j].on_grid;
+        }
+        ws->col_grid[col] = grid;
+        ws->col_off[col] = off;
+    }
+}
+
+/* The row factor c_ij as an integer of up to three limbs times 2^e. */
+static void row_factor_value(const workspace *ws, ug_ref_mode mode, size_t j, double aij, uint64_t c[3], int *e)
+{
+    const parts a = parts_of(aij);
+    const gate_parts *gp = &ws->gate[j];
+    c[0] = a.m;
+    c[1] = c[2] = 0;
+    *e = a.e + balance(ws, mode, j);
+    if (mode == UG_REF_STAGED || gp->unit) return;
+    const ug_u128 low = (ug_u128)a.m * (uint64_t)gp->m, high = (ug_u128)a.m * (uint64_t)(gp->m >> 64);
+    const ug_u128 mid = (low >> 64) + (uint64_t)high;
+    c[0] = (uint64_t)low;
+    c[1] = (uint64_t)mid;
+    c[2] = (uint64_t)(high >> 64) + (uint64_t)(mid >> 64);
+    *e += gp->e;
+}
+
+/* One output row's factors over its nonzero A_ij, on the row's grid: the
+ * top of its largest factor less 64·nc bits, nc (1 to 3 limbs) as few as
+ * hold every factor (A alone: 24 bits; A times a 128-bit gate: 152); past
+ * three limbs the lowest factors are off the grid. */
+typedef struct {
+    size_t n;   /* factors: ws->row[0 .. n), their j in ws->row_j */
+    int nc;     /* limbs of a factor */
+    int grid;   /* 2^grid: a factor's unit */
+    size_t off; /* factors off the grid */
+} row_window;
+
+static row_window row_factors(workspace *ws, ug_ref_mode mode, const float *arow)
+{
+    row_window rw = {0};
+    int top = INT_MIN, bottom = INT_MAX;
+    for (size_t j = 0; j < ws->rows; j++) {
+        ws->row_on_grid[j] = true;
+        if (arow[j] == 0) continue; /* the zero upper triangle adds nothing */
+        row_factor *rf = &ws->row[rw.n];
+        int e;
+        row_factor_value(ws, mode, j, arow[j], rf->c, &e);
+        rf->mask = arow[j] < 0 ? ~UINT64_C(0) : 0;
+        ws->row_e[rw.n] = e;
+        const int t = e + ug_xwin_bit_length(rf->c, 3);
+        top = t > top ? t : top;
+        bottom = e < bottom ? e : bottom;
+        ws->row_j[rw.n++] = j;
+    }
+    const int bits = top - bottom;
+    rw.nc = bits <= 64 ? 1 : bits <= 128 ? 2 : 3;
+    rw.grid = top == INT_MIN ? 0 : top - 64 * rw.nc;
+    for (size_t k = 0; k < rw.n; k++) {
+        row_factor *rf = &ws->row[k];
+        const uint64_t c[3] = {rf->c[0], rf->c[1], rf->c[2]};
+        const bool on = ug_xwin_place(c, 3, ws->row_e[k], rw.grid, rf->c, rw.nc);
+        ws->row_on_grid[ws->row_j[k]] = on;
+        rw.off += !on;
+    }
+    return rw;
+}
+
+/* Sum over the row's factors of c_ij s_j for column col, in the window. The
+ * limb count is a literal at each call, so each instance is unrolled; the
+ * limbs are copied in and out of the add so that they stay in registers. */
+UG_XSUM_INLINE void window_dot(const workspace *ws, int nc, size_t n, size_t col, uint64_t acc[UG_XWIN_LIMBS])
+{
+    const col_factor *cf = ws->col + col * ws->rows;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
+    for (size_t k = 0; k < n; k++) {
+        const col_factor *x = &cf[ws->row_j[k]];
+        uint64_t sum[UG_XWIN_LIMBS] = {a0, a1, a2, a3, a4};
+        ug_xwin_add_product(sum, nc, ws->row[k].c, x->s, ws->row[k].mask ^ x->mask);
+        a0 = sum[0], a1 = sum[1], a2 = sum[2], a3 = sum[3], a4 = sum[4];
+    }
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3, acc[4] = a4;
+}
+
+/* Term A_ij x_j of column col added to an accumulator exactly (the terms a
+ * window cannot hold). */
+static void add_term(workspace *ws, ug_ref_mode mode, double aij, size_t j, size_t col, ug_xsum *acc)
+{
+    const size_t idx = j * ws->width + col;
+    if (mode == UG_REF_STAGED) {
+        ug_xsum_add_double(acc, aij * ws->op_rn[idx]); /* f32 x bf16: exact */
+        return;
+    }
+    const parts a = parts_of(aij), *x = &ws->scale[idx];
+    const gate_parts *gp = &ws->gate[j];
+    if (gp->unit) /* A_ij scale: 24 + 32 bits */
+        ug_xsum_add(acc, a.neg != x->neg, a.m * x->m, a.e + x->e);
+    else
+        ug_xsum_add_mul(acc, a.neg != x->neg, a.m * x->m, gp->m, a.e + x->e + gp->e);
+}
+
+/* The sign of an exactly zero sum, as mpfr_sum rounding to nearest gives
+ * it: -0 when every term is -0 (at least one), +0 otherwise. */
+static bool zero_sum_is_negative(const workspace *ws, size_t n, size_t col)
+{
+    const col_factor *cf = ws->col + col * ws->rows;
+    for (size_t k = 0; k < n; k++) {
+        const col_factor *x = &cf[ws->row_j[k]];
+        if (x->s != 0 || !x->on_grid || !(ws->row[k].mask ^ x->mask)) return false;
+    }
+    return n > 0;
+}
+
+/* Element (row arow, column col) from the window, with the terms off the
+ * grids added in an accumulator. False when an add leaves the
+ * accumulator's range: the caller takes the MPFR path. */
+static bool window_element(workspace *ws, const common_args *ca, const float *arow, const row_window *rw, size_t col,
+                           ug_xval *exact)
+{
+    uint64_t acc[UG_XWIN_LIMBS];
+    switch (rw->nc) {
+    case 1: window_dot(ws, 1, rw->n, col, acc); break;
+    case 2: window_dot(ws, 2, rw->n, col, acc); break;
+    default: window_dot(ws, 3, rw->n, col, acc); break;
+    }
+    const int e = rw->grid + ws->col_grid[col];
+    if (rw->off == 0 && ws->col_off[col] == 0) {
+        *exact = ug_xwin_read(acc, rw->nc + 2, e);
+    } else {
+        ug_xsum *sum = &ws->acc[col];
+        ug_xsum_clear(sum);
+        ug_xsum_add_xwin(sum, acc, rw->nc + 2, e);
+        const col_factor *cf = ws->col + col * ws->rows;
+        for (size_t k = 0; k < rw->n; k++) {
+            const size_t j = ws->row_j[k];
+            if (!ws->row_on_grid[j] || !cf[j].on_grid) add_term(ws, ca->mode, arow[j], j, col, sum);
+        }
+        if (!ug_xsum_in_range(sum)) return false;
+        *exact = ug_xsum_read(sum);
+    }
+    if (exact->zero) exact->neg = zero_sum_is_negative(ws, rw->n, col);
+    return true;
+}
+
 /* One output (u when src is v, w when src is k) for chunk c of head h. The
- * loops run over a whole output row at once (column innermost), so the
- * bound's sums vectorize and the row's exact sums are independent of each
- * other; each element still sees its terms in the order j = 0, 1, ... */
+ * bound's sums run over a whole output row at once (column innermost), so
+ * they vectorize, each element still seeing its terms in the order j = 0,
+ * 1, ...; the exact sums run per element in a window. */
 static ug_status reference_chunk(workspace *ws, const common_args *ca, const chunk_args *ch, ug_ref_value *out)
 {
     const gdn_recompute_wu_shape *s = ca->s;
@@ -404,6 +629,7 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
     const bool fast = ug_ref_fast() && chunk_finite(ws, ca, ch);
     UG_TRY(stage_chunk(ws, ca, ch, fast));
     operand_parts(ws, ca->mode);
+    if (fast) column_factors(ws, ca->mode);
     const double gamma = bt * 0x1p-24 / (1 - bt * 0x1p-24);
     for (size_t i = 0; i < bt; i++) {
         size_t tok = ch->c * bt + i;
@@ -411,43 +637,22 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
         for (size_t col = 0; col < width; col++) {
             ws->abs_sum[col] = ws->acc_mag[col] = ws->cast_err[col] = 0;
             ws->flagged[col] = 0;
-            ug_xsum_clear(&ws->acc[col]);
         }
-        for (size_t j = 0; j < bt; j++) {
-            if (arow[j] == 0) continue; /* the zero upper triangle adds nothing */
-            const double aij = arow[j], abs_a = fabs(aij);
-            const size_t row = j * width;
-            add_bound_parts(ws, abs_a, row);
-            if (!fast) continue;
-            if (ca->mode == UG_REF_EXACT) {
-                const parts a = parts_of(aij);
-                const gate_parts *gp = &ws->gate[j];
-                if (gp->unit) /* A_ij scale: 24 + 32 bits */
-                    for (size_t col = 0; col < width; col++) {
-                        const parts *x = &ws->scale[row + col];
-                        ug_xsum_add(&ws->acc[col], a.neg != x->neg, a.m * x->m, a.e + x->e);
-                    }
-                else
-                    for (size_t col = 0; col < width; col++) {
-                        const parts *x = &ws->scale[row + col];
-                        ug_xsum_add_mul(&ws->acc[col], a.neg != x->neg, a.m * x->m, gp->m, a.e + x->e + gp->e);
-                    }
-            } else {
-                for (size_t col = 0; col < width; col++)
-                    ug_xsum_add_double(&ws->acc[col], aij * ws->op_rn[row + col]); /* f32 x bf16: exact */
-            }
-        }
+        for (size_t j = 0; j < bt; j++)
+            if (arow[j] != 0) add_bound_parts(ws, fabs(arow[j]), j * width);
+        const row_window rw = fast ? row_factors(ws, ca->mode, arow) : (row_window){0};
         for (size_t col = 0; col < width; col++) {
             const double bound = (gamma * ws->acc_mag[col] * UG_REF_SUM_SLACK + ws->cast_err[col]) * UG_REF_SUM_SLACK +
                                  bt * 0x1p-149;
             const double abs_sum = ws->abs_sum[col] * UG_REF_SUM_SLACK;
             ug_ref_value *o = &out[at4(s, ch->b, tok, s->h, ch->h, width, col)];
-            /* The accumulator holds the sum unless an operand of the column is
+            /* The window holds the sum unless an operand of the column is
              * wider than scale * gate (exact mode) or infinite (staged mode),
-             * or an add left its range. */
+             * or an add left the accumulator's range. */
             const bool outside = ca->mode == UG_REF_EXACT ? ws->wide[col] : ws->infinite[col];
-            if (fast && !outside && ug_xsum_in_range(&ws->acc[col])) {
-                ug_xsum_finish(&ws->acc[col], o, bound, abs_sum, ws->flagged[col], UG_BF16);
+            ug_xval exact;
+            if (fast && !outside && window_element(ws, ca, arow, &rw, col, &exact)) {
+                ug_xval_finish(&exact, o, bound, abs_sum, ws->flagged[col], UG_BF16);
                 continue;
             }
             mpfr_sum(ws->sum, ws->term_ptrs, mpfr_terms(ws, ca, arow, col), MPFR_RNDN);
