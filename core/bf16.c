@@ -1,9 +1,22 @@
 #include "bf16.h"
 
 #include <math.h>
+#include <string.h>
 
 static double format_ulp(double x, int fraction_bits, int min_exp)
 {
+    /* A normal x: its binade from the exponent field, no libm calls (the
+     * references take an ulp per element). */
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    const int biased = (int)(bits >> 52 & 0x7FF);
+    if (biased != 0 && biased != 0x7FF) {
+        const int q = biased - 1023 - fraction_bits;
+        const uint64_t ulp_bits = (uint64_t)((q < min_exp ? min_exp : q) + 1023) << 52;
+        double ulp;
+        memcpy(&ulp, &ulp_bits, sizeof ulp);
+        return ulp;
+    }
     int e;
     if (x == 0) return ldexp(1.0, min_exp);
     frexp(x, &e); /* |x| in [2^(e-1), 2^e) */

@@ -113,6 +113,20 @@ static int bit_length(ug_u128 m)
     return hi ? 128 - __builtin_clzll(hi) : (uint64_t)m ? 64 - __builtin_clzll((uint64_t)m) : 0;
 }
 
+/* Whether a rounding that cut |v|'s bits at `half` (true: at least half a
+ * unit below the cut) and `below` (something below that) goes up, in mode
+ * rnd applied to the signed value; n the kept part (ties to even). */
+static bool rounds_up(bool half, bool below, uint64_t n, bool neg, mpfr_rnd_t rnd)
+{
+    switch (rnd) {
+    case MPFR_RNDN: return half && (below || (n & 1));
+    case MPFR_RNDU: return (half || below) && !neg;
+    case MPFR_RNDD: return (half || below) && neg;
+    case MPFR_RNDA: return half || below;
+    default: return false; /* MPFR_RNDZ */
+    }
+}
+
 /* Rounds the nonzero |w| to p <= 128 significant bits with the quantum at
  * least 2^qmin, in mode rnd applied to the signed value: |result| = n·2^q
  * (n may equal 2^p after a carry; for p = 128 the carry renormalizes). */
@@ -138,15 +152,7 @@ static void round_value(const ug_xval *w, int p, int qmin, mpfr_rnd_t rnd, ug_u1
         const ug_u128 under_half = d - 1 >= 128 ? w->m : w->m & (((ug_u128)1 << (d - 1)) - 1);
         below = under_half != 0 || w->round || w->sticky;
     }
-    const bool inexact = half || below;
-    bool up;
-    switch (rnd) {
-    case MPFR_RNDN: up = half && (below || (n & 1)); break;
-    case MPFR_RNDU: up = inexact && !w->neg; break;
-    case MPFR_RNDD: up = inexact && w->neg; break;
-    case MPFR_RNDA: up = inexact; break;
-    default: up = false; break; /* MPFR_RNDZ */
-    }
+    const bool up = rounds_up(half, below, (uint64_t)n, w->neg, rnd);
     n += up;
     if (up && n == 0) { /* 2^128: only p = 128 gets here */
         n = (ug_u128)1 << 127;
@@ -173,9 +179,38 @@ static double to_double(bool neg, ug_u128 n, int q)
     return neg ? -x : x;
 }
 
+/* round_value to a double where the result is a normal double, from |v|'s
+ * leading 53 bits: what most calls need, without the general case's
+ * 128-bit arithmetic. False when the general case applies (fewer than 54
+ * bits in m with bits below them, or an exponent near the double range's
+ * ends). */
+static bool to_double_normal(const ug_xval *v, mpfr_rnd_t rnd, double *out)
+{
+    const int len = bit_length(v->m), top = v->e + len - 1; /* |v| in [2^top, 2^(top+1)) */
+    if (top < -1021 || top > 1022) return false;
+    uint64_t n;
+    bool half, below;
+    if (len <= 53) {
+        if (v->round || v->sticky) return false;
+        n = (uint64_t)v->m;
+        half = below = false;
+    } else {
+        const int d = len - 53;
+        n = (uint64_t)(v->m >> d);
+        half = (v->m >> (d - 1) & 1) != 0;
+        below = (v->m & (((ug_u128)1 << (d - 1)) - 1)) != 0 || v->round || v->sticky;
+    }
+    n += rounds_up(half, below, n, v->neg, rnd); /* n <= 2^53: exact as a double */
+    const double x = (double)n * pow2(v->e + (len > 53 ? len - 53 : 0));
+    *out = v->neg ? -x : x;
+    return true;
+}
+
 double ug_xval_to_double(const ug_xval *v, mpfr_rnd_t rnd)
 {
     if (v->zero) return v->neg ? -0.0 : 0.0;
+    double x;
+    if (to_double_normal(v, rnd, &x)) return x;
     ug_u128 n;
     int q;
     round_value(v, 53, -1074, rnd, &n, &q);
@@ -184,10 +219,45 @@ double ug_xval_to_double(const ug_xval *v, mpfr_rnd_t rnd)
 
 /* RN to the format of p bits and least quantum 2^qmin, as f32 bits; the
  * semantics of ref/round.c's round_to_format. */
+/* |v| with its leading bit at 2^127 of *m (the value unchanged) and that
+ * bit's exponent; false when v has bits below a significand of fewer than
+ * 128 bits (not a form the reads produce). */
+static bool normalized(const ug_xval *v, ug_u128 *m, int *top)
+{
+    const int len = bit_length(v->m);
+    if (len == 0 || (len < 128 && (v->round || v->sticky))) return false;
+    *m = v->m << (128 - len);
+    *top = v->e + len - 1;
+    return true;
+}
+
+/* format_bits where RN_T(|v|) is a normal number or infinite: the leading
+ * 8 (bf16) or 24 (f32) bits, rounded, in the f32 encoding. */
+static bool format_bits_normal(const ug_xval *v, ug_dtype dtype, uint32_t *bits)
+{
+    ug_u128 m;
+    int top;
+    if (!normalized(v, &m, &top) || top < -126 || top > 127) return false;
+    const int cut = dtype == UG_BF16 ? 120 : 104; /* bits below the kept ones */
+    uint32_t n = (uint32_t)(m >> cut);
+    const bool half = (m >> (cut - 1) & 1) != 0;
+    const bool below = (m & (((ug_u128)1 << (cut - 1)) - 1)) != 0 || v->round || v->sticky;
+    n += rounds_up(half, below, n, v->neg, MPFR_RNDN);
+    if (n >> (128 - cut)) { /* carried to the next binade */
+        n >>= 1;
+        top++;
+    }
+    const uint32_t fraction = (n << (cut - 104)) & 0x7FFFFFu; /* 2^128 and up: inf (fraction 0) */
+    *bits = (v->neg ? 0x80000000u : 0u) | (uint32_t)(top + 127) << 23 | fraction;
+    return true;
+}
+
 static uint32_t format_bits(const ug_xval *w, ug_dtype dtype)
 {
     const uint32_t sign = w->neg ? 0x80000000u : 0u;
     if (w->zero) return sign;
+    uint32_t fast;
+    if (format_bits_normal(w, dtype, &fast)) return fast;
     ug_u128 n;
     int q;
     round_value(w, dtype == UG_BF16 ? 8 : 24, dtype == UG_BF16 ? -133 : -149, MPFR_RNDN, &n, &q);
@@ -212,6 +282,27 @@ void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, doubl
     ug_xval_finish(&exact, out, pre_round_bound, abs_sum, flagged, dtype);
 }
 
+/* r_hi = RN_53(r) and r_lo = RN_53(r - r_hi) where both are normal doubles
+ * (or r_lo zero), from the 128-bit r: r_hi its leading 53 bits rounded,
+ * r - r_hi the 75 bits below them less one unit of r_hi when it rounded up. */
+static bool split_normal(const ug_xval *r, double *r_hi, double *r_lo)
+{
+    ug_u128 m;
+    int top;
+    if (!normalized(r, &m, &top) || r->round || r->sticky || top < -895 || top > 1022) return false;
+    const ug_u128 unit = (ug_u128)1 << 75;
+    uint64_t n = (uint64_t)(m >> 75);
+    const ug_u128 rest = m & (unit - 1);
+    const bool up = rounds_up((rest >> 74 & 1) != 0, (rest & ((unit >> 1) - 1)) != 0, n, r->neg, MPFR_RNDN);
+    n += up;
+    const int e = top - 127; /* r's unit */
+    const double hi = (double)n * pow2(e + 75), lo = (double)(up ? unit - rest : rest) * pow2(e);
+    *r_hi = r->neg ? -hi : hi;
+    *r_lo = r->neg != up ? -lo : lo;
+    if (lo == 0) *r_lo = 0.0;
+    return true;
+}
+
 void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bound, double abs_sum,
                     uint32_t flagged, ug_dtype dtype)
 {
@@ -219,6 +310,11 @@ void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bo
     if (!exact->zero) {
         round_value(exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
         r.round = r.sticky = false;
+    }
+    double hi, lo;
+    if (!r.zero && split_normal(&r, &hi, &lo)) {
+        ug_ref_fill(out, hi, lo, ug_xval_rn_bits(&r, dtype), pre_round_bound, abs_sum, flagged, dtype);
+        return;
     }
     double r_hi = r.neg ? -0.0 : 0.0, r_lo = 0.0;
     if (!r.zero) {

@@ -422,7 +422,19 @@ static void add_bound_parts(workspace *ws, double abs_a, size_t row)
     const uint32_t *restrict op_flagged = ws->op_flagged + row;
     double *restrict abs_sum = ws->abs_sum, *restrict cast_err = ws->cast_err, *restrict acc_mag = ws->acc_mag;
     uint32_t *restrict flagged = ws->flagged;
-    for (size_t col = 0; col < width; col++) {
+    /* Two columns at a time in vector registers (GCC 12's -O2 vectorizer
+     * leaves this loop scalar): the same products and sums per element. */
+    typedef double pair __attribute__((vector_size(16), aligned(8), may_alias));
+    const pair a = {abs_a, abs_a};
+    size_t col = 0;
+    for (; col + 2 <= width; col += 2) {
+        *(pair *)(abs_sum + col) += a * *(const pair *)(op_abs + col);
+        *(pair *)(cast_err + col) += a * *(const pair *)(op_err + col);
+        *(pair *)(acc_mag + col) += a * *(const pair *)(op_mag + col);
+        flagged[col] += op_flagged[col];
+        flagged[col + 1] += op_flagged[col + 1];
+    }
+    for (; col < width; col++) {
         abs_sum[col] += abs_a * op_abs[col];
         cast_err[col] += abs_a * op_err[col];
         acc_mag[col] += abs_a * op_mag[col];

@@ -303,6 +303,93 @@ static void product_windows_equal_the_accumulators(void)
     CU_ASSERT_EQUAL(mismatches, 0);
 }
 
+static uint64_t random_u64(uint64_t *state)
+{
+    return (uint64_t)ug_test_next_u32(state) << 32 | ug_test_next_u32(state);
+}
+
+/* A random integer of nc limbs whose top limb has 1 to 64 bits (or is all
+ * ones: the largest factors carry the longest chains). */
+static void random_limbs(uint64_t *state, int nc, uint64_t *c)
+{
+    for (int k = 0; k < nc; k++) c[k] = random_u64(state);
+    const unsigned top_bits = 1 + ug_test_next_u32(state) % 64;
+    c[nc - 1] = ug_test_next_u32(state) % 8 == 0 ? ~UINT64_C(0) : c[nc - 1] >> (64 - top_bits);
+}
+
+static void windows_equal_the_accumulator(void)
+{
+    /* A window's read equals the accumulator's read of the same products
+     * (each limb product added exactly); a third of the sums cancel to
+     * zero but for one term. */
+    uint64_t state = 11;
+    size_t mismatches = 0;
+    for (unsigned long s = 0; s < ug_test_random_samples(); s++) {
+        const int nc = 1 + (int)(s % UG_XWIN_MAX_C), e = (int)(ug_test_next_u32(&state) % 400) - 200;
+        const size_t n = 1 + ug_test_next_u32(&state) % 70;
+        uint64_t window[UG_XWIN_LIMBS] = {0}, c[UG_XWIN_MAX_C], first_c[UG_XWIN_MAX_C], first_s = 0, first_mask = 0;
+        ug_xsum_init(&acc);
+        for (size_t i = 0; i < n; i++) {
+            random_limbs(&state, nc, c);
+            uint64_t sv = random_u64(&state), mask = ug_test_next_u32(&state) & 1 ? ~UINT64_C(0) : 0;
+            if (s % 3 == 0 && i % 2 == 1 && i + 1 < n) { /* the previous term negated */
+                memcpy(c, first_c, sizeof c);
+                sv = first_s;
+                mask = ~first_mask;
+            }
+            memcpy(first_c, c, sizeof c);
+            first_s = sv;
+            first_mask = mask;
+            ug_xwin_add_product(window, nc, c, sv, mask);
+            for (int k = 0; k < nc; k++) ug_xsum_add(&acc, mask != 0, (ug_u128)c[k] * sv, e + 64 * k);
+        }
+        ug_xval want = ug_xsum_read(&acc);
+        const ug_xval got = ug_xwin_read(window, nc + 2, e);
+        want.neg &= !want.zero; /* a zero window's sign is the caller's rule */
+        if (!same_xval(&want, &got))
+            UG_TEST_MISMATCH(mismatches, "nc %d, %zu products: accumulator %s%s, window %s%s", nc, n,
+                             want.neg ? "-" : "+", want.zero ? "0" : "x", got.neg ? "-" : "+", got.zero ? "0" : "x");
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+static void window_adds_match_the_portable_definition(void)
+{
+    /* ug_xwin_add_product (adc in registers on x86-64) against its C
+     * definition, from random windows, with all-ones limbs for the carries. */
+    uint64_t state = 12;
+    size_t mismatches = 0;
+    for (unsigned long s = 0; s < 4 * ug_test_random_samples(); s++) {
+        const int nc = 1 + (int)(s % UG_XWIN_MAX_C);
+        uint64_t want[UG_XWIN_LIMBS], got[UG_XWIN_LIMBS], c[UG_XWIN_MAX_C];
+        for (int k = 0; k < UG_XWIN_LIMBS; k++) want[k] = got[k] = s % 5 == 0 ? ~UINT64_C(0) : random_u64(&state);
+        random_limbs(&state, nc, c);
+        const uint64_t sv = s % 7 == 0 ? ~UINT64_C(0) : random_u64(&state), mask = s & 8 ? ~UINT64_C(0) : 0;
+        ug_xwin_add_product_c(want, nc, c, sv, mask);
+        ug_xwin_add_product(got, nc, c, sv, mask);
+        if (memcmp(want, got, sizeof want) != 0) UG_TEST_MISMATCH(mismatches, "nc %d, mask %d", nc, (int)(mask & 1));
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+static void placing_on_a_grid(void)
+{
+    /* m·2^e on the grid 2^grid is m shifted by e - grid, across limbs; bits
+     * below the grid or past the last limb refuse; zero is always placed. */
+    const uint64_t m[2] = {0x8000000000000001u, 0x5u};
+    uint64_t out[3];
+    CU_ASSERT(ug_xwin_place(m, 2, 10, 10, out, 2));
+    CU_ASSERT(out[0] == m[0] && out[1] == m[1]);
+    CU_ASSERT(ug_xwin_place(m, 2, 10 + 67, 10, out, 3));
+    CU_ASSERT(out[0] == 0 && out[1] == (m[0] << 3) && out[2] == (m[0] >> 61 | m[1] << 3));
+    CU_ASSERT(!ug_xwin_place(m, 2, 9, 10, out, 3));         /* the lowest bit below the grid */
+    CU_ASSERT(!ug_xwin_place(m, 2, 10 + 62, 10, out, 2));   /* 131 bits in 128 */
+    CU_ASSERT(ug_xwin_place(m, 2, 10 + 61, 10, out, 2));    /* 128 bits exactly */
+    const uint64_t zero[1] = {0};
+    CU_ASSERT(ug_xwin_place(zero, 1, -5000, 0, out, 1) && out[0] == 0);
+    CU_ASSERT_EQUAL(ug_xwin_bit_length(m, 2), 67);
+}
+
 static void distances_round_like_mpfr(void)
 {
     /* RA(||v| - |d||) from ug_xval_distance, where it answers, equals
@@ -477,6 +564,9 @@ UG_TEST_SUITE(exact_sum_suite, "exact_sum",
               UG_TEST(directed_roundings_match_mpfr_get_d),
               UG_TEST(products_are_exact),
               UG_TEST(product_windows_equal_the_accumulators),
+              UG_TEST(windows_equal_the_accumulator),
+              UG_TEST(window_adds_match_the_portable_definition),
+              UG_TEST(placing_on_a_grid),
               UG_TEST(distances_round_like_mpfr),
               UG_TEST(mpfr_results_equal_mpfr_sum),
               UG_TEST(reading_keeps_the_sum),
