@@ -386,8 +386,9 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
         out->sticky = v->sticky;
     }
     out->zero = out->m == 0 && !out->round && !out->sticky;
-    /* the rounding of out to 53 bits must fall inside m (see round_value) */
-    return out->zero || bit_length(out->m) >= 54;
+    /* the rounding of out to 53 bits must fall inside m (see round_value),
+     * unless out is exact: nothing below m */
+    return out->zero || bit_length(out->m) >= 54 || (!out->round && !out->sticky);
 }
 
 void ug_xsum_get_mpfr(ug_xsum *a, mpfr_ptr out, mpz_t scratch)
@@ -438,6 +439,14 @@ static uint64_t bits_from(const uint64_t *m, int n, int b)
 
 bool ug_xwin_place(const uint64_t *m, int n, int e, int grid, uint64_t *out, int nl)
 {
+    if (n == 1 && nl == 1) { /* the column factors' case */
+        const int d = e - grid;
+        *out = 0;
+        if (m[0] == 0) return true;
+        if (d < 0 || 64 - __builtin_clzll(m[0]) + d > 64) return false;
+        *out = m[0] << d;
+        return true;
+    }
     memset(out, 0, (size_t)nl * sizeof *out);
     const int len = ug_xwin_bit_length(m, n);
     if (len == 0) return true;

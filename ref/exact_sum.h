@@ -190,8 +190,9 @@ ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e);
 
 /* out = ||v| - |d|| for a finite double d of v's sign, true when out is
  * exact enough to round to a double: d a multiple of v's window unit 2^e
- * below 2^(e+128), and the difference either exactly zero or at least 2^54
- * units (else false: the caller reads it from an accumulator). */
+ * below 2^(e+128), and the difference either exact (zero, or v without bits
+ * below its window) or at least 2^54 units (else false: the caller reads it
+ * from an accumulator). */
 bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out);
 
 /* ug_ref_finish(out, RN_128(S), ...) without MPFR (see above). Requires

@@ -43,6 +43,7 @@ typedef struct {
     int e;
     bool unit; /* the gate is exactly 1 (ungated, or g == 0) */
     bool ok;   /* exp(g) is a positive 128-bit number within the accumulator's reach */
+    double e_up; /* gate_up: exp(g) in binary64, rounded up, for the underflow allowance */
 } gate_parts;
 
 typedef struct {
@@ -185,11 +186,9 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
 /* The absolute part of the kernel's pre-cast window (rounded to nearest; the
  * caller adds it rounding up): f32 underflow, 2^-148 covering the subnormal
  * expf and product roundings. */
-static double underflow_allowance(double scale, bool gated, float g)
-{
-    const double e_up = gated ? exp((double)g) * (1 + 0x1p-40) : 1.0;
-    return (fabs(scale) + 1.0 + e_up) * 0x1p-148;
-}
+static double gate_up(bool gated, float g) { return gated ? exp((double)g) * (1 + 0x1p-40) : 1.0; }
+
+static double underflow_allowance(double scale, double e_up) { return (fabs(scale) + 1.0 + e_up) * 0x1p-148; }
 
 /* Operand x = scale * e (scale an exact double, e = exp(g) or 1), its staged
  * analysis with the kernel's pre-cast window, and a check that RN_bf16 of the
@@ -233,7 +232,7 @@ static ug_status stage_one(workspace *ws, size_t idx, double scale, float g, boo
     mpfr_set_prec(ws->radius, 64);
     mpfr_abs(ws->radius, x, MPFR_RNDU);
     mpfr_mul_d(ws->radius, ws->radius, precast_rel, MPFR_RNDU);
-    mpfr_add_d(ws->radius, ws->radius, underflow_allowance(scale, gated, g), MPFR_RNDU);
+    mpfr_add_d(ws->radius, ws->radius, underflow_allowance(scale, gate_up(gated, g)), MPFR_RNDU);
     ug_staged *st = &ws->staged[idx];
     ug_stage_operand(x, ws->radius, st);
     if (!exact && mpfr_number_p(x)) st->dev += fabs(mpfr_get_d(x, MPFR_RNDU)) * 0x1p-126;
@@ -261,8 +260,7 @@ static parts parts_of(double x)
  * exact x. Zero operands (always flagged: the window holds -0 and +0), those
  * rounding to zero or beyond the bf16 range, and windows that reach a
  * rounding boundary return false: the caller stages them through MPFR. */
-static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double scale, bool gated, float g,
-                       double precast_rel)
+static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double scale, double precast_rel)
 {
     const parts *sp = &ws->scale[idx];
     if (sp->m == 0 || sp->m >> 32 || !gp->ok) return false;
@@ -277,7 +275,7 @@ static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double s
      * up to 64 bits; |x| 2^-127 for exp) + |x - x0| (<= 2^-53 |x0|) + the
      * roundings of these double operations (each <= 2^-53 relative). */
     const double abs_x0 = fabs(ug_xval_to_double(&x, MPFR_RNDN));
-    const double reach = (abs_x0 * precast_rel + underflow_allowance(scale, gated, g)) * (1 + 0x1p-20) +
+    const double reach = (abs_x0 * precast_rel + underflow_allowance(scale, gp->e_up)) * (1 + 0x1p-20) +
                          abs_x0 * 0x1p-48;
     if (!(abs_x0 - reach > near && abs_x0 + reach < far)) return false;
     ug_staged *st = &ws->staged[idx];
@@ -344,7 +342,7 @@ static ug_status stage_chunk(workspace *ws, const common_args *ca, const chunk_a
         const double beta = ca->beta[at3(s, ch->b, tok, ch->h)];
         const float g = ca->g[at3(s, ch->b, tok, ch->h)];
         gate_parts *gp = &ws->gate[j];
-        *gp = (gate_parts){.m = 1, .e = 0, .unit = !ch->gated || g == 0.0f, .ok = true};
+        *gp = (gate_parts){.m = 1, .e = 0, .unit = !ch->gated || g == 0.0f, .ok = true, .e_up = gate_up(ch->gated, g)};
         if (fast && !gp->unit) {
             mpfr_set_flt(ws->gate_value[j], g, MPFR_RNDN);
             mpfr_exp(ws->gate_value[j], ws->gate_value[j], MPFR_RNDN);
@@ -357,7 +355,7 @@ static ug_status stage_chunk(workspace *ws, const common_args *ca, const chunk_a
             const double scale = val * beta; /* bf16 x f32: exact */
             ws->scale[idx] = parts_of(scale);
             ws->x_ready[idx] = false;
-            if (fast && stage_fast(ws, idx, gp, scale, ch->gated, g, ch->precast_rel)) continue;
+            if (fast && stage_fast(ws, idx, gp, scale, ch->precast_rel)) continue;
             UG_TRY(stage_one(ws, idx, scale, g, ch->gated, ch->precast_rel));
             ws->x_ready[idx] = true;
             /* x is scale * gate unless exp needed more bits (Ziv) or the gate is out of reach. */

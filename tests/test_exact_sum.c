@@ -385,6 +385,11 @@ static void placing_on_a_grid(void)
     CU_ASSERT(!ug_xwin_place(m, 2, 9, 10, out, 3));         /* the lowest bit below the grid */
     CU_ASSERT(!ug_xwin_place(m, 2, 10 + 62, 10, out, 2));   /* 131 bits in 128 */
     CU_ASSERT(ug_xwin_place(m, 2, 10 + 61, 10, out, 2));    /* 128 bits exactly */
+    const uint64_t three[1] = {3};                         /* one limb in one: the column factors */
+    CU_ASSERT(ug_xwin_place(three, 1, 5, 0, out, 1) && out[0] == 0x60);
+    CU_ASSERT(ug_xwin_place(three, 1, 62, 0, out, 1) && out[0] == UINT64_C(3) << 62);
+    CU_ASSERT(!ug_xwin_place(three, 1, 63, 0, out, 1));
+    CU_ASSERT(!ug_xwin_place(three, 1, -1, 0, out, 1));
     const uint64_t zero[1] = {0};
     CU_ASSERT(ug_xwin_place(zero, 1, -5000, 0, out, 1) && out[0] == 0);
     CU_ASSERT_EQUAL(ug_xwin_bit_length(m, 2), 67);
