@@ -48,7 +48,6 @@ typedef struct {
 
 typedef struct {
     uint64_t s, mask; /* |s| on the grid, and s's sign as a mask (0 or all ones) */
-    bool on_grid;
 } col_factor;
 
 typedef struct {
@@ -76,7 +75,8 @@ typedef struct {
      * factor c_ij (A_ij times the gate of token j in exact mode, A_ij in
      * staged mode) times the column factor s_j (scale = k·beta or v·beta in
      * exact mode, the staged operand in staged mode). */
-    col_factor *col;    /* [width][rows] s_j on its column's grid, where on_grid */
+    col_factor *col;    /* [width][rows] s_j on its column's grid, where col_on_grid */
+    bool *col_on_grid;  /* [width][rows] */
     int *col_grid;      /* [width] */
     size_t *col_off;    /* [width] how many factors of the column are off its grid */
     row_factor *row;    /* [rows] one output row's factors, over its nonzero A_ij */
@@ -118,6 +118,7 @@ static void workspace_free(workspace *ws)
     free(ws->row_j);
     free(ws->row_e);
     free(ws->row_on_grid);
+    free(ws->col_on_grid);
     free(ws->op_abs);
     free(ws->op_flagged);
     free(ws->abs_sum);
@@ -146,6 +147,7 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     ws->row_j = calloc(rows, sizeof *ws->row_j);
     ws->row_e = calloc(rows, sizeof *ws->row_e);
     ws->row_on_grid = calloc(rows, sizeof *ws->row_on_grid);
+    ws->col_on_grid = calloc(width * rows, sizeof *ws->col_on_grid);
     ws->op_abs = calloc(4 * rows * width, sizeof *ws->op_abs);
     ws->op_flagged = calloc(rows * width + width, sizeof *ws->op_flagged);
     ws->abs_sum = calloc(3 * width, sizeof *ws->abs_sum);
@@ -155,7 +157,7 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     mpfr_init2(ws->sum, UG_REF_PREC);
     if (!ws->x || !ws->staged || !ws->terms || !ws->term_ptrs || !ws->scale || !ws->x_ready || !ws->wide ||
         !ws->gate || !ws->gate_value || !ws->acc || !ws->col || !ws->col_grid || !ws->col_off || !ws->row ||
-        !ws->row_j || !ws->row_e || !ws->row_on_grid || !ws->op_abs || !ws->op_flagged || !ws->abs_sum) {
+        !ws->row_j || !ws->row_e || !ws->row_on_grid || !ws->col_on_grid || !ws->op_abs || !ws->op_flagged || !ws->abs_sum) {
         free(ws->x);
         free(ws->terms);
         free(ws->gate_value);
@@ -482,12 +484,13 @@ static void column_factors(workspace *ws, ug_ref_mode mode)
         }
         const int grid = top == INT_MIN ? 0 : top - 64;
         col_factor *cf = ws->col + col * rows;
+        bool *on_grid = ws->col_on_grid + col * rows;
         size_t off = 0;
         for (size_t j = 0; j < rows; j++) {
             const parts p = column_parts(ws, mode, j, col);
             cf[j].mask = p.neg ? ~UINT64_C(0) : 0;
-            cf[j].on_grid = ug_xwin_place(&p.m, 1, p.e, grid, &cf[j].s, 1);
-            off += !cf[j].on_grid;
+            on_grid[j] = ug_xwin_place(&p.m, 1, p.e, grid, &cf[j].s, 1);
+            off += !on_grid[j];
         }
         ws->col_grid[col] = grid;
         ws->col_off[col] = off;
@@ -555,12 +558,13 @@ static row_window row_factors(workspace *ws, ug_ref_mode mode, const float *arow
 /* Sum over the row's factors of c_ij s_j for column col, in the window. The
  * limb count is a literal at each call, so each instance is unrolled; the
  * limbs are copied in and out of the add so that they stay in registers. */
-UG_XSUM_INLINE void window_dot(const workspace *ws, int nc, size_t n, size_t col, uint64_t acc[UG_XWIN_LIMBS])
+UG_XSUM_INLINE void window_dot(const workspace *ws, int nc, bool contiguous, size_t n, size_t col,
+                               uint64_t acc[UG_XWIN_LIMBS])
 {
     const col_factor *cf = ws->col + col * ws->rows;
     uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
     for (size_t k = 0; k < n; k++) {
-        const col_factor *x = &cf[ws->row_j[k]];
+        const col_factor *x = &cf[contiguous ? k : ws->row_j[k]];
         uint64_t sum[UG_XWIN_LIMBS] = {a0, a1, a2, a3, a4};
         ug_xwin_add_product(sum, nc, ws->row[k].c, x->s, ws->row[k].mask ^ x->mask);
         a0 = sum[0], a1 = sum[1], a2 = sum[2], a3 = sum[3], a4 = sum[4];
@@ -592,7 +596,7 @@ static bool zero_sum_is_negative(const workspace *ws, size_t n, size_t col)
     const col_factor *cf = ws->col + col * ws->rows;
     for (size_t k = 0; k < n; k++) {
         const col_factor *x = &cf[ws->row_j[k]];
-        if (x->s != 0 || !x->on_grid || !(ws->row[k].mask ^ x->mask)) return false;
+        if (x->s != 0 || !ws->col_on_grid[col * ws->rows + ws->row_j[k]] || !(ws->row[k].mask ^ x->mask)) return false;
     }
     return n > 0;
 }
@@ -604,10 +608,16 @@ static bool window_element(workspace *ws, const common_args *ca, const float *ar
                            ug_xval *exact)
 {
     uint64_t acc[UG_XWIN_LIMBS];
-    switch (rw->nc) {
-    case 1: window_dot(ws, 1, rw->n, col, acc); break;
-    case 2: window_dot(ws, 2, rw->n, col, acc); break;
-    default: window_dot(ws, 3, rw->n, col, acc); break;
+    /* A row of the lower triangle has every j up to the diagonal: its
+     * factors are the column's first n, read without the index. */
+    const bool contiguous = rw->n == 0 || ws->row_j[rw->n - 1] == rw->n - 1;
+    switch (rw->nc + 3 * contiguous) {
+    case 1: window_dot(ws, 1, false, rw->n, col, acc); break;
+    case 2: window_dot(ws, 2, false, rw->n, col, acc); break;
+    case 3: window_dot(ws, 3, false, rw->n, col, acc); break;
+    case 4: window_dot(ws, 1, true, rw->n, col, acc); break;
+    case 5: window_dot(ws, 2, true, rw->n, col, acc); break;
+    default: window_dot(ws, 3, true, rw->n, col, acc); break;
     }
     const int e = rw->grid + ws->col_grid[col];
     if (rw->off == 0 && ws->col_off[col] == 0) {
@@ -616,10 +626,10 @@ static bool window_element(workspace *ws, const common_args *ca, const float *ar
         ug_xsum *sum = &ws->acc[col];
         ug_xsum_clear(sum);
         ug_xsum_add_xwin(sum, acc, rw->nc + 2, e);
-        const col_factor *cf = ws->col + col * ws->rows;
+        const bool *on_grid = ws->col_on_grid + col * ws->rows;
         for (size_t k = 0; k < rw->n; k++) {
             const size_t j = ws->row_j[k];
-            if (!ws->row_on_grid[j] || !cf[j].on_grid) add_term(ws, ca->mode, arow[j], j, col, sum);
+            if (!ws->row_on_grid[j] || !on_grid[j]) add_term(ws, ca->mode, arow[j], j, col, sum);
         }
         if (!ug_xsum_in_range(sum)) return false;
         *exact = ug_xsum_read(sum);
