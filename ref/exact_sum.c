@@ -179,31 +179,58 @@ static double to_double(bool neg, ug_u128 n, int q)
     return neg ? -x : x;
 }
 
-/* round_value to a double where the result is a normal double, from |v|'s
- * leading 53 bits: what most calls need, without the general case's
- * 128-bit arithmetic. False when the general case applies (fewer than 54
- * bits in m with bits below them, or an exponent near the double range's
- * ends). */
-static bool to_double_normal(const ug_xval *v, mpfr_rnd_t rnd, double *out)
+/* |v|'s leading 53 bits where v rounds to a normal double: *n the bits
+ * (truncated), *half and *below what the cut dropped, *q the exponent of
+ * n's unit. False when the general case applies (fewer than 54 bits in m
+ * with bits below them, or an exponent near the double range's ends). */
+static bool leading_53(const ug_xval *v, uint64_t *n, bool *half, bool *below, int *q)
 {
     const int len = bit_length(v->m), top = v->e + len - 1; /* |v| in [2^top, 2^(top+1)) */
     if (top < -1021 || top > 1022) return false;
-    uint64_t n;
-    bool half, below;
     if (len <= 53) {
         if (v->round || v->sticky) return false;
-        n = (uint64_t)v->m;
-        half = below = false;
-    } else {
-        const int d = len - 53;
-        n = (uint64_t)(v->m >> d);
-        half = (v->m >> (d - 1) & 1) != 0;
-        below = (v->m & (((ug_u128)1 << (d - 1)) - 1)) != 0 || v->round || v->sticky;
+        *n = (uint64_t)v->m;
+        *half = *below = false;
+        *q = v->e;
+        return true;
     }
-    n += rounds_up(half, below, n, v->neg, rnd); /* n <= 2^53: exact as a double */
-    const double x = (double)n * pow2(v->e + (len > 53 ? len - 53 : 0));
-    *out = v->neg ? -x : x;
+    const int d = len - 53;
+    *n = (uint64_t)(v->m >> d);
+    *half = (v->m >> (d - 1) & 1) != 0;
+    *below = (v->m & (((ug_u128)1 << (d - 1)) - 1)) != 0 || v->round || v->sticky;
+    *q = v->e + d;
     return true;
+}
+
+/* ±n·2^q for n <= 2^53 and a normal result: exact. */
+static double scaled(bool neg, uint64_t n, int q)
+{
+    const double x = (double)n * pow2(q);
+    return neg ? -x : x;
+}
+
+/* round_value to a double where the result is a normal double. */
+static bool to_double_normal(const ug_xval *v, mpfr_rnd_t rnd, double *out)
+{
+    uint64_t n;
+    bool half, below;
+    int q;
+    if (!leading_53(v, &n, &half, &below, &q)) return false;
+    *out = scaled(v->neg, n + rounds_up(half, below, n, v->neg, rnd), q);
+    return true;
+}
+
+ug_xval_doubles ug_xval_to_doubles(const ug_xval *v)
+{
+    uint64_t n;
+    bool half, below;
+    int q;
+    if (v->zero || !leading_53(v, &n, &half, &below, &q))
+        return (ug_xval_doubles){ug_xval_to_double(v, MPFR_RNDN), ug_xval_to_double(v, MPFR_RNDA),
+                                 ug_xval_to_double(v, MPFR_RNDU)};
+    const double truncated = scaled(v->neg, n, q), away = scaled(v->neg, n + (half || below), q);
+    return (ug_xval_doubles){scaled(v->neg, n + rounds_up(half, below, n, v->neg, MPFR_RNDN), q), away,
+                             v->neg ? truncated : away};
 }
 
 double ug_xval_to_double(const ug_xval *v, mpfr_rnd_t rnd)

@@ -181,6 +181,13 @@ ug_xval ug_xsum_read(ug_xsum *a);
  * +-inf when |v| >= 2^1024 or it rounds up to that. */
 double ug_xval_to_double(const ug_xval *v, mpfr_rnd_t rnd);
 
+/* v rounded to a double to nearest, away from zero and up, as
+ * ug_xval_to_double gives each (one normalization for the three). */
+typedef struct {
+    double nearest, away, up;
+} ug_xval_doubles;
+ug_xval_doubles ug_xval_to_doubles(const ug_xval *v);
+
 /* RN_T(v), T = bf16 (low 16 bits) or f32, as ug_mpfr_to_bf16 /
  * ug_mpfr_to_f32_bits of v. */
 uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype);

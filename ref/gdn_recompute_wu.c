@@ -276,13 +276,14 @@ static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double s
     /* reach >= the MPFR path's radii (|x| precast_rel + allowance, rounded
      * up to 64 bits; |x| 2^-127 for exp) + |x - x0| (<= 2^-53 |x0|) + the
      * roundings of these double operations (each <= 2^-53 relative). */
-    const double abs_x0 = fabs(ug_xval_to_double(&x, MPFR_RNDN));
+    const ug_xval_doubles xd = ug_xval_to_doubles(&x);
+    const double abs_x0 = fabs(xd.nearest);
     const double reach = (abs_x0 * precast_rel + underflow_allowance(scale, gp->e_up)) * (1 + 0x1p-20) +
                          abs_x0 * 0x1p-48;
     if (!(abs_x0 - reach > near && abs_x0 + reach < far)) return false;
     ug_staged *st = &ws->staged[idx];
     *st = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .mag = abs_rn, .gap = 0.0,
-                      .abs_x = fabs(ug_xval_to_double(&x, MPFR_RNDA))};
+                      .abs_x = fabs(xd.away)};
     ug_xval deviation; /* |x - RN(x)|, from x's window or else from an accumulator */
     if (!ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
         ug_xsum_clear(&ws->operand);
@@ -292,7 +293,7 @@ static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double s
         deviation = ug_xsum_read(&ws->operand);
     }
     st->dev = fabs(ug_xval_to_double(&deviation, MPFR_RNDA));
-    if (!gp->unit) st->dev += fabs(ug_xval_to_double(&x, MPFR_RNDU)) * 0x1p-126;
+    if (!gp->unit) st->dev += fabs(xd.up) * 0x1p-126;
     return true;
 }
 

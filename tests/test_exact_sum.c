@@ -212,6 +212,13 @@ static void directed_roundings_match_mpfr_get_d(void)
             if (bits_of(want) != bits_of(got))
                 UG_TEST_MISMATCH(mismatches, "mode %d: mpfr_get_d %a, exact_sum %a", (int)modes[k], want, got);
         }
+        /* the three roundings of one normalization, as the single ones */
+        const ug_xval_doubles three = ug_xval_to_doubles(&v);
+        const double single[3] = {mpfr_get_d(sum, MPFR_RNDN), mpfr_get_d(sum, MPFR_RNDA), mpfr_get_d(sum, MPFR_RNDU)};
+        if (bits_of(three.nearest) != bits_of(single[0]) || bits_of(three.away) != bits_of(single[1]) ||
+            bits_of(three.up) != bits_of(single[2]))
+            UG_TEST_MISMATCH(mismatches, "to_doubles %a %a %a, mpfr_get_d %a %a %a", three.nearest, three.away, three.up,
+                             single[0], single[1], single[2]);
     }
     CU_ASSERT_EQUAL(mismatches, 0);
     for (size_t i = 0; i < MAX_TERMS; i++) mpfr_clear(m[i]);
