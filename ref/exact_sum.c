@@ -334,7 +334,14 @@ void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bo
                     uint32_t flagged, ug_dtype dtype)
 {
     ug_xval r = *exact; /* r = RN_128(S), exactly as mpfr_sum at UG_REF_PREC bits */
-    if (!exact->zero) {
+    if (!exact->zero && exact->m >> 127) { /* 128 bits already (the windows' reads): ties to even */
+        r.m += exact->round && (exact->sticky || (exact->m & 1));
+        if (r.m == 0) { /* carried out: 2^128 */
+            r.m = (ug_u128)1 << 127;
+            r.e++;
+        }
+        r.round = r.sticky = false;
+    } else if (!exact->zero) {
         round_value(exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
         r.round = r.sticky = false;
     }
@@ -455,15 +462,6 @@ int ug_xwin_bit_length(const uint64_t *m, int n)
     return 0;
 }
 
-/* The 64 bits of m[0 .. n) from bit b on (b >= 0; bits past the top are 0). */
-static uint64_t bits_from(const uint64_t *m, int n, int b)
-{
-    const int k = b >> 6, r = b & 63;
-    const uint64_t low = k < n ? m[k] >> r : 0;
-    const uint64_t high = r && k + 1 < n ? m[k + 1] << (64 - r) : 0;
-    return low | high;
-}
-
 bool ug_xwin_place(const uint64_t *m, int n, int e, int grid, uint64_t *out, int nl)
 {
     if (n == 1 && nl == 1) { /* the column factors' case */
@@ -490,34 +488,35 @@ bool ug_xwin_place(const uint64_t *m, int n, int e, int grid, uint64_t *out, int
 /* |acc| of a two's complement window, and its sign. */
 static bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
 {
-    const bool neg = acc[limbs - 1] >> 63;
-    uint64_t carry = neg;
+    const uint64_t flip = acc[limbs - 1] >> 63 ? ~UINT64_C(0) : 0;
+    uint64_t carry = flip & 1;
     for (int k = 0; k < limbs; k++) {
-        const uint64_t x = neg ? ~acc[k] : acc[k];
-        mag[k] = x + carry;
-        carry = carry && mag[k] == 0;
+        const uint64_t x = (acc[k] ^ flip) + carry;
+        carry = carry && x == 0;
+        mag[k] = x;
     }
-    return neg;
+    return flip != 0;
 }
 
 ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
 {
-    uint64_t mag[UG_XWIN_LIMBS];
-    ug_xval w = {.neg = window_magnitude(acc, limbs, mag)};
-    const int len = ug_xwin_bit_length(mag, limbs);
-    if (len == 0) {
-        w = (ug_xval){.zero = true};
-        return w;
-    }
-    /* m: the 128 bits below the leading bit's top, or all of |acc|. */
-    const int q = len > 128 ? len - 128 : 0;
-    w.m = (ug_u128)bits_from(mag, limbs, q + 64) << 64 | bits_from(mag, limbs, q);
-    w.e = e + q;
-    if (q > 0) {
-        w.round = bits_from(mag, limbs, q - 1) & 1;
-        for (int k = 0; k < (q - 1) >> 6; k++) w.sticky |= mag[k] != 0;
-        w.sticky |= (mag[(q - 1) >> 6] & ((UINT64_C(1) << ((q - 1) & 63)) - 1)) != 0;
-    }
+    /* Two zero limbs below the magnitude, so that the three limbs from the
+     * top one down always exist: shifted to put the leading bit at 2^191,
+     * their top 128 bits are m, the next the round bit, the rest (and every
+     * limb below them) the sticky part. */
+    uint64_t mag[UG_XWIN_LIMBS + 2] = {0};
+    ug_xval w = {.neg = window_magnitude(acc, limbs, mag + 2)};
+    int t = limbs + 1;
+    while (t >= 2 && mag[t] == 0) t--;
+    if (t < 2) return (ug_xval){.zero = true};
+    const int z = __builtin_clzll(mag[t]);
+    const uint64_t hi = mag[t], mid = mag[t - 1], lo = mag[t - 2];
+    const uint64_t w2 = z ? hi << z | mid >> (64 - z) : hi, w1 = z ? mid << z | lo >> (64 - z) : mid, w0 = lo << z;
+    w.m = (ug_u128)w2 << 64 | w1;
+    w.e = e + 64 * (t - 2) + 63 - z - 127;
+    w.round = w0 >> 63;
+    w.sticky = (w0 << 1) != 0;
+    for (int k = 2; k < t - 2; k++) w.sticky |= mag[k] != 0;
     return w;
 }
 
