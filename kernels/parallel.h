@@ -26,10 +26,14 @@ enum { UG_KERNEL_MAX_THREADS = 64 };
 ug_status ug_kernel_threads_set(unsigned n);
 unsigned ug_kernel_threads(void);
 
-/* body(ctx, worker, begin, end) for contiguous ranges covering [0, n), at
- * most one range per worker, worker < min(ug_kernel_threads(), n). Returns
- * when every range is done. When a thread cannot be started its range runs
- * on the caller: the result is the same, only slower. */
+/* body(ctx, worker, begin, end) for contiguous, disjoint ranges covering
+ * [0, n) exactly once, worker < min(ug_kernel_threads(), n). A worker may be
+ * given several ranges, one call at a time, and which worker runs which range
+ * depends on timing (the ranges are handed out as workers become free), so a
+ * body must not carry anything from one range to the next but its worker's
+ * scratch. Returns when every range is done. When a thread cannot be started
+ * the other workers (the caller among them) take its items: the result is the
+ * same, only slower. */
 typedef void ug_parallel_body(void *ctx, unsigned worker, size_t begin, size_t end);
 void ug_parallel_for(size_t n, ug_parallel_body *body, void *ctx);
 
