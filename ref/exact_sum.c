@@ -441,16 +441,22 @@ void ug_xsum_get_mpfr(ug_xsum *a, mpfr_ptr out, mpz_t scratch)
     mpfr_set_z_2exp(out, scratch, q, MPFR_RNDN); /* exact: n <= 2^prec */
 }
 
-bool ug_xsum_split_mpfr(mpfr_srcptr x, mpz_t scratch, bool *neg, ug_u128 *m, int *e)
+/* MPFR's custom interface reads the significand's limbs in place: x =
+ * 0.d[n-1]...d[0] * 2^exp with the leading bit set and the bits below the
+ * precision zero, as the MPFR manual's "Custom Interface" specifies. */
+_Static_assert(GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0, "64-bit limbs without nails");
+
+bool ug_xsum_split_mpfr(mpfr_srcptr x, bool *neg, ug_u128 *m, int *e)
 {
-    if (!mpfr_regular_p(x) || mpfr_get_prec(x) > 128) return false;
-    const mpfr_exp_t exp = mpfr_get_z_2exp(scratch, x);
+    const mpfr_prec_t prec = mpfr_get_prec(x);
+    if (!mpfr_regular_p(x) || prec > 128) return false;
+    const mpfr_exp_t exp = mpfr_custom_get_exp(x) - prec;
     if (exp < INT_MIN / 4 || exp > INT_MAX / 4) return false;
-    uint64_t words[2] = {0, 0};
-    size_t count = 0;
-    mpz_export(words, &count, -1, sizeof words[0], 0, 0, scratch); /* |z| < 2^128 */
-    *neg = mpz_sgn(scratch) < 0;
-    *m = (ug_u128)words[1] << 64 | words[0];
+    const mp_limb_t *d = mpfr_custom_get_significand(x);
+    const int limbs = (int)((prec + 63) / 64);
+    const ug_u128 significand = limbs == 2 ? (ug_u128)d[1] << 64 | d[0] : (ug_u128)d[0];
+    *m = significand >> (64 * limbs - prec); /* the integer of prec bits, as mpfr_get_z_2exp gives it */
+    *neg = mpfr_signbit(x);
     *e = (int)exp;
     return true;
 }

@@ -318,8 +318,8 @@ void ug_xsum_add_xwin(ug_xsum *a, const uint64_t *acc, int limbs, int e);
 void ug_xsum_get_mpfr(ug_xsum *a, mpfr_ptr out, mpz_t scratch);
 
 /* An MPFR number (regular, precision <= 128 bits, exponent within int) as
- * ±m·2^e; false (nothing written) otherwise. scratch is reused, so a caller
- * that keeps it allocates only once. */
-bool ug_xsum_split_mpfr(mpfr_srcptr x, mpz_t scratch, bool *neg, ug_u128 *m, int *e);
+ * ±m·2^e, m the significand as an integer of the precision's bits; false
+ * (nothing written) otherwise. Reads the limbs in place (no allocation). */
+bool ug_xsum_split_mpfr(mpfr_srcptr x, bool *neg, ug_u128 *m, int *e);
 
 #endif

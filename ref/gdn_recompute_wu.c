@@ -68,7 +68,6 @@ typedef struct {
     bool *infinite;     /* [width]: a staged operand of the column is +-inf (staged mode: MPFR sums) */
     gate_parts *gate;   /* [rows] */
     mpfr_t *gate_value; /* [rows] exp(g) at UG_REF_PREC bits, where the gate is not a unit */
-    mpz_t scratch;
     ug_xsum operand;    /* one operand, for its staging */
     ug_xsum *acc;       /* [width] the sums of one output row, where a window cannot hold them */
     /* The windows (exact_sum.h) of one chunk: a term A_ij x_j is the row
@@ -122,7 +121,6 @@ static void workspace_free(workspace *ws)
     free(ws->op_abs);
     free(ws->op_flagged);
     free(ws->abs_sum);
-    mpz_clear(ws->scratch);
     mpfr_clears(ws->e, ws->radius, ws->sum, (mpfr_ptr)0);
 }
 
@@ -151,7 +149,6 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     ws->op_abs = calloc(4 * rows * width, sizeof *ws->op_abs);
     ws->op_flagged = calloc(rows * width + width, sizeof *ws->op_flagged);
     ws->abs_sum = calloc(3 * width, sizeof *ws->abs_sum);
-    mpz_init(ws->scratch);
     ug_xsum_init(&ws->operand);
     mpfr_inits2(UG_REF_PREC + OPERAND_PREC_EXTRA, ws->e, ws->radius, (mpfr_ptr)0);
     mpfr_init2(ws->sum, UG_REF_PREC);
@@ -350,7 +347,7 @@ static ug_status stage_chunk(workspace *ws, const common_args *ca, const chunk_a
             mpfr_set_flt(ws->gate_value[j], g, MPFR_RNDN);
             mpfr_exp(ws->gate_value[j], ws->gate_value[j], MPFR_RNDN);
             bool neg;
-            gp->ok = ug_xsum_split_mpfr(ws->gate_value[j], ws->scratch, &neg, &gp->m, &gp->e) && !neg;
+            gp->ok = ug_xsum_split_mpfr(ws->gate_value[j], &neg, &gp->m, &gp->e) && !neg;
         }
         for (size_t col = 0; col < width; col++) {
             const size_t idx = j * width + col;

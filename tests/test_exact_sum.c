@@ -538,8 +538,8 @@ static void adds_out_of_range_are_reported(void)
 static void mpfr_numbers_split_exactly(void)
 {
     mpfr_t x, back;
-    mpz_t scratch;
-    mpz_init(scratch);
+    mpz_t z;
+    mpz_init(z);
     mpfr_init2(x, 128);
     mpfr_init2(back, 128);
     mpfr_set_ui(x, 3, MPFR_RNDN);
@@ -548,7 +548,7 @@ static void mpfr_numbers_split_exactly(void)
     bool neg;
     ug_u128 m;
     int e;
-    CU_ASSERT(ug_xsum_split_mpfr(x, scratch, &neg, &m, &e));
+    CU_ASSERT(ug_xsum_split_mpfr(x, &neg, &m, &e));
     CU_ASSERT(neg);
     mpfr_set_uj_2exp(back, (uintmax_t)(uint64_t)(m >> 64), e + 64, MPFR_RNDN);
     mpfr_t low;
@@ -558,12 +558,23 @@ static void mpfr_numbers_split_exactly(void)
     mpfr_neg(back, back, MPFR_RNDN);
     CU_ASSERT(mpfr_equal_p(back, x));
     mpfr_set_zero(x, 1);
-    CU_ASSERT(!ug_xsum_split_mpfr(x, scratch, &neg, &m, &e));
+    CU_ASSERT(!ug_xsum_split_mpfr(x, &neg, &m, &e));
     mpfr_set_prec(x, 129);
     mpfr_set_ui(x, 1, MPFR_RNDN);
-    CU_ASSERT(!ug_xsum_split_mpfr(x, scratch, &neg, &m, &e)); /* wider than 128 bits */
+    CU_ASSERT(!ug_xsum_split_mpfr(x, &neg, &m, &e)); /* wider than 128 bits */
+    /* every precision up to 128 bits (one limb or two): mpfr_get_z_2exp's integer and exponent */
+    for (mpfr_prec_t prec = 2; prec <= 128; prec += 7) {
+        mpfr_set_prec(x, prec);
+        mpfr_const_pi(x, MPFR_RNDN);
+        mpfr_mul_2si(x, x, (long)prec - 70, MPFR_RNDN);
+        const mpfr_exp_t want_e = mpfr_get_z_2exp(z, x);
+        uint64_t words[2] = {0, 0};
+        mpz_export(words, NULL, -1, sizeof words[0], 0, 0, z);
+        CU_ASSERT(ug_xsum_split_mpfr(x, &neg, &m, &e));
+        CU_ASSERT(!neg && e == want_e && m == ((ug_u128)words[1] << 64 | words[0]));
+    }
     mpfr_clears(x, back, low, (mpfr_ptr)0);
-    mpz_clear(scratch);
+    mpz_clear(z);
 }
 
 UG_TEST_SUITE(exact_sum_suite, "exact_sum",
