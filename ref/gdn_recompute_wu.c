@@ -76,6 +76,8 @@ typedef struct {
      * exact mode, the staged operand in staged mode). */
     col_factor *col;    /* [width][rows] s_j on its column's grid, where col_on_grid */
     bool *col_on_grid;  /* [width][rows] */
+    parts *col_parts;   /* [rows] one column's factors before the grid */
+    int *balance;       /* [rows] the binade moved from column to row factors */
     int *col_grid;      /* [width] */
     size_t *col_off;    /* [width] how many factors of the column are off its grid */
     row_factor *row;    /* [rows] one output row's factors, over its nonzero A_ij */
@@ -118,6 +120,8 @@ static void workspace_free(workspace *ws)
     free(ws->row_e);
     free(ws->row_on_grid);
     free(ws->col_on_grid);
+    free(ws->col_parts);
+    free(ws->balance);
     free(ws->op_abs);
     free(ws->op_flagged);
     free(ws->abs_sum);
@@ -146,6 +150,8 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     ws->row_e = calloc(rows, sizeof *ws->row_e);
     ws->row_on_grid = calloc(rows, sizeof *ws->row_on_grid);
     ws->col_on_grid = calloc(width * rows, sizeof *ws->col_on_grid);
+    ws->col_parts = calloc(rows, sizeof *ws->col_parts);
+    ws->balance = calloc(rows, sizeof *ws->balance);
     ws->op_abs = calloc(4 * rows * width, sizeof *ws->op_abs);
     ws->op_flagged = calloc(rows * width + width, sizeof *ws->op_flagged);
     ws->abs_sum = calloc(3 * width, sizeof *ws->abs_sum);
@@ -154,7 +160,7 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     mpfr_init2(ws->sum, UG_REF_PREC);
     if (!ws->x || !ws->staged || !ws->terms || !ws->term_ptrs || !ws->scale || !ws->x_ready || !ws->wide ||
         !ws->gate || !ws->gate_value || !ws->acc || !ws->col || !ws->col_grid || !ws->col_off || !ws->row ||
-        !ws->row_j || !ws->row_e || !ws->row_on_grid || !ws->col_on_grid || !ws->op_abs || !ws->op_flagged || !ws->abs_sum) {
+        !ws->row_j || !ws->row_e || !ws->row_on_grid || !ws->col_on_grid || !ws->col_parts || !ws->balance || !ws->op_abs || !ws->op_flagged || !ws->abs_sum) {
         free(ws->x);
         free(ws->terms);
         free(ws->gate_value);
@@ -454,40 +460,34 @@ static int balance(const workspace *ws, ug_ref_mode mode, size_t j)
     return gp->e + ug_xwin_bit_length(g, 2);
 }
 
-/* A term's column factor (see workspace): exact mode, the scale; staged
- * mode, the staged operand (a bf16 value) over its balance. */
-static parts column_parts(const workspace *ws, ug_ref_mode mode, size_t j, size_t col)
-{
-    const size_t idx = j * ws->width + col;
-    if (mode == UG_REF_EXACT) return ws->scale[idx];
-    parts p = parts_of(ws->op_rn[idx]);
-    p.e -= balance(ws, mode, j);
-    return p;
-}
-
 static int parts_top(const parts *p) { return p->e + 64 - __builtin_clzll(p->m); }
 
 /* Every column's factors on the column's grid: the top of its largest
  * factor less 64 bits, so a factor fits one limb when it lies within 64 -
  * (its bits) binades of the largest (a scale has at most 32 bits, a bf16
- * 8); the others are off the grid and summed in the accumulator. */
+ * 8); the others are off the grid and summed in the accumulator. A
+ * column factor is the scale in exact mode, the staged operand over its
+ * balance in staged mode. */
 static void column_factors(workspace *ws, ug_ref_mode mode)
 {
     const size_t rows = ws->rows, width = ws->width;
+    for (size_t j = 0; j < rows; j++) ws->balance[j] = balance(ws, mode, j);
     for (size_t col = 0; col < width; col++) {
+        parts *p = ws->col_parts;
         int top = INT_MIN;
         for (size_t j = 0; j < rows; j++) {
-            const parts p = column_parts(ws, mode, j, col);
-            if (p.m && parts_top(&p) > top) top = parts_top(&p);
+            const size_t idx = j * width + col;
+            p[j] = mode == UG_REF_EXACT ? ws->scale[idx] : parts_of(ws->op_rn[idx]);
+            p[j].e -= ws->balance[j];
+            if (p[j].m && parts_top(&p[j]) > top) top = parts_top(&p[j]);
         }
         const int grid = top == INT_MIN ? 0 : top - 64;
         col_factor *cf = ws->col + col * rows;
         bool *on_grid = ws->col_on_grid + col * rows;
         size_t off = 0;
         for (size_t j = 0; j < rows; j++) {
-            const parts p = column_parts(ws, mode, j, col);
-            cf[j].mask = p.neg ? ~UINT64_C(0) : 0;
-            on_grid[j] = ug_xwin_place(&p.m, 1, p.e, grid, &cf[j].s, 1);
+            cf[j].mask = p[j].neg ? ~UINT64_C(0) : 0;
+            on_grid[j] = ug_xwin_place(&p[j].m, 1, p[j].e, grid, &cf[j].s, 1);
             off += !on_grid[j];
         }
         ws->col_grid[col] = grid;
@@ -502,7 +502,7 @@ static void row_factor_value(const workspace *ws, ug_ref_mode mode, size_t j, do
     const gate_parts *gp = &ws->gate[j];
     c[0] = a.m;
     c[1] = c[2] = 0;
-    *e = a.e + balance(ws, mode, j);
+    *e = a.e + ws->balance[j];
     if (mode == UG_REF_STAGED || gp->unit) return;
     const ug_u128 low = (ug_u128)a.m * (uint64_t)gp->m, high = (ug_u128)a.m * (uint64_t)(gp->m >> 64);
     const ug_u128 mid = (low >> 64) + (uint64_t)high;
