@@ -258,25 +258,32 @@ static bool normalized(const ug_xval *v, ug_u128 *m, int *top)
     return true;
 }
 
-/* format_bits where RN_T(|v|) is a normal number or infinite: the leading
- * 8 (bf16) or 24 (f32) bits, rounded, in the f32 encoding. */
-static bool format_bits_normal(const ug_xval *v, ug_dtype dtype, uint32_t *bits)
+/* RN_T of ±m·2^(top-127) (m's leading bit at 2^127; round and sticky the
+ * bits below m) where it is a normal number or infinite: the leading 8
+ * (bf16) or 24 (f32) bits, rounded, in the f32 encoding. */
+static bool format_normalized(bool neg, ug_u128 m, int top, bool round_or_sticky, ug_dtype dtype, uint32_t *bits)
 {
-    ug_u128 m;
-    int top;
-    if (!normalized(v, &m, &top) || top < -126 || top > 127) return false;
+    if (top < -126 || top > 127) return false;
     const int cut = dtype == UG_BF16 ? 120 : 104; /* bits below the kept ones */
     uint32_t n = (uint32_t)(m >> cut);
     const bool half = (m >> (cut - 1) & 1) != 0;
-    const bool below = (m & (((ug_u128)1 << (cut - 1)) - 1)) != 0 || v->round || v->sticky;
-    n += rounds_up(half, below, n, v->neg, MPFR_RNDN);
+    const bool below = (m & (((ug_u128)1 << (cut - 1)) - 1)) != 0 || round_or_sticky;
+    n += rounds_up(half, below, n, neg, MPFR_RNDN);
     if (n >> (128 - cut)) { /* carried to the next binade */
         n >>= 1;
         top++;
     }
     const uint32_t fraction = (n << (cut - 104)) & 0x7FFFFFu; /* 2^128 and up: inf (fraction 0) */
-    *bits = (v->neg ? 0x80000000u : 0u) | (uint32_t)(top + 127) << 23 | fraction;
+    *bits = (neg ? 0x80000000u : 0u) | (uint32_t)(top + 127) << 23 | fraction;
     return true;
+}
+
+/* format_bits where RN_T(|v|) is a normal number or infinite. */
+static bool format_bits_normal(const ug_xval *v, ug_dtype dtype, uint32_t *bits)
+{
+    ug_u128 m;
+    int top;
+    return normalized(v, &m, &top) && format_normalized(v->neg, m, top, v->round || v->sticky, dtype, bits);
 }
 
 static uint32_t format_bits(const ug_xval *w, ug_dtype dtype)
@@ -309,24 +316,22 @@ void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, doubl
     ug_xval_finish(&exact, out, pre_round_bound, abs_sum, flagged, dtype);
 }
 
-/* r_hi = RN_53(r) and r_lo = RN_53(r - r_hi) where both are normal doubles
- * (or r_lo zero), from the 128-bit r: r_hi its leading 53 bits rounded,
- * r - r_hi the 75 bits below them less one unit of r_hi when it rounded up. */
-static bool split_normal(const ug_xval *r, double *r_hi, double *r_lo)
+/* r_hi = RN_53(r) and r_lo = RN_53(r - r_hi) of r = ±m·2^(top-127) (m's
+ * leading bit at 2^127, nothing below m) where both are normal doubles (or
+ * r_lo zero): r_hi its leading 53 bits rounded, r - r_hi the 75 bits below
+ * them less one unit of r_hi when it rounded up. */
+static bool split_normalized(bool neg, ug_u128 m, int top, double *r_hi, double *r_lo)
 {
-    ug_u128 m;
-    int top;
-    if (!normalized(r, &m, &top) || r->round || r->sticky || top < -895 || top > 1022) return false;
+    if (top < -895 || top > 1022) return false;
     const ug_u128 unit = (ug_u128)1 << 75;
     uint64_t n = (uint64_t)(m >> 75);
     const ug_u128 rest = m & (unit - 1);
-    const bool up = rounds_up((rest >> 74 & 1) != 0, (rest & ((unit >> 1) - 1)) != 0, n, r->neg, MPFR_RNDN);
+    const bool up = rounds_up((rest >> 74 & 1) != 0, (rest & ((unit >> 1) - 1)) != 0, n, neg, MPFR_RNDN);
     n += up;
     const int e = top - 127; /* r's unit */
     const double hi = (double)n * pow2(e + 75), lo = (double)(up ? unit - rest : rest) * pow2(e);
-    *r_hi = r->neg ? -hi : hi;
-    *r_lo = r->neg != up ? -lo : lo;
-    if (lo == 0) *r_lo = 0.0;
+    *r_hi = neg ? -hi : hi;
+    *r_lo = lo == 0 ? 0.0 : neg != up ? -lo : lo;
     return true;
 }
 
@@ -345,9 +350,13 @@ void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bo
         round_value(exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
         r.round = r.sticky = false;
     }
+    ug_u128 m;
+    int top;
     double hi, lo;
-    if (!r.zero && split_normal(&r, &hi, &lo)) {
-        ug_ref_fill(out, hi, lo, ug_xval_rn_bits(&r, dtype), pre_round_bound, abs_sum, flagged, dtype);
+    uint32_t bits;
+    if (!r.zero && normalized(&r, &m, &top) && split_normalized(r.neg, m, top, &hi, &lo) &&
+        format_normalized(r.neg, m, top, false, dtype, &bits)) {
+        ug_ref_fill(out, hi, lo, dtype == UG_BF16 ? bits >> 16 : bits, pre_round_bound, abs_sum, flagged, dtype);
         return;
     }
     double r_hi = r.neg ? -0.0 : 0.0, r_lo = 0.0;
