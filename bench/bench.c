@@ -647,6 +647,11 @@ static void measure_peaks(peaks *pk)
     printf("  f32 FMA avx2   : %8.1f GFLOP/s  (12 independent ymm FMA chains)\n", pk->fma[UG_ISA_AVX2]);
     printf("  f32 FMA scalar : %8.1f GFLOP/s  (8 chains of fmaf() built without -mfma: the portable path's)\n",
            pk->fma[UG_ISA_PORTABLE]);
+    const double dot_bf16 = bench_dot_peak_bf16();
+    if (dot_bf16 > 0)
+        printf("  bf16 dot       : %8.1f GFLOP/s  (24 chains of vdpbf16ps, 32 bf16 products each: %.2fx the FMA rate; "
+               "not used, docs/performance.md)\n",
+               dot_bf16, dot_bf16 / pk->fma[UG_ISA_AVX512]);
     bench_measure_bandwidth(&pk->bw);
     pk->stream = fmax(pk->bw.copy_dram, pk->bw.triad_dram);
     printf("  DRAM copy      : %8.1f GB/s   (memcpy, 2 x %zu MiB; bytes read + written)\n", pk->bw.copy_dram,

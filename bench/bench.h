@@ -37,6 +37,12 @@ double bench_fma_peak_scalar(void); /* fmaf() as the portable path calls it */
 float bench_fma_loop_avx512(size_t iters);
 float bench_fma_loop_avx2(size_t iters);
 
+/* The AVX512-BF16 vdpbf16ps rate in GFLOP/s (a bf16 product and its add = 2
+ * flops; 0 when the CPU lacks AVX512-BF16), and its loop
+ * (peak_avx512bf16.c): not a path of the kernels, measured for the record. */
+double bench_dot_peak_bf16(void);
+float bench_dpbf16_loop_avx512bf16(size_t iters);
+
 typedef struct {
     double copy_dram, triad_dram; /* GB/s, buffers >> LLC */
     double copy_llc, copy_l2;     /* GB/s, buffers that fit in LLC / L2 */

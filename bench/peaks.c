@@ -46,6 +46,12 @@ double bench_fma_peak_avx512(void)
     return best_gflops(bench_fma_loop_avx512, 10u << 20, 2.0 * 24 * 16);
 }
 
+double bench_dot_peak_bf16(void)
+{
+    if (!ug_isa_supported(UG_ISA_AVX512) || !__builtin_cpu_supports("avx512bf16")) return 0;
+    return best_gflops(bench_dpbf16_loop_avx512bf16, 10u << 20, 2.0 * 24 * 32);
+}
+
 double bench_fma_peak_avx2(void)
 {
     if (!ug_isa_supported(UG_ISA_AVX2)) return 0;
