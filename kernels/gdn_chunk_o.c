@@ -11,8 +11,8 @@
  * (BT*BT*2 bytes), guarded, so a short plan shows up as UG_EGUARD instead of
  * silent corruption. The other working arrays stand for the shader's
  * registers (simdgroup fragments) and live in one heap block. With kernel
- * threads (parallel.h) each worker has its own tile and registers and a
- * contiguous range of (batch, chunk, head) items. */
+ * threads (parallel.h) each worker has its own tile and registers and takes
+ * contiguous ranges of (batch, chunk, head) items. */
 #include "gdn_chunk_o.h"
 
 #include <math.h>
@@ -24,6 +24,7 @@
 
 #include "../core/bf16.h"
 #include "../core/guard.h"
+#include "expf.h"
 #include "isa.h"
 #include "parallel.h"
 #include "tensor_check.h"
@@ -144,6 +145,7 @@ typedef struct {
     float q[BT][KDIM];     /* the chunk's queries, widened to f32 (exact) */
     float qk[BT][BT];      /* q k^T */
     float att[BT][BT];     /* the attention tile widened to f32: the A operand of Q v */
+    float gates[BT];       /* g[t] of the chunk's rows */
     float decay[BT];       /* expf(g[t]) per row */
     float intra_decay[BT]; /* expf(g[t] - g[s]) along one row */
     float masked[BT];      /* one row of the attention tile before its rounding */
@@ -197,16 +199,22 @@ static float state_decay(const chunk_job *job, size_t t)
     return UG_MUTANT == GDN_CHUNK_O_MUT_STATE_DECAY_MISSING ? 1.0f : expf(gate(job, t));
 }
 
-static float intra_decay(const chunk_job *job, size_t t, size_t s)
+/* The decays of row i's attention to the rows s < n: expf(g[t] - g[s]) as
+ * the ISA path's ug_expf (libm's expf, expf.h), one per causal entry (each
+ * has its own argument). */
+static void intra_decays(const chunk_job *job, size_t i, size_t n)
 {
-    float g_t = gate(job, t), g_s = gate(job, s);
-    return expf(UG_MUTANT == GDN_CHUNK_O_MUT_DECAY_SIGN ? g_s - g_t : g_t - g_s);
+    registers *reg = job->reg;
+    if (UG_MUTANT != GDN_CHUNK_O_MUT_DECAY_SIGN) {
+        ug_rows_exp_diff(n, reg->gates[i], reg->gates, reg->intra_decay);
+        return;
+    }
+    for (size_t j = 0; j < n; j++) reg->intra_decay[j] = ug_expf(reg->gates[j] - reg->gates[i]);
 }
 
 /* Q = bf16(mask * decay * q k^T) into the threadgroup tile, and its f32 copy
- * as the A operand of Q v. One expf per causal entry (each has its own
- * argument); the products (1 * decay * qk = decay * qk exactly), the
- * rounding and the widening by row on the ISA path. */
+ * as the A operand of Q v. The decays, the products (1 * decay * qk = decay
+ * * qk exactly), the rounding and the widening by row on the ISA path. */
 static void attention_tile(const chunk_job *job)
 {
     registers *reg = job->reg;
@@ -215,10 +223,11 @@ static void attention_tile(const chunk_job *job)
     const ug_bf16 *keys = job->k + at_bthd(job, job->t0, job->key_head, job->p->hg, 0, KDIM);
     for (size_t i0 = 0; i0 < BT; i0 += QK_BAND) /* B(k, s) = k[s][k]: the keys by columns */
         product(QK_BAND, i0 + QK_BAND, KDIM, reg->q[i0], KDIM, keys, 1, (size_t)job->p->hg * KDIM, reg->qk[i0], BT);
+    for (size_t i = 0; i < BT; i++) reg->gates[i] = gate(job, job->t0 + i);
     for (size_t i = 0; i < BT; i++) {
         const size_t n = causal_columns(i);
         reg->decay[i] = state_decay(job, job->t0 + i);
-        for (size_t j = 0; j < n; j++) reg->intra_decay[j] = intra_decay(job, job->t0 + i, job->t0 + j);
+        intra_decays(job, i, n);
         ug_rows_mul3(n, 1.0f, reg->intra_decay, reg->qk[i], reg->masked);
         for (size_t j = n; j < BT; j++) reg->masked[j] = 0.0f;
         ug_rows_round(BT, reg->masked, job->tile[i]);

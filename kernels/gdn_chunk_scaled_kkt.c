@@ -3,10 +3,12 @@
  * chunk) with the ISA micro-kernel (ug_gemm_f32_bf16: each entry the FMA
  * chain over K in index order, identical bits on every path; the bf16
  * products are exact in f32) and then scaled for each value head of the
- * group; only its lower triangle is formed, in bands of 16 rows. The key
- * tiles and the Gram matrix live in one guarded scratch allocation of
+ * group; only its lower triangle is formed, in bands of 16 rows. The decays
+ * exp(g_t - g_s) are the ISA path's ug_expf (expf.h), a row at a time, and L,
+ * written once, is streamed past the caches when it is large (isa.h). The
+ * key tiles and the Gram matrix live in one guarded scratch allocation of
  * exactly the size they need, one per kernel thread (parallel.h), each
- * thread taking a contiguous range of (batch, chunk, key head) items. */
+ * thread taking contiguous ranges of (batch, chunk, key head) items. */
 #include "gdn_chunk_scaled_kkt.h"
 
 #include <math.h>
@@ -15,6 +17,7 @@
 
 #include "../core/bf16.h"
 #include "../core/guard.h"
+#include "expf.h"
 #include "isa.h"
 #include "parallel.h"
 #include "prefetch.h"
@@ -105,22 +108,32 @@ static size_t kept_columns(size_t i)
     return UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_MASK_INCLUDES_DIAGONAL ? i + 1 : i;
 }
 
+/* decay[j] = exp(g_t - g_s) for the n columns of row i, as the ISA path's
+ * ug_expf (libm's expf, expf.h): one per entry (its argument differs per
+ * entry). */
+static void row_decays(const float gates[BT], size_t i, size_t n, float decay[BT])
+{
+    if (UG_MUTANT != GDN_CHUNK_SCALED_KKT_MUT_GATE_SIGN_FLIPPED) {
+        ug_rows_exp_diff(n, gates[i], gates, decay);
+        return;
+    }
+    for (size_t j = 0; j < n; j++) decay[j] = ug_expf(gates[j] - gates[i]);
+}
+
 /* L rows of value head h: beta_t * exp(g_t - g_s) * gram[i][j] below the
- * diagonal; one expf per entry (its argument differs per entry), the
- * products by row on the ISA path. */
+ * diagonal; the decays and the products by row on the ISA path. Each row is
+ * formed whole in `out` and then stored (streamed when L is large: a row is
+ * 64 floats, whole cache lines, in its own page). */
 static void scale_rows(const gdn_chunk_scaled_kkt_params *p, const float *beta, const float *g, size_t b,
-                       size_t h, size_t t0, float (*gram)[BT], float *l)
+                       size_t h, size_t t0, float (*gram)[BT], float *l, bool stream)
 {
     const bool scalar_products = UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_BETA_OF_COLUMN ||
                                  UG_MUTANT == GDN_CHUNK_SCALED_KKT_LEGIT_BETA_LAST;
-    float decay[BT];
+    float gates[BT], decay[BT], out[BT] __attribute__((aligned(64)));
+    for (size_t i = 0; i < BT; i++) gates[i] = g[(b * p->t + t0 + i) * p->h + h];
     for (size_t i = 0; i < BT; i++) {
         const size_t row = (b * p->t + t0 + i) * p->h + h, n = kept_columns(i);
-        float *out = l + row * BT;
-        for (size_t j = 0; j < n; j++) {
-            const size_t col = (b * p->t + t0 + j) * p->h + h;
-            decay[j] = expf(UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_GATE_SIGN_FLIPPED ? g[col] - g[row] : g[row] - g[col]);
-        }
+        row_decays(gates, i, n, decay);
         if (!scalar_products) ug_rows_mul3(n, beta[row], decay, gram[i], out);
         else
             for (size_t j = 0; j < n; j++) {
@@ -130,6 +143,7 @@ static void scale_rows(const gdn_chunk_scaled_kkt_params *p, const float *beta, 
                                                                           : scale * decay[j] * gram[i][j];
             }
         for (size_t j = n; j < BT; j++) out[j] = 0.0f;
+        ug_rows_store(sizeof out, out, l + row * BT, stream);
     }
 }
 
@@ -141,6 +155,7 @@ typedef struct {
     const ug_bf16 *k;
     const float *beta, *g;
     float *l;
+    bool stream; /* L is streamed past the caches (isa.h) */
     const ug_worker_scratch *scratch;
 } call;
 
@@ -169,8 +184,9 @@ static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
         const item it = locate_item(p, x);
         gram_of_chunk(p, c->k, it.b, it.kh, it.t0, &tl);
         for (size_t h = it.kh * group; h < (it.kh + 1) * group; h++)
-            scale_rows(p, c->beta, c->g, it.b, h, it.t0, tl.gram, c->l);
+            scale_rows(p, c->beta, c->g, it.b, h, it.t0, tl.gram, c->l, c->stream);
     }
+    if (c->stream) ug_rows_stream_end();
 }
 
 ug_status gdn_chunk_scaled_kkt(const gdn_chunk_scaled_kkt_params *p, const ug_buf *k,
@@ -180,7 +196,8 @@ ug_status gdn_chunk_scaled_kkt(const gdn_chunk_scaled_kkt_params *p, const ug_bu
     const size_t items = (size_t)p->b * p->hg * (p->t / BT);
     ug_worker_scratch scratch;
     UG_TRY(ug_worker_scratch_alloc(&scratch, ug_parallel_workers(items), scratch_bytes(p->k)));
-    call c = {.p = p, .k = k->data, .beta = beta->data, .g = g->data, .l = l->data, .scratch = &scratch};
+    call c = {.p = p, .k = k->data, .beta = beta->data, .g = g->data, .l = l->data,
+              .stream = l->count * sizeof(float) >= UG_STREAM_MIN_BYTES, .scratch = &scratch};
     ug_parallel_for(items, run_chunks, &c);
     return ug_worker_scratch_free(&scratch, KERNEL " scratch");
 }

@@ -5,8 +5,8 @@
  * rounded to bf16 on store. The scratch is the shader's threadgroup memory,
  * exactly as large as the host plans it and guarded, so a short plan shows up
  * as UG_EGUARD instead of silent corruption; with kernel threads
- * (parallel.h) each worker owns one such slice and a contiguous range of
- * (batch, chunk, head) items. The staging, the product and the output
+ * (parallel.h) each worker owns one such slice and takes contiguous ranges
+ * of (batch, chunk, head) items. The staging, the product and the output
  * rounding run on the ISA path (isa.h: row operations and the packed GEMM,
  * bit-identical on every path); exp(g) is computed once per staged row. */
 #include "gdn_recompute_wu.h"

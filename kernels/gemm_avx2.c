@@ -183,6 +183,72 @@ static void residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf1
     ug_rows_residual_scalar(n - i, u + i, x + i, d, v + i, dv + i);
 }
 
+/* ug_expf (expf.h) on four binary64 lanes, for arguments off its special
+ * cases; the table entry is gathered. */
+static inline __m256d exp_main_path(__m256d xd)
+{
+    const ug_expf_constants *d = &ug_expf_data;
+    const __m256d inv_ln2_n = _mm256_set1_pd(ug_expf_constant(d->inv_ln2_n));
+    const __m256d shift = _mm256_set1_pd(ug_expf_constant(d->shift));
+    const __m256d shifted = _mm256_fmadd_pd(inv_ln2_n, xd, shift);
+    const __m256i ki = _mm256_castpd_si256(shifted);
+    const __m256d r = _mm256_fmsub_pd(inv_ln2_n, xd, _mm256_sub_pd(shifted, shift));
+    const __m256i index = _mm256_and_si256(ki, _mm256_set1_epi64x(UG_EXPF_TABLE_SIZE - 1));
+    const __m256i entry = _mm256_i64gather_epi64((const long long *)ug_expf_data.tab, index, 8);
+    const __m256d s = _mm256_castsi256_pd(_mm256_add_epi64(entry, _mm256_slli_epi64(ki, 52 - UG_EXPF_TABLE_BITS)));
+    const __m256d z = _mm256_fmadd_pd(r, _mm256_set1_pd(ug_expf_constant(d->c0)), _mm256_set1_pd(ug_expf_constant(d->c1)));
+    const __m256d y = _mm256_fmadd_pd(r, _mm256_set1_pd(ug_expf_constant(d->c2)), _mm256_set1_pd(1.0));
+    return _mm256_mul_pd(_mm256_fmadd_pd(z, _mm256_mul_pd(r, r), y), s);
+}
+
+/* ug_expf on eight lanes, right wherever ug_expf_special is false. */
+static inline __m256 expf8(__m256 x)
+{
+    const __m128 low = _mm256_cvtpd_ps(exp_main_path(_mm256_cvtps_pd(_mm256_castps256_ps128(x))));
+    const __m128 high = _mm256_cvtpd_ps(exp_main_path(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1))));
+    return _mm256_set_m128(high, low);
+}
+
+/* All-ones in the lanes of x for which ug_expf_special holds. */
+static inline __m256i exp_special(__m256 x)
+{
+    const __m256i top = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(x), 20), _mm256_set1_epi32(0x7FF));
+    return _mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x42A));
+}
+
+/* The last vector is masked (no scalar tail): the kernels' rows of exponents
+ * are mostly short and of every length. Arguments with |x| >= 88 or NaN are
+ * rare: they are redone by ug_expf after the vector loop, which has no call
+ * in it (a call would move its constants out of the registers). */
+static void exp_diff(size_t n, float a, const float *x, float *out)
+{
+    const __m256 av = _mm256_set1_ps(a);
+    __m256i special = _mm256_setzero_si256();
+    for (size_t i = 0; i < n; i += LANES) {
+        const __m256i lanes = lanes_for(n - i);
+        const __m256 diff = _mm256_sub_ps(av, _mm256_maskload_ps(x + i, lanes));
+        special = _mm256_or_si256(special, _mm256_and_si256(lanes, exp_special(diff)));
+        _mm256_maskstore_ps(out + i, lanes, expf8(diff));
+    }
+    if (!_mm256_testz_si256(special, special))
+        for (size_t i = 0; i < n; i++)
+            if (ug_expf_special(ug_f32_bits(a - x[i]))) out[i] = ug_expf(a - x[i]);
+}
+
+/* One 64-byte line past the caches. */
+static inline void stream_line(void *dst, const void *src)
+{
+    _mm256_stream_si256((__m256i *)dst, _mm256_loadu_si256((const __m256i *)src));
+    _mm256_stream_si256((__m256i *)dst + 1, _mm256_loadu_si256((const __m256i *)src + 1));
+}
+
+static void store(size_t bytes, const void *src, void *dst, bool stream)
+{
+    ug_rows_store_lines(bytes, src, dst, stream, stream_line);
+}
+
+static void stream_end(void) { _mm_sfence(); }
+
 const ug_isa_path ug_isa_path_avx2 = {
     .gemm = gemm,
     .widen = widen,
@@ -192,5 +258,8 @@ const ug_isa_path ug_isa_path_avx2 = {
     .fma = fma_rows,
     .scaled_sum_round = scaled_sum_round,
     .residual = residual,
+    .exp_diff = exp_diff,
+    .store = store,
+    .stream_end = stream_end,
     .transpose = ug_transpose_avx2,
 };

@@ -194,6 +194,75 @@ static void residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf1
     }
 }
 
+/* ug_expf (expf.h) on eight binary64 lanes, for arguments off its special
+ * cases: the table lookup is two two-register permutes (entries 0-15 and
+ * 16-31) and a blend on bit 4 of k. */
+static inline __m512d exp_main_path(__m512d xd, const __m512d table[4])
+{
+    const ug_expf_constants *d = &ug_expf_data;
+    const __m512d inv_ln2_n = _mm512_set1_pd(ug_expf_constant(d->inv_ln2_n));
+    const __m512d shift = _mm512_set1_pd(ug_expf_constant(d->shift));
+    const __m512d shifted = _mm512_fmadd_pd(inv_ln2_n, xd, shift);
+    const __m512i ki = _mm512_castpd_si512(shifted);
+    const __m512d r = _mm512_fmsub_pd(inv_ln2_n, xd, _mm512_sub_pd(shifted, shift));
+    const __m512d low = _mm512_permutex2var_pd(table[0], ki, table[1]);
+    const __m512d high = _mm512_permutex2var_pd(table[2], ki, table[3]);
+    const __m512d entry = _mm512_mask_blend_pd(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)), low, high);
+    const __m512d s = _mm512_castsi512_pd(
+        _mm512_add_epi64(_mm512_castpd_si512(entry), _mm512_slli_epi64(ki, 52 - UG_EXPF_TABLE_BITS)));
+    const __m512d z = _mm512_fmadd_pd(r, _mm512_set1_pd(ug_expf_constant(d->c0)), _mm512_set1_pd(ug_expf_constant(d->c1)));
+    const __m512d y = _mm512_fmadd_pd(r, _mm512_set1_pd(ug_expf_constant(d->c2)), _mm512_set1_pd(1.0));
+    return _mm512_mul_pd(_mm512_fmadd_pd(z, _mm512_mul_pd(r, r), y), s);
+}
+
+/* ug_expf on sixteen lanes, right wherever ug_expf_special is false. */
+static inline __m512 expf16(__m512 x, const __m512d table[4])
+{
+    const __m256 low = _mm512_cvtpd_ps(exp_main_path(_mm512_cvtps_pd(_mm512_castps512_ps256(x)), table));
+    const __m256 high = _mm512_cvtpd_ps(exp_main_path(_mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1)), table));
+    return _mm512_insertf32x8(_mm512_castps256_ps512(low), high, 1);
+}
+
+/* The lanes of x for which ug_expf_special holds. */
+static inline __mmask16 exp_special(__m512 x, __mmask16 lanes)
+{
+    const __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(x), 20), _mm512_set1_epi32(0x7FF));
+    return _mm512_mask_cmpge_epu32_mask(lanes, top, _mm512_set1_epi32(0x42B));
+}
+
+/* Arguments with |x| >= 88 or NaN are rare: they are redone by ug_expf after
+ * the vector loop, which has no call in it (a call would move its
+ * constants out of the registers). */
+static void exp_diff(size_t n, float a, const float *x, float *out)
+{
+    const __m512d table[4] = {_mm512_loadu_pd(ug_expf_data.tab), _mm512_loadu_pd(ug_expf_data.tab + 8),
+                              _mm512_loadu_pd(ug_expf_data.tab + 16), _mm512_loadu_pd(ug_expf_data.tab + 24)};
+    const __m512 av = _mm512_set1_ps(a);
+    __mmask16 special = 0;
+    for (size_t i = 0; i < n; i += LANES) {
+        const __mmask16 lanes = lanes_for(n - i);
+        const __m512 diff = _mm512_sub_ps(av, _mm512_maskz_loadu_ps(lanes, x + i));
+        special |= exp_special(diff, lanes);
+        _mm512_mask_storeu_ps(out + i, lanes, expf16(diff, table));
+    }
+    if (special)
+        for (size_t i = 0; i < n; i++)
+            if (ug_expf_special(ug_f32_bits(a - x[i]))) out[i] = ug_expf(a - x[i]);
+}
+
+/* One 64-byte line past the caches. */
+static inline void stream_line(void *dst, const void *src)
+{
+    _mm512_stream_si512((__m512i *)dst, _mm512_loadu_si512(src));
+}
+
+static void store(size_t bytes, const void *src, void *dst, bool stream)
+{
+    ug_rows_store_lines(bytes, src, dst, stream, stream_line);
+}
+
+static void stream_end(void) { _mm_sfence(); }
+
 const ug_isa_path ug_isa_path_avx512 = {
     .gemm = gemm,
     .widen = widen,
@@ -203,5 +272,8 @@ const ug_isa_path ug_isa_path_avx512 = {
     .fma = fma_rows,
     .scaled_sum_round = scaled_sum_round,
     .residual = residual,
+    .exp_diff = exp_diff,
+    .store = store,
+    .stream_end = stream_end,
     .transpose = ug_transpose_avx2,
 };

@@ -12,8 +12,11 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "../core/bf16.h"
+#include "expf.h"
 #include "isa.h"
 
 /* One path: the product and every row operation. */
@@ -26,6 +29,9 @@ typedef struct {
     void (*fma)(size_t n, float d, float *acc, const float *add);
     void (*scaled_sum_round)(size_t n, float d, const float *x, const float *y, float scale, ug_bf16 *out);
     void (*residual)(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf16 *v, ug_bf16 *dv);
+    void (*exp_diff)(size_t n, float a, const float *x, float *out);
+    void (*store)(size_t bytes, const void *src, void *dst, bool stream);
+    void (*stream_end)(void);
     void (*transpose)(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst, size_t ldd);
 } ug_isa_path;
 
@@ -93,6 +99,41 @@ static inline void ug_rows_residual_scalar(size_t n, const ug_bf16 *u, const flo
         v[i] = ug_bf16_from_f32(r);
         dv[i] = ug_bf16_from_f32(d * r);
     }
+}
+
+static inline void ug_rows_exp_diff_scalar(size_t n, float a, const float *x, float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = ug_expf(a - x[i]);
+}
+
+/* The portable path has no streaming stores. */
+static inline void ug_rows_store_scalar(size_t bytes, const void *src, void *dst, bool stream)
+{
+    (void)stream;
+    memcpy(dst, src, bytes);
+}
+
+static inline void ug_rows_stream_end_scalar(void) {}
+
+/* store for a SIMD path: the whole 64-byte lines of dst by its `line` (a
+ * non-temporal store of one line), a head or tail of partial lines by
+ * memcpy. */
+static inline __attribute__((always_inline)) void ug_rows_store_lines(size_t bytes, const void *src, void *dst,
+                                                                      bool stream,
+                                                                      void (*line)(void *dst, const void *src))
+{
+    enum { LINE = 64 };
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    const size_t head = stream ? (LINE - (uintptr_t)d % LINE) % LINE : bytes;
+    if (head >= bytes) {
+        memcpy(d, s, bytes);
+        return;
+    }
+    memcpy(d, s, head);
+    size_t i = head;
+    for (; i + LINE <= bytes; i += LINE) line(d + i, s + i);
+    memcpy(d + i, s + i, bytes - i);
 }
 
 static inline void ug_rows_transpose_scalar(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst,

@@ -122,6 +122,11 @@ void ug_rows_residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf
     path()->residual(n, u, x, d, v, dv);
 }
 
+void ug_rows_exp_diff(size_t n, float a, const float *x, float *out) { path()->exp_diff(n, a, x, out); }
+
+void ug_rows_store(size_t bytes, const void *src, void *dst, bool stream) { path()->store(bytes, src, dst, stream); }
+void ug_rows_stream_end(void) { path()->stream_end(); }
+
 void ug_rows_transpose(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst, size_t ldd)
 {
     path()->transpose(rows, cols, src, lds, dst, ldd);

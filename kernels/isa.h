@@ -68,6 +68,17 @@ void ug_rows_scaled_sum_round(size_t n, float d, const float *x, const float *y,
                               ug_bf16 *out);                         /* out = bf16(d * x * scale + y * scale) */
 void ug_rows_residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf16 *v,
                       ug_bf16 *dv);                                  /* r = widen(u) - x: v = bf16(r), dv = bf16(d * r) */
+void ug_rows_exp_diff(size_t n, float a, const float *x, float *out); /* out = ug_expf(a - x) (expf.h) */
+/* dst = src (bytes). stream: the whole 64-byte lines of dst are written past
+ * the caches where the path can (non-temporal stores: no read-for-ownership
+ * of lines about to be overwritten, no eviction of the inputs), for outputs
+ * written once and not read again soon, i.e. those of UG_STREAM_MIN_BYTES or
+ * more (an L2 and then some: smaller ones stay cached for their consumer).
+ * A kernel that streamed calls ug_rows_stream_end() (an sfence) at the end
+ * of each worker's range, before its output is read by another thread. */
+enum { UG_STREAM_MIN_BYTES = 4 << 20 };
+void ug_rows_store(size_t bytes, const void *src, void *dst, bool stream);
+void ug_rows_stream_end(void);
 /* dst[j*ldd + i] = src[i*lds + j] for i < rows, j < cols (bf16 moved, not rounded). */
 void ug_rows_transpose(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst,
                        size_t ldd);

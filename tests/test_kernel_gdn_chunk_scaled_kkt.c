@@ -1,5 +1,6 @@
 /* gdn_chunk_scaled_kkt: the kernel equals a plain scalar statement of SPEC
- * §1.3 bit for bit on every ISA path (the dot products as FMA chains in
+ * §1.3 bit for bit on every ISA path and at 1 and 3 kernel threads, with L
+ * small and large enough to be streamed (the dot products as FMA chains in
  * index order, the micro-kernels' contract), and its validation is its
  * header's contract, rule for rule and in order, writing nothing when it
  * rejects. */
@@ -10,6 +11,7 @@
 #include "../core/bf16.h"
 #include "../kernels/gdn_chunk_scaled_kkt.h"
 #include "../kernels/isa.h"
+#include "../kernels/parallel.h"
 #include "kernel_contract.h"
 #include "tests.h"
 
@@ -103,6 +105,7 @@ static void test_matches_the_scalar_statement_on_every_isa(void)
         {.b = 2, .t = 128, .hg = 1, .h = 2, .k = 128, .bt = 64},
         {.b = 1, .t = 128, .hg = 2, .h = 4, .k = 256, .bt = 64},
         {.b = 1, .t = 64, .hg = 3, .h = 6, .k = 37, .bt = 64}, /* a key dimension with vector tails */
+        {.b = 1, .t = 4096, .hg = 1, .h = 4, .k = 16, .bt = 64}, /* L of 4 MiB: streamed (isa.h) */
     };
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
         kc_case c;
@@ -111,18 +114,22 @@ static void test_matches_the_scalar_statement_on_every_isa(void)
         float *want = malloc(n * sizeof *want);
         CU_ASSERT_FATAL(want != NULL);
         scalar_kkt(&shapes[sh], c.buf[BUF_K].data, c.buf[BUF_BETA].data, c.buf[BUF_G].data, want);
-        for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
-            if (!ug_isa_supported((ug_isa)isa)) continue;
-            CU_ASSERT_EQUAL_FATAL(ug_isa_select((ug_isa)isa).code, UG_OK);
-            memset(c.buf[BUF_L].data, 0xFF, n * sizeof(float));
-            CU_ASSERT_EQUAL(kc_run(&c, &shapes[sh], NULL).code, UG_OK);
-            size_t bad = 0;
-            const float *got = c.buf[BUF_L].data;
-            for (size_t x = 0; x < n; x++)
-                if (memcmp(&got[x], &want[x], sizeof(float)) != 0)
-                    UG_TEST_MISMATCH(bad, "%s L[%zu] = %a, want %a", ug_isa_name((ug_isa)isa), x, got[x], want[x]);
-            CU_ASSERT_EQUAL(bad, 0);
-        }
+        for (int isa = 0; isa < UG_ISA_COUNT; isa++)
+            for (unsigned threads = 1; threads <= 3; threads += 2) {
+                if (!ug_isa_supported((ug_isa)isa)) continue;
+                CU_ASSERT_EQUAL_FATAL(ug_isa_select((ug_isa)isa).code, UG_OK);
+                CU_ASSERT_EQUAL_FATAL(ug_kernel_threads_set(threads).code, UG_OK);
+                memset(c.buf[BUF_L].data, 0xFF, n * sizeof(float));
+                CU_ASSERT_EQUAL(kc_run(&c, &shapes[sh], NULL).code, UG_OK);
+                size_t bad = 0;
+                const float *got = c.buf[BUF_L].data;
+                for (size_t x = 0; x < n; x++)
+                    if (memcmp(&got[x], &want[x], sizeof(float)) != 0)
+                        UG_TEST_MISMATCH(bad, "%s, %u threads: L[%zu] = %a, want %a", ug_isa_name((ug_isa)isa),
+                                         threads, x, got[x], want[x]);
+                CU_ASSERT_EQUAL(bad, 0);
+            }
+        CU_ASSERT_EQUAL(ug_kernel_threads_set(1).code, UG_OK);
         free(want);
         kc_case_close(&c);
     }

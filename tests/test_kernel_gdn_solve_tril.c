@@ -1,5 +1,6 @@
 /* gdn_solve_tril: the kernel equals a plain scalar forward substitution bit
- * for bit on every ISA path, reads L strictly below the diagonal only, and
+ * for bit on every ISA path and at 1 and 3 kernel threads, with A small and
+ * large enough to be streamed, reads L strictly below the diagonal only, and
  * its validation is its header's contract, rule for rule and in order,
  * writing nothing when it rejects. */
 #include <math.h>
@@ -8,6 +9,7 @@
 
 #include "../kernels/gdn_solve_tril.h"
 #include "../kernels/isa.h"
+#include "../kernels/parallel.h"
 #include "kernel_contract.h"
 #include "tests.h"
 
@@ -79,6 +81,7 @@ static void test_matches_the_scalar_statement_on_every_isa(void)
     static const params shapes[] = {
         {.b = 1, .t = 64, .h = 1, .bt = 64},
         {.b = 2, .t = 128, .h = 3, .bt = 64},
+        {.b = 1, .t = 4096, .h = 4, .bt = 64}, /* A of 4 MiB: streamed (isa.h) */
     };
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
         kc_case c;
@@ -87,13 +90,16 @@ static void test_matches_the_scalar_statement_on_every_isa(void)
         float *want = malloc(n * sizeof *want);
         CU_ASSERT_FATAL(want != NULL);
         scalar_solve(&shapes[sh], c.buf[BUF_L].data, want);
-        for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
-            if (!ug_isa_supported((ug_isa)isa)) continue;
-            CU_ASSERT_EQUAL_FATAL(ug_isa_select((ug_isa)isa).code, UG_OK);
-            memset(c.buf[BUF_A].data, 0xFF, n * sizeof(float));
-            CU_ASSERT_EQUAL(kc_run(&c, &shapes[sh], NULL).code, UG_OK);
-            CU_ASSERT_EQUAL(memcmp(c.buf[BUF_A].data, want, n * sizeof(float)), 0);
-        }
+        for (int isa = 0; isa < UG_ISA_COUNT; isa++)
+            for (unsigned threads = 1; threads <= 3; threads += 2) {
+                if (!ug_isa_supported((ug_isa)isa)) continue;
+                CU_ASSERT_EQUAL_FATAL(ug_isa_select((ug_isa)isa).code, UG_OK);
+                CU_ASSERT_EQUAL_FATAL(ug_kernel_threads_set(threads).code, UG_OK);
+                memset(c.buf[BUF_A].data, 0xFF, n * sizeof(float));
+                CU_ASSERT_EQUAL(kc_run(&c, &shapes[sh], NULL).code, UG_OK);
+                CU_ASSERT_EQUAL(memcmp(c.buf[BUF_A].data, want, n * sizeof(float)), 0);
+            }
+        CU_ASSERT_EQUAL(ug_kernel_threads_set(1).code, UG_OK);
         free(want);
         kc_case_close(&c);
     }
