@@ -5,7 +5,9 @@
  * Kᵀ·bf16(decayed v) with the chunk's widened keys read down their columns.
  * The new state is fmaf(exp(G_last), S, Kᵀ·...) elementwise; that update,
  * the bf16 roundings, the corrected values and the transposed store of h are
- * row operations of the same ISA path (isa.h). All tiles live in one guarded
+ * row operations of the same ISA path (isa.h); h and v_new, written once,
+ * are streamed past the caches when large (a chunk's h is transposed in the
+ * scratch and stored as one 32 KiB block). All tiles live in one guarded
  * scratch allocation of exactly the size they need, one per kernel thread
  * (parallel.h): the recurrence is serial over chunks, so the threads split
  * the (batch, head) pairs. */
@@ -72,10 +74,20 @@ static ug_status validate(const gdn_chunk_state_params *p, const ug_buf *k, cons
  * product), and Kᵀ·staged [K][V]; each starts on a 64-byte boundary. */
 typedef struct {
     float *state, *w_rows, *w_state, *keys, *update;
-    ug_bf16 *state_bf16, *staged;
+    ug_bf16 *state_bf16, *staged, *h_out;
 } tiles;
 
-enum { TILE_STATE, TILE_STATE_BF16, TILE_W_ROWS, TILE_W_STATE, TILE_STAGED, TILE_KEYS, TILE_UPDATE, N_TILES };
+enum {
+    TILE_STATE,
+    TILE_STATE_BF16,
+    TILE_W_ROWS,
+    TILE_W_STATE,
+    TILE_STAGED,
+    TILE_KEYS,
+    TILE_UPDATE,
+    TILE_H_OUT,
+    N_TILES
+};
 
 /* Byte offset of each tile in the scratch; offset[N_TILES] is its size. */
 static void tile_offsets(const gdn_chunk_state_params *p, size_t offset[N_TILES + 1])
@@ -85,7 +97,7 @@ static void tile_offsets(const gdn_chunk_state_params *p, size_t offset[N_TILES 
         [TILE_STATE] = k * v * sizeof(float),    [TILE_STATE_BF16] = k * v * sizeof(ug_bf16),
         [TILE_W_ROWS] = BT * k * sizeof(float),  [TILE_W_STATE] = BT * v * sizeof(float),
         [TILE_STAGED] = BT * v * sizeof(ug_bf16), [TILE_KEYS] = BT * k * sizeof(float),
-        [TILE_UPDATE] = k * v * sizeof(float),
+        [TILE_UPDATE] = k * v * sizeof(float),   [TILE_H_OUT] = k * v * sizeof(ug_bf16),
     };
     offset[0] = 0;
     for (size_t i = 0; i < N_TILES; i++) offset[i + 1] = offset[i] + (bytes[i] + 63) / 64 * 64;
@@ -99,7 +111,8 @@ static tiles carve(const size_t offset[N_TILES + 1], unsigned char *base)
                .w_state = (float *)(base + offset[TILE_W_STATE]),
                .staged = (ug_bf16 *)(base + offset[TILE_STAGED]),
                .keys = (float *)(base + offset[TILE_KEYS]),
-               .update = (float *)(base + offset[TILE_UPDATE])};
+               .update = (float *)(base + offset[TILE_UPDATE]),
+               .h_out = (ug_bf16 *)(base + offset[TILE_H_OUT])};
     return t;
 }
 
@@ -111,6 +124,7 @@ typedef struct {
     const float *g, *h0;
     ug_bf16 *h, *v_new;
     float *final_state;
+    bool stream_h, stream_v_new; /* written past the caches (isa.h) */
     size_t b, head, key_head;
     const tiles *tl;
 } head_job;
@@ -120,14 +134,19 @@ static size_t token_row(const head_job *j, size_t t, size_t heads, size_t head, 
     return ((j->b * j->p->t + t) * heads + head) * width;
 }
 
-/* h[b,c,h] = bf16(S), V-major (mutant H_K_MAJOR: K-major); keeps bf16(S). */
+/* h[b,c,h] = bf16(S), V-major (mutant H_K_MAJOR: K-major), transposed in
+ * the scratch and stored whole; keeps bf16(S). */
 static void store_state(const head_job *j, size_t c)
 {
     const size_t dk = j->p->k, dv = j->p->v, nt = j->p->t / BT;
     ug_bf16 *out = j->h + ((j->b * nt + c) * j->p->h + j->head) * dk * dv;
     ug_rows_round(dk * dv, j->tl->state, j->tl->state_bf16);
-    if (UG_MUTANT == GDN_CHUNK_STATE_MUT_H_K_MAJOR) memcpy(out, j->tl->state_bf16, dk * dv * sizeof(ug_bf16));
-    else ug_rows_transpose(dk, dv, j->tl->state_bf16, dv, out, dk);
+    const ug_bf16 *stored = j->tl->state_bf16;
+    if (UG_MUTANT != GDN_CHUNK_STATE_MUT_H_K_MAJOR) {
+        ug_rows_transpose(dk, dv, j->tl->state_bf16, dv, j->tl->h_out, dk);
+        stored = j->tl->h_out;
+    }
+    ug_rows_store(dk * dv * sizeof(ug_bf16), stored, out, j->stream_h);
 }
 
 /* w_state = w rows · bf16(S) (mutant STATE_CAST_DROPPED: · S in f32;
@@ -161,7 +180,9 @@ static void corrected_values(const head_job *j, size_t t0, float g_last)
         const float g_i = j->g[(j->b * j->p->t + t0 + i) * j->p->h + j->head];
         const float decay = expf(UG_MUTANT == GDN_CHUNK_STATE_MUT_GATE_SIGN_FLIPPED ? g_i - g_last : g_last - g_i);
         const size_t row = token_row(j, t0 + i, j->p->h, j->head, dv);
-        ug_rows_residual(dv, j->u + row, tl->w_state + i * dv, decay, j->v_new + row, tl->staged + i * dv);
+        ug_bf16 v_new[GDN_CHUNK_STATE_MAX_V] __attribute__((aligned(64)));
+        ug_rows_residual(dv, j->u + row, tl->w_state + i * dv, decay, v_new, tl->staged + i * dv);
+        ug_rows_store(dv * sizeof(ug_bf16), v_new, j->v_new + row, j->stream_v_new);
     }
 }
 
@@ -232,6 +253,7 @@ static void run_heads(void *ctx, unsigned worker, size_t begin, size_t end)
         job.key_head = job.head / group;
         run_head(&job);
     }
+    if (job.stream_h || job.stream_v_new) ug_rows_stream_end();
 }
 
 ug_status gdn_chunk_state(const gdn_chunk_state_params *p, const ug_buf *k, const ug_buf *w,
@@ -246,7 +268,9 @@ ug_status gdn_chunk_state(const gdn_chunk_state_params *p, const ug_buf *k, cons
     UG_TRY(ug_worker_scratch_alloc(&scratch, ug_parallel_workers(items), offset[N_TILES]));
     call c = {.proto = {.p = p, .k = k->data, .w = w->data, .u = u->data, .g = g->data,
                         .h0 = p->has_h0 ? h0->data : NULL, .h = h->data, .v_new = v_new->data,
-                        .final_state = final_state->data},
+                        .final_state = final_state->data,
+                        .stream_h = h->count * sizeof(ug_bf16) >= UG_STREAM_MIN_BYTES,
+                        .stream_v_new = v_new->count * sizeof(ug_bf16) >= UG_STREAM_MIN_BYTES},
               .offset = offset, .scratch = &scratch};
     ug_parallel_for(items, run_heads, &c);
     return ug_worker_scratch_free(&scratch, KERNEL " scratch");
