@@ -12,6 +12,7 @@ BUILD   ?= build
 SIMD_FLAGS_avx2   := -mavx2 -mfma
 SIMD_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
 SIMD_FLAGS_avx512bf16 := $(SIMD_FLAGS_avx512) -mavx512bf16
+SIMD_FLAGS_avx512ifma := $(SIMD_FLAGS_avx512) -mavx512ifma
 
 LIB_SRC   := $(wildcard core/*.c kernels/*.c ref/*.c harness/*.c harness/families/*.c)
 LIB_SRC   := $(filter-out harness/main.c,$(LIB_SRC))

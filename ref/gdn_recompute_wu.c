@@ -7,6 +7,7 @@
 
 #include "exact_sum.h"
 #include "round.h"
+#include "rowsimd.h"
 
 /* Term precision: A (24 bits) times an operand of at most 53 + the exp's
  * precision bits is exact at 224 bits while the exp precision is <= 128;
@@ -77,6 +78,13 @@ typedef struct {
     col_factor *col;    /* [width][rows] s_j on its column's grid, where col_on_grid */
     bool *col_on_grid;  /* [width][rows] */
     parts *col_parts;   /* [rows] one column's factors before the grid */
+    /* The same factors as rowsimd.h takes them, where the chunk's windows
+     * are summed eight columns at a time (ug_ref_simd_available). */
+    uint64_t *col_digit;  /* [rows][width] */
+    uint8_t *col_neg;     /* [rows][(width + 7) / 8] */
+    uint64_t *row_digits; /* [rows][UG_XWIN52_DIGITS] */
+    uint8_t *row_neg;     /* [rows] */
+    uint64_t (*win)[UG_XWIN_LIMBS]; /* [width] one output row's windows */
     int *balance;       /* [rows] the binade moved from column to row factors */
     int *col_grid;      /* [width] */
     size_t *col_off;    /* [width] how many factors of the column are off its grid */
@@ -121,6 +129,11 @@ static void workspace_free(workspace *ws)
     free(ws->row_on_grid);
     free(ws->col_on_grid);
     free(ws->col_parts);
+    free(ws->col_digit);
+    free(ws->col_neg);
+    free(ws->row_digits);
+    free(ws->row_neg);
+    free(ws->win);
     free(ws->balance);
     free(ws->op_abs);
     free(ws->op_flagged);
@@ -151,6 +164,11 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     ws->row_on_grid = calloc(rows, sizeof *ws->row_on_grid);
     ws->col_on_grid = calloc(width * rows, sizeof *ws->col_on_grid);
     ws->col_parts = calloc(rows, sizeof *ws->col_parts);
+    ws->col_digit = calloc(rows * width, sizeof *ws->col_digit);
+    ws->col_neg = calloc(rows * ((width + 7) / 8), sizeof *ws->col_neg);
+    ws->row_digits = calloc(rows * UG_XWIN52_DIGITS, sizeof *ws->row_digits);
+    ws->row_neg = calloc(rows, sizeof *ws->row_neg);
+    ws->win = calloc(width, sizeof *ws->win);
     ws->balance = calloc(rows, sizeof *ws->balance);
     ws->op_abs = calloc(4 * rows * width, sizeof *ws->op_abs);
     ws->op_flagged = calloc(rows * width + width, sizeof *ws->op_flagged);
@@ -160,7 +178,8 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     mpfr_init2(ws->sum, UG_REF_PREC);
     if (!ws->x || !ws->staged || !ws->terms || !ws->term_ptrs || !ws->scale || !ws->x_ready || !ws->wide ||
         !ws->gate || !ws->gate_value || !ws->acc || !ws->col || !ws->col_grid || !ws->col_off || !ws->row ||
-        !ws->row_j || !ws->row_e || !ws->row_on_grid || !ws->col_on_grid || !ws->col_parts || !ws->balance || !ws->op_abs || !ws->op_flagged || !ws->abs_sum) {
+        !ws->row_j || !ws->row_e || !ws->row_on_grid || !ws->col_on_grid || !ws->col_parts || !ws->balance || !ws->col_digit ||
+        !ws->col_neg || !ws->row_digits || !ws->row_neg || !ws->win || !ws->op_abs || !ws->op_flagged || !ws->abs_sum) {
         free(ws->x);
         free(ws->terms);
         free(ws->gate_value);
@@ -418,8 +437,14 @@ static void operand_parts(workspace *ws, ug_ref_mode mode)
 
 /* One term's bound parts added to each element of an output row; the
  * columns are independent sums, each in its own j order. */
-static void add_bound_parts(workspace *ws, double abs_a, size_t row)
+static void add_bound_parts(workspace *ws, double abs_a, size_t row, bool simd)
 {
+    if (simd) {
+        const ug_ref_bound_row sums = {ws->abs_sum, ws->cast_err, ws->acc_mag, ws->flagged};
+        ug_ref_simd_bound_parts(ws->width, abs_a, ws->op_abs + row, ws->op_err + row, ws->op_mag + row,
+                                ws->op_flagged + row, &sums);
+        return;
+    }
     const size_t width = ws->width;
     const double *restrict op_abs = ws->op_abs + row, *restrict op_err = ws->op_err + row,
                            *restrict op_mag = ws->op_mag + row;
@@ -468,10 +493,12 @@ static int parts_top(const parts *p) { return p->e + 64 - __builtin_clzll(p->m);
  * 8); the others are off the grid and summed in the accumulator. A
  * column factor is the scale in exact mode, the staged operand over its
  * balance in staged mode. */
-static void column_factors(workspace *ws, ug_ref_mode mode)
+static void column_factors(workspace *ws, ug_ref_mode mode, bool simd)
 {
-    const size_t rows = ws->rows, width = ws->width;
+    const size_t rows = ws->rows, width = ws->width, blocks = (width + 7) / 8;
+    const int digit_bits = simd ? 52 : 64;
     for (size_t j = 0; j < rows; j++) ws->balance[j] = balance(ws, mode, j);
+    if (simd) memset(ws->col_neg, 0, rows * blocks);
     for (size_t col = 0; col < width; col++) {
         parts *p = ws->col_parts;
         int top = INT_MIN;
@@ -481,7 +508,7 @@ static void column_factors(workspace *ws, ug_ref_mode mode)
             p[j].e -= ws->balance[j];
             if (p[j].m && parts_top(&p[j]) > top) top = parts_top(&p[j]);
         }
-        const int grid = top == INT_MIN ? 0 : top - 64;
+        const int grid = top == INT_MIN ? 0 : top - digit_bits;
         col_factor *cf = ws->col + col * rows;
         bool *on_grid = ws->col_on_grid + col * rows;
         size_t off = 0;
@@ -489,6 +516,9 @@ static void column_factors(workspace *ws, ug_ref_mode mode)
             cf[j].mask = p[j].neg ? ~UINT64_C(0) : 0;
             on_grid[j] = ug_xwin_place(&p[j].m, 1, p[j].e, grid, &cf[j].s, 1);
             off += !on_grid[j];
+            if (!simd) continue;
+            ws->col_digit[j * width + col] = cf[j].s;
+            ws->col_neg[j * blocks + col / 8] |= (uint8_t)(p[j].neg << (col % 8));
         }
         ws->col_grid[col] = grid;
         ws->col_off[col] = off;
@@ -518,14 +548,26 @@ static void row_factor_value(const workspace *ws, ug_ref_mode mode, size_t j, do
  * three limbs the lowest factors are off the grid. */
 typedef struct {
     size_t n;   /* factors: ws->row[0 .. n), their j in ws->row_j */
-    int nc;     /* limbs of a factor */
+    bool simd;  /* in rowsimd.h's digits (ws->row_digits), summed by ug_xwin52_windows */
+    int nc;     /* limbs (simd: 52-bit digits) of a factor */
+    int limbs;  /* of the window */
     int grid;   /* 2^grid: a factor's unit */
     size_t off; /* factors off the grid */
 } row_window;
 
-static row_window row_factors(workspace *ws, ug_ref_mode mode, const float *arow)
+/* The 52-bit digits of a 208-bit integer given as four limbs. */
+static void digits52(const uint64_t limbs[4], uint64_t digit[UG_XWIN52_DIGITS])
 {
-    row_window rw = {0};
+    for (int d = 0; d < UG_XWIN52_DIGITS; d++) {
+        const int bit = 52 * d, k = bit >> 6, shift = bit & 63;
+        const uint64_t low = limbs[k] >> shift, high = shift && k + 1 < 4 ? limbs[k + 1] << (64 - shift) : 0;
+        digit[d] = (low | high) & ((UINT64_C(1) << 52) - 1);
+    }
+}
+
+static row_window row_factors(workspace *ws, ug_ref_mode mode, const float *arow, bool simd)
+{
+    row_window rw = {.simd = simd};
     int top = INT_MIN, bottom = INT_MAX;
     for (size_t j = 0; j < ws->rows; j++) {
         ws->row_on_grid[j] = true;
@@ -540,13 +582,20 @@ static row_window row_factors(workspace *ws, ug_ref_mode mode, const float *arow
         bottom = e < bottom ? e : bottom;
         ws->row_j[rw.n++] = j;
     }
-    const int bits = top - bottom;
-    rw.nc = bits <= 64 ? 1 : bits <= 128 ? 2 : 3;
-    rw.grid = top == INT_MIN ? 0 : top - 64 * rw.nc;
+    const int bits = top - bottom, digit_bits = simd ? 52 : 64, max_digits = simd ? UG_XWIN52_DIGITS : UG_XWIN_MAX_C;
+    rw.nc = (bits + digit_bits - 1) / digit_bits;
+    rw.nc = rw.nc < 1 ? 1 : rw.nc > max_digits ? max_digits : rw.nc;
+    rw.limbs = simd ? UG_XWIN_LIMBS : rw.nc + 2;
+    rw.grid = top == INT_MIN ? 0 : top - digit_bits * rw.nc;
     for (size_t k = 0; k < rw.n; k++) {
         row_factor *rf = &ws->row[k];
         const uint64_t c[3] = {rf->c[0], rf->c[1], rf->c[2]};
-        const bool on = ug_xwin_place(c, 3, ws->row_e[k], rw.grid, rf->c, rw.nc);
+        uint64_t placed[4];
+        const bool on = ug_xwin_place(c, 3, ws->row_e[k], rw.grid, simd ? placed : rf->c, simd ? 4 : rw.nc);
+        if (simd) {
+            digits52(placed, ws->row_digits + k * UG_XWIN52_DIGITS);
+            ws->row_neg[k] = rf->mask ? 0xFF : 0;
+        }
         ws->row_on_grid[ws->row_j[k]] = on;
         rw.off += !on;
     }
@@ -605,25 +654,27 @@ static bool zero_sum_is_negative(const workspace *ws, size_t n, size_t col)
 static bool window_element(workspace *ws, const common_args *ca, const float *arow, const row_window *rw, size_t col,
                            ug_xval *exact)
 {
-    uint64_t acc[UG_XWIN_LIMBS];
+    uint64_t scalar[UG_XWIN_LIMBS];
+    const uint64_t *acc = rw->simd ? ws->win[col] : scalar; /* the row's windows: ug_xwin52_windows */
     /* A row of the lower triangle has every j up to the diagonal: its
      * factors are the column's first n, read without the index. */
     const bool contiguous = rw->n == 0 || ws->row_j[rw->n - 1] == rw->n - 1;
-    switch (rw->nc + 3 * contiguous) {
-    case 1: window_dot(ws, 1, false, rw->n, col, acc); break;
-    case 2: window_dot(ws, 2, false, rw->n, col, acc); break;
-    case 3: window_dot(ws, 3, false, rw->n, col, acc); break;
-    case 4: window_dot(ws, 1, true, rw->n, col, acc); break;
-    case 5: window_dot(ws, 2, true, rw->n, col, acc); break;
-    default: window_dot(ws, 3, true, rw->n, col, acc); break;
+    switch (rw->simd ? 0 : rw->nc + 3 * contiguous) {
+    case 0: break;
+    case 1: window_dot(ws, 1, false, rw->n, col, scalar); break;
+    case 2: window_dot(ws, 2, false, rw->n, col, scalar); break;
+    case 3: window_dot(ws, 3, false, rw->n, col, scalar); break;
+    case 4: window_dot(ws, 1, true, rw->n, col, scalar); break;
+    case 5: window_dot(ws, 2, true, rw->n, col, scalar); break;
+    default: window_dot(ws, 3, true, rw->n, col, scalar); break;
     }
     const int e = rw->grid + ws->col_grid[col];
     if (rw->off == 0 && ws->col_off[col] == 0) {
-        *exact = ug_xwin_read(acc, rw->nc + 2, e);
+        *exact = ug_xwin_read(acc, rw->limbs, e);
     } else {
         ug_xsum *sum = &ws->acc[col];
         ug_xsum_clear(sum);
-        ug_xsum_add_xwin(sum, acc, rw->nc + 2, e);
+        ug_xsum_add_xwin(sum, acc, rw->limbs, e);
         const bool *on_grid = ws->col_on_grid + col * ws->rows;
         for (size_t k = 0; k < rw->n; k++) {
             const size_t j = ws->row_j[k];
@@ -647,7 +698,8 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
     const bool fast = ug_ref_fast() && chunk_finite(ws, ca, ch);
     UG_TRY(stage_chunk(ws, ca, ch, fast));
     operand_parts(ws, ca->mode);
-    if (fast) column_factors(ws, ca->mode);
+    const bool simd = fast && bt <= UG_XWIN52_MAX_TERMS && ug_ref_simd_available();
+    if (fast) column_factors(ws, ca->mode, simd);
     const double gamma = bt * 0x1p-24 / (1 - bt * 0x1p-24);
     for (size_t i = 0; i < bt; i++) {
         size_t tok = ch->c * bt + i;
@@ -657,8 +709,13 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
             ws->flagged[col] = 0;
         }
         for (size_t j = 0; j < bt; j++)
-            if (arow[j] != 0) add_bound_parts(ws, fabs(arow[j]), j * width);
-        const row_window rw = fast ? row_factors(ws, ca->mode, arow) : (row_window){0};
+            if (arow[j] != 0) add_bound_parts(ws, fabs(arow[j]), j * width, simd);
+        const row_window rw = fast ? row_factors(ws, ca->mode, arow, simd) : (row_window){0};
+        if (simd) {
+            const ug_xwin52_row r = {rw.n,          width,       rw.nc,         ws->row_digits,
+                                     ws->row_neg,   ws->row_j,   ws->col_digit, ws->col_neg};
+            ug_xwin52_windows(&r, ws->win);
+        }
         for (size_t col = 0; col < width; col++) {
             const double bound = (gamma * ws->acc_mag[col] * UG_REF_SUM_SLACK + ws->cast_err[col]) * UG_REF_SUM_SLACK +
                                  bt * 0x1p-149;

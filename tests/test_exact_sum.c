@@ -7,11 +7,13 @@
  * overflow), then random sums with a wide exponent spread. */
 #include <math.h>
 #include <mpfr.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/bf16.h"
 #include "../ref/exact_sum.h"
+#include "../ref/rowsimd.h"
 #include "tests.h"
 
 enum { MAX_TERMS = 80 };
@@ -379,6 +381,55 @@ static void window_adds_match_the_portable_definition(void)
     CU_ASSERT_EQUAL(mismatches, 0);
 }
 
+static void simd_windows_equal_the_accumulator(void)
+{
+    /* ug_xwin52_windows (AVX-512 IFMA) against the accumulator's sum of the
+     * same digit products, column by column: random digits (all-ones ones
+     * for the carries), signs from both factors, widths off the 8-column
+     * blocks. On a CPU without IFMA there is no such path to test. */
+    if (!ug_ref_simd_available()) {
+        printf("\n    (no AVX-512 IFMA on this CPU: the portable windows are the only path)\n");
+        return;
+    }
+    enum { TOKENS = 40, WIDTH = 21, BLOCKS = (WIDTH + 7) / 8 };
+    static uint64_t col_digit[TOKENS * WIDTH], row_digits[TOKENS * UG_XWIN52_DIGITS], win[WIDTH][UG_XWIN_LIMBS];
+    uint8_t col_neg[TOKENS * BLOCKS], row_neg[TOKENS];
+    size_t row_j[TOKENS];
+    uint64_t state = 13;
+    size_t mismatches = 0;
+    const uint64_t digit = (UINT64_C(1) << 52) - 1;
+    for (unsigned long s = 0; s < ug_test_random_samples() / 50 + 8; s++) {
+        const int nd = 1 + (int)(s % UG_XWIN52_DIGITS), e = (int)(ug_test_next_u32(&state) % 200) - 100;
+        const size_t n = 1 + ug_test_next_u32(&state) % TOKENS, width = 1 + ug_test_next_u32(&state) % WIDTH;
+        for (size_t i = 0; i < TOKENS * WIDTH; i++) col_digit[i] = s % 4 == 0 ? digit : random_u64(&state) & digit;
+        for (size_t i = 0; i < TOKENS * BLOCKS; i++) col_neg[i] = (uint8_t)ug_test_next_u32(&state);
+        for (size_t k = 0; k < n; k++) {
+            for (int d = 0; d < UG_XWIN52_DIGITS; d++)
+                row_digits[k * UG_XWIN52_DIGITS + d] = d < nd ? (s % 4 == 1 ? digit : random_u64(&state) & digit) : 0;
+            row_neg[k] = ug_test_next_u32(&state) & 1 ? 0xFF : 0;
+            row_j[k] = ug_test_next_u32(&state) % TOKENS; /* tokens in any order, repeated */
+        }
+        const ug_xwin52_row r = {n, width, nd, row_digits, row_neg, row_j, col_digit, col_neg};
+        ug_xwin52_windows(&r, win);
+        for (size_t col = 0; col < width; col++) {
+            ug_xsum_init(&acc);
+            for (size_t k = 0; k < n; k++) {
+                const size_t j = row_j[k];
+                const size_t blocks = (width + 7) / 8; /* col_neg's rows, as ug_xwin52_row lays them out */
+                const bool neg = ((col_neg[j * blocks + col / 8] >> (col % 8)) & 1) != (row_neg[k] != 0);
+                for (int d = 0; d < nd; d++)
+                    ug_xsum_add(&acc, neg, (ug_u128)row_digits[k * UG_XWIN52_DIGITS + d] * col_digit[j * width + col],
+                                e + 52 * d);
+            }
+            ug_xval want = ug_xsum_read(&acc);
+            const ug_xval got = ug_xwin_read(win[col], UG_XWIN_LIMBS, e);
+            want.neg &= !want.zero;
+            if (!same_xval(&want, &got)) UG_TEST_MISMATCH(mismatches, "nd %d, %zu terms, column %zu of %zu", nd, n, col, width);
+        }
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+}
+
 static void placing_on_a_grid(void)
 {
     /* m·2^e on the grid 2^grid is m shifted by e - grid, across limbs; bits
@@ -589,6 +640,7 @@ UG_TEST_SUITE(exact_sum_suite, "exact_sum",
               UG_TEST(product_windows_equal_the_accumulators),
               UG_TEST(windows_equal_the_accumulator),
               UG_TEST(window_adds_match_the_portable_definition),
+              UG_TEST(simd_windows_equal_the_accumulator),
               UG_TEST(placing_on_a_grid),
               UG_TEST(distances_round_like_mpfr),
               UG_TEST(mpfr_results_equal_mpfr_sum),

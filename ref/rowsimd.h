@@ -1,0 +1,64 @@
+/* A reference's row operations on AVX-512, eight columns at a time, each
+ * giving exactly what its scalar form gives:
+ *
+ * Windows of 52-bit digit products: the AVX-512 IFMA form of exact_sum.h's
+ * windows (docs/error-model.md §2.1), for an output row whose terms are
+ * row factor × column factor.
+ *
+ * Each row factor k (term k of the row) is an integer of nd <= 4 digits of
+ * 52 bits, c_k = sum_d row_digits[k][d] 2^(52 d), on the row's grid; each
+ * column factor is one digit s < 2^52 on its column's grid, stored by token
+ * (col_digit[j][col], j = row_j[k]) so that eight columns load at once. A
+ * term's sign is the row factor's (row_neg[k], 0 or 0xFF) xor the column
+ * factor's (bit col % 8 of col_neg[j][col / 8]). vpmadd52luq / huq add the
+ * low and high 52 bits of each digit product into per-digit sums, one set
+ * for the positive terms and one for the negative, each sum below 2^63 for
+ * fewer than 2^10 terms; the windows then hold
+ *     sum_k ±c_k s = sum_d (P_d - N_d) 2^(52 d)
+ * exactly, per column, as nc + 2 = 5 limbs of two's complement (the
+ * window exact_sum.h reads, below 2^(52·5 + 10)).
+ *
+ * ug_ref_simd_available() tells whether the CPU has AVX-512 IFMA (valgrind's
+ * CPU does not: memcheck runs the portable windows) and the reference has
+ * not been told to leave it (ug_xwin52_set_enabled, for the tests). */
+#ifndef UG_REF_XWIN52_H
+#define UG_REF_XWIN52_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exact_sum.h"
+
+enum { UG_XWIN52_DIGITS = 4, UG_XWIN52_MAX_TERMS = 1 << 10 };
+
+typedef struct {
+    size_t n;                   /* terms, at most UG_XWIN52_MAX_TERMS */
+    size_t width;               /* columns */
+    int nd;                     /* digits of a row factor, 1 .. UG_XWIN52_DIGITS */
+    const uint64_t *row_digits; /* [n][UG_XWIN52_DIGITS] */
+    const uint8_t *row_neg;     /* [n] */
+    const size_t *row_j;        /* [n] */
+    const uint64_t *col_digit;  /* [tokens][width] */
+    const uint8_t *col_neg;     /* [tokens][(width + 7) / 8] */
+} ug_xwin52_row;
+
+bool ug_ref_simd_available(void);
+void ug_ref_simd_set_enabled(bool on); /* default on; process-wide, set while no reference runs */
+
+/* win[col] = the window of column col (0 <= col < width). Requires
+ * ug_ref_simd_available(). */
+void ug_xwin52_windows(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS]);
+
+/* The bound's sums of one term over a row of width columns. */
+typedef struct {
+    double *abs_sum, *cast_err, *acc_mag; /* [width] += a · part */
+    uint32_t *flagged;                    /* [width] += part */
+} ug_ref_bound_row;
+
+/* sums->X[col] += a * part_X[col] for col < width (two roundings each), and
+ * flagged[col] += part_flagged[col]. Requires ug_ref_simd_available(). */
+void ug_ref_simd_bound_parts(size_t width, double a, const double *part_abs, const double *part_err,
+                             const double *part_mag, const uint32_t *part_flagged, const ug_ref_bound_row *sums);
+
+#endif
