@@ -60,10 +60,11 @@ static void test_every_item_once(void)
 static void test_worker_count_bounded(void)
 {
     /* Ranges are handed out as workers become free: how many each worker
-     * gets depends on timing, the worker indices do not. */
+     * gets depends on timing (under valgrind, whose threads take turns, the
+     * started workers may take every range before the caller takes one),
+     * the worker indices do not. */
     coverage *c = run_coverage(3, 10);
     for (unsigned w = 3; w < UG_KERNEL_MAX_THREADS; w++) CU_ASSERT_EQUAL(atomic_load(&c->workers_seen[w]), 0);
-    CU_ASSERT(atomic_load(&c->workers_seen[0]) > 0); /* the caller is a worker */
     c = run_coverage(64, 3);
     for (unsigned w = 3; w < UG_KERNEL_MAX_THREADS; w++) CU_ASSERT_EQUAL(atomic_load(&c->workers_seen[w]), 0);
     CU_ASSERT_EQUAL(ug_parallel_workers(10), 1u); /* back to the default */
