@@ -109,7 +109,7 @@ baseline: $(BUILD)/ulpgate
 	$(BUILD)/ulpgate verify --sweep $(SWEEP) --budgets $(BUDGETS) --reports $(REPORTS) \
 	    --write-baseline $(BASELINE) --jobs $(JOBS)
 
-# The unit tests in $(JOBS) valgrind processes, the memcheck sweep in one more.
+# Each unit-test suite and the memcheck sweep in its own valgrind process, $(JOBS) at a time.
 memcheck: $(BUILD)/ulpgate $(BUILD)/tests/run_tests
 	@$(call timed,memcheck,ci/memcheck.sh $(BUILD) $(BUDGETS) $(JOBS) $(VALGRIND))
 

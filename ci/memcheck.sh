@@ -1,40 +1,51 @@
 #!/usr/bin/env bash
-# make memcheck: every unit test and the memcheck sweep under valgrind, spread
-# over the cores: the unit tests as SHARDS processes (run_tests --shard I/N:
-# each test runs in exactly one), the sweep as one more. Each job's log is
-# printed when all have ended; a valgrind error, a definite leak, a failed
-# test or a failed gate in any job fails the run (valgrind exits 99 on an
-# error, the tools 1 or 2 on a failure).
-# usage: ci/memcheck.sh BUILD_DIR BUDGETS SHARDS VALGRIND_COMMAND...
+# make memcheck: every unit-test suite and the memcheck sweep under valgrind,
+# each in its own process, at most JOBS at a time (a new one starts whenever
+# one ends, so the cores stay busy however unequal the suites are; the sweep,
+# the longest, starts first). A job's log is printed when it fails; a
+# valgrind error (exit 99), a definite leak, a failed test or a failed gate
+# (exit 1 or 2) in any job fails the run.
+# usage: ci/memcheck.sh BUILD_DIR BUDGETS JOBS VALGRIND_COMMAND...
 set -uo pipefail
-build=$1 budgets=$2 shards=$3
+build=$1 budgets=$2 jobs=$3
 shift 3
+valgrind=("$@")
 logs=$build/memcheck-logs
 rm -rf "$logs" "$build/memcheck-reports"
 mkdir -p "$logs"
-names=() pids=()
-start() { # name command...
+suites=$("$build/tests/run_tests" --list) || { echo "memcheck: cannot list the unit-test suites"; exit 1; }
+[ -n "$suites" ] || { echo "memcheck: no unit-test suite"; exit 1; }
+
+run() { # name command...: runs it under valgrind, its exit status in the name's .rc file
   local name=$1
   shift
-  "$@" >"$logs/$name.log" 2>&1 &
-  names+=("$name")
-  pids+=($!)
+  "${valgrind[@]}" "$@" >"$logs/$name.log" 2>&1
+  echo $? >"$logs/$name.rc"
 }
-for ((i = 0; i < shards; i++)); do
-  start "unit-tests-$i-of-$shards" "$@" "$build/tests/run_tests" --shard "$i/$shards"
+
+names=(sweep)
+run sweep "$build/ulpgate" verify --sweep fixtures/sweeps/memcheck --budgets "$budgets" \
+  --reports "$build/memcheck-reports" --quiet &
+for suite in $suites; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  names+=("$suite")
+  run "$suite" "$build/tests/run_tests" --suite "$suite" &
 done
-start sweep "$@" "$build/ulpgate" verify --sweep fixtures/sweeps/memcheck --budgets "$budgets" \
-  --reports "$build/memcheck-reports" --quiet
+wait
+
 failed=()
-for k in "${!pids[@]}"; do
-  wait "${pids[$k]}"
-  rc=$?
-  echo "== memcheck ${names[$k]}: exit $rc"
-  cat "$logs/${names[$k]}.log"
-  [ $rc -eq 0 ] || failed+=("${names[$k]} (exit $rc)")
+for name in "${names[@]}"; do
+  rc=$(cat "$logs/$name.rc" 2>/dev/null || echo missing)
+  if [ "$rc" != 0 ]; then
+    failed+=("$name (exit $rc)")
+    echo "== memcheck $name: exit $rc"
+    cat "$logs/$name.log"
+  fi
 done
+grep -h -E "elements checked|^ulpgate:" "$logs/sweep.log"
+tests=$(grep -h -E "^[0-9]+ passed, [0-9]+ failed$" "$logs"/*.log | awk '{p += $1; f += $3} END {print p " passed, " f " failed"}')
 if [ ${#failed[@]} -gt 0 ]; then
   echo "memcheck: FAILED: ${failed[*]} (logs in $logs)"
   exit 1
 fi
-echo "memcheck: every job clean (unit tests in $shards shards, the memcheck sweep)"
+echo "memcheck: every job clean: ${#names[@]} valgrind processes (the sweep and $((${#names[@]} - 1)) suites: $tests), $jobs at a time"
