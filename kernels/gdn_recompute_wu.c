@@ -1,13 +1,13 @@
 /* gdn_recompute_wu (SPEC §1.1). Validation is the seed's validate(), rule for
- * rule; the computation follows the seed's shader: per (batch, head, chunk)
- * the chunk's A rows go to ba_tile, then each 64-column tile of v (then k) is
- * scaled in f32, rounded to bf16 into the stage, multiplied by ba_tile and
- * rounded to bf16 on store. The scratch is the shader's threadgroup memory,
- * exactly as large as the host plans it and guarded, so a short plan shows up
- * as UG_EGUARD instead of silent corruption; with kernel threads
- * (parallel.h) each worker owns one such slice and takes contiguous ranges
- * of (batch, chunk, head) items. The staging, the product and the output
- * rounding run on the ISA path (isa.h: row operations and the packed GEMM,
+ * rule (its threadgroup plan is checked against the 32 KB cap as the seed
+ * does); the computation follows the seed's shader per (batch, head, chunk):
+ * the chunk's A rows form ba_tile, the operand is scaled in f32 and rounded
+ * to bf16 into a stage, multiplied by ba_tile and rounded to bf16 on store.
+ * An item of the parallel loop (parallel.h) is a group of heads of one chunk
+ * (see heads_per_item), so that token rows are read and written whole; each
+ * worker keeps the group's tiles in one guarded scratch slice, an overrun
+ * showing up as UG_EGUARD. The staging, the product and the output rounding
+ * run on the ISA path (isa.h: row operations and the packed GEMM,
  * bit-identical on every path); exp(g) is computed once per staged row. */
 #include "gdn_recompute_wu.h"
 
@@ -133,149 +133,192 @@ static float exp_gate(float g)
     return UG_MUTANT == GDN_RECOMPUTE_WU_MUT_EXP_AS_ONE_PLUS_G ? 1.0f + g : expf(g);
 }
 
-/* One of the two products: u from v (staged as v*beta) or w from k (staged
- * as (k*beta)*exp(g)). Source and destination rows are dim wide. */
-typedef struct {
-    const ug_bf16 *src;
-    size_t src_heads;
-    ug_bf16 *dst;
-    size_t dim;
-    bool gated;
-} wy_product;
-
-/* The (batch, value head, chunk) a threadgroup owns, and its scratch. */
-typedef struct {
-    const gdn_recompute_wu_params *p;
-    const float *beta, *g;
-    size_t b, h, t0;
-    float (*ba_tile)[BT];   /* the chunk's A rows */
-    ug_bf16 (*stage)[TILE]; /* the staged operand of one column tile */
-    float gates[BT];        /* exp(g) of each staged row, shared by the column tiles of w */
-} chunk_job;
-
 /* The chunk row staged as row j. */
 static size_t staged_row(size_t j)
 {
     return UG_MUTANT == GDN_RECOMPUTE_WU_MUT_ROW_OFF_BY_ONE ? (j + 1) % BT : j;
 }
 
-/* exp(g) once per staged row and chunk (the K/64 column tiles of w share it). */
-static void load_gates(chunk_job *job)
+/* Work item x is (batch, chunk, group of `group` value heads), the group
+ * varying fastest. Every tensor is [B, T, heads, dim], so one chunk's 64 rows
+ * of one head are 64 pieces of dim elements a token row apart (4 KiB at
+ * H 16, K 128): visited per head, each piece is a cache miss of its own that
+ * the prefetchers do not see coming. A group's pieces of a token row are
+ * contiguous, so the item reads them token row by token row, in one run of
+ * group * dim elements each, staging every operand of the group into the
+ * scratch, then multiplies there and writes its outputs the same way. */
+enum { GROUP_BYTES_MAX = 2 << 20 }; /* an item's scratch: whole token rows at H 16, K = V = 128 */
+
+/* One worker's scratch, carved from its guarded slice (offsets below). For
+ * head e of the group: its chunk's A rows (the shader's ba_tile), the staged
+ * operands bf16(v * beta) and bf16(k * beta * exp(g)) of every column, and
+ * its u and w rows, laid out token-row-major like the outputs. */
+typedef struct {
+    float (*ba)[BT][BT];  /* [group] */
+    ug_bf16 *sv, *sk;     /* [group][BT][V], [group][BT][K] */
+    ug_bf16 *ou, *ow;     /* [BT][group][V], [BT][group][K] */
+    float *product;       /* [BT][max(V, K)]: the shader's accumulators */
+    float *unrounded;     /* [group][BT][V + K]: mutant STAGE_CAST_DROPPED only */
+} scratch_tiles;
+
+enum { T_BA, T_SV, T_SK, T_OU, T_OW, T_PRODUCT, T_UNROUNDED, N_TILES };
+
+static size_t wide(const gdn_recompute_wu_params *p) { return p->v > p->k ? p->v : p->k; }
+
+/* A row of the unrounded stage: v's columns, then k's. */
+static size_t un_row(const gdn_recompute_wu_params *p) { return (size_t)p->v + p->k; }
+
+static size_t tile_bytes(const gdn_recompute_wu_params *p, size_t group, int tile)
 {
-    for (size_t j = 0; j < BT; j++)
-        job->gates[j] = exp_gate(job->g[at_bth(job->p, job->b, job->t0 + staged_row(j), job->h)]);
+    switch (tile) {
+    case T_BA: return group * ba_tile_bytes(p->bt);
+    case T_SV: case T_OU: return group * BT * p->v * sizeof(ug_bf16);
+    case T_SK: case T_OW: return group * BT * p->k * sizeof(ug_bf16);
+    case T_PRODUCT: return BT * wide(p) * sizeof(float);
+    default: return UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED ? group * BT * un_row(p) * sizeof(float) : 0;
+    }
 }
 
-static void load_ba_tile(const chunk_job *job, const float *a)
+/* offset[i]: tile i's 64-byte aligned offset; offset[N_TILES]: the size. */
+static void tile_offsets(const gdn_recompute_wu_params *p, size_t group, size_t offset[N_TILES + 1])
 {
+    offset[0] = 0;
+    for (int i = 0; i < N_TILES; i++) offset[i + 1] = offset[i] + (tile_bytes(p, group, i) + 63) / 64 * 64;
+}
+
+/* The most value heads, a divisor of H, whose scratch fits GROUP_BYTES_MAX (at least one). */
+static size_t heads_per_item(const gdn_recompute_wu_params *p)
+{
+    size_t best = 1, offset[N_TILES + 1];
+    for (size_t group = 2; group <= p->h; group++) {
+        if (p->h % group) continue;
+        tile_offsets(p, group, offset);
+        if (offset[N_TILES] <= GROUP_BYTES_MAX) best = group;
+    }
+    return best;
+}
+
+typedef struct {
+    const gdn_recompute_wu_params *p;
+    const ug_bf16 *k, *v;
+    const float *beta, *g, *a;
+    ug_bf16 *w, *u;
+    size_t group;
+    const size_t *offset;
+    bool stream_u, stream_w; /* written past the caches (isa.h) */
+    const ug_worker_scratch *scratch;
+} call;
+
+/* The item's (batch, chunk, first head). */
+typedef struct {
+    size_t b, t0, h0;
+} item;
+
+static item locate_item(const call *c, size_t x)
+{
+    const size_t groups = c->p->h / c->group, chunks = c->p->t / BT;
+    return (item){.b = x / groups / chunks, .t0 = x / groups % chunks * BT, .h0 = x % groups * c->group};
+}
+
+/* bf16(x * beta * gate) of one source row piece, the f32 product formed left
+ * to right as the shader forms it; mutant STAGE_CAST_DROPPED keeps the f32
+ * values (unrounded) for multiply_unrounded. */
+static void stage_row(size_t n, const ug_bf16 *x, float beta, float gate, ug_bf16 *out, float *unrounded)
+{
+    if (UG_MUTANT != GDN_RECOMPUTE_WU_MUT_TRUNCATE_STAGE_CAST && UG_MUTANT != GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED) {
+        ug_rows_scale_round(n, x, beta, gate, out);
+        return;
+    }
+    for (size_t c = 0; c < n; c++) {
+        float scaled = ug_bf16_to_f32(x[c]) * beta * gate;
+        out[c] = stage_cast(scaled);
+        if (unrounded) unrounded[c] = scaled;
+    }
+}
+
+/* Reads the item's rows of A, v, k, beta and g token row by token row. */
+static void stage_item(const call *c, const item *it, const scratch_tiles *s)
+{
+    const gdn_recompute_wu_params *p = c->p;
+    const size_t group = c->group;
     for (size_t i = 0; i < BT; i++)
-        memcpy(job->ba_tile[i], a + at_bthd(job->p, job->b, job->t0 + i, job->h, job->p->h, 0, BT),
-               sizeof job->ba_tile[i]);
-}
-
-static size_t source_head(const chunk_job *job, const wy_product *prod)
-{
-    return prod->gated ? key_head(job->p, job->h) : job->h;
-}
-
-/* stage[j][c] = bf16(x[t0 + j][col0 + c] * beta * gate) with gate = exp(g)
- * (gated) or 1 (an exact product), the f32 product formed left to right as
- * the shader forms it. `unrounded` receives the f32 values for mutant
- * STAGE_CAST_DROPPED only. */
-static void stage_tile(const chunk_job *job, const wy_product *prod, size_t col0, float unrounded[][TILE])
-{
-    const bool scalar_cast = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_TRUNCATE_STAGE_CAST ||
-                             UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED;
+        for (size_t e = 0; e < group; e++)
+            memcpy(s->ba[e][i], c->a + at_bthd(p, it->b, it->t0 + i, it->h0 + e, p->h, 0, BT), sizeof s->ba[e][i]);
     for (size_t j = 0; j < BT; j++) {
-        size_t t = job->t0 + staged_row(j);
-        float beta_t = job->beta[at_bth(job->p, job->b, t, job->h)];
-        float gate = prod->gated ? job->gates[j] : 1.0f;
-        const ug_bf16 *x =
-            prod->src + at_bthd(job->p, job->b, t, source_head(job, prod), prod->src_heads, col0, prod->dim);
-        if (!scalar_cast) {
-            ug_rows_scale_round(TILE, x, beta_t, gate, job->stage[j]);
-            continue;
-        }
-        for (size_t c = 0; c < TILE; c++) {
-            float scaled = ug_bf16_to_f32(x[c]) * beta_t * gate;
-            job->stage[j][c] = stage_cast(scaled);
-            unrounded[j][c] = scaled;
+        const size_t t = it->t0 + staged_row(j);
+        for (size_t e = 0; e < group; e++) {
+            const size_t h = it->h0 + e;
+            const float beta = c->beta[at_bth(p, it->b, t, h)], gate = exp_gate(c->g[at_bth(p, it->b, t, h)]);
+            float *un = s->unrounded ? s->unrounded + (e * BT + j) * un_row(p) : NULL;
+            stage_row(p->v, c->v + at_bthd(p, it->b, t, h, p->h, 0, p->v), beta, 1.0f,
+                      s->sv + (e * BT + j) * p->v, un);
+            stage_row(p->k, c->k + at_bthd(p, it->b, t, key_head(p, h), p->hg, 0, p->k), beta, gate,
+                      s->sk + (e * BT + j) * p->k, un ? un + p->v : NULL);
         }
     }
 }
 
 /* Mutant STAGE_CAST_DROPPED only: ba_tile times the f32 stage. */
-static void multiply_unrounded(float (*ba_tile)[BT], float unrounded[][TILE], size_t terms,
-                               float product[][TILE])
+static void multiply_unrounded(float (*ba_tile)[BT], const float *unrounded, size_t ldu, size_t n, size_t terms,
+                               float *product)
 {
     for (size_t i = 0; i < BT; i++)
-        for (size_t c = 0; c < TILE; c++) {
+        for (size_t c = 0; c < n; c++) {
             float acc = 0.0f;
-            for (size_t j = 0; j < terms; j++) acc = fmaf(ba_tile[i][j], unrounded[j][c], acc);
-            product[i][c] = acc;
+            for (size_t j = 0; j < terms; j++) acc = fmaf(ba_tile[i][j], unrounded[j * ldu + c], acc);
+            product[i * n + c] = acc;
         }
 }
 
-static void column_tile(const chunk_job *job, const wy_product *prod, size_t col0)
+/* out rows (BT of them, `ldo` apart) = bf16(ba_tile x stage), stage [BT][n]. */
+static void multiply(const scratch_tiles *s, float (*ba_tile)[BT], const ug_bf16 *stage, const float *unrounded,
+                     size_t ldu, size_t n, ug_bf16 *out, size_t ldo)
 {
-    float product[BT][TILE];         /* the shader's per-thread accumulators */
-    float unrounded_stage[BT][TILE]; /* mutant STAGE_CAST_DROPPED only */
-    size_t terms = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_DROPPED_LAST_TERM ? BT - 1 : BT;
-
-    stage_tile(job, prod, col0, unrounded_stage);
+    const size_t terms = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_DROPPED_LAST_TERM ? BT - 1 : BT;
     if (UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED)
-        multiply_unrounded(job->ba_tile, unrounded_stage, terms, product);
+        multiply_unrounded(ba_tile, unrounded, ldu, n, terms, s->product);
     else
-        ug_gemm_f32_bf16(BT, TILE, terms, job->ba_tile[0], BT, job->stage[0], TILE, product[0], TILE);
-
+        ug_gemm_f32_bf16(BT, n, terms, ba_tile[0], BT, stage, n, s->product, n);
     for (size_t i = 0; i < BT; i++) {
-        ug_bf16 *out = prod->dst + at_bthd(job->p, job->b, job->t0 + i, job->h, job->p->h, col0, prod->dim);
-        if (UG_MUTANT != GDN_RECOMPUTE_WU_MUT_OUTPUT_TRUNCATED) ug_rows_round(TILE, product[i], out);
+        const float *row = s->product + i * n;
+        if (UG_MUTANT != GDN_RECOMPUTE_WU_MUT_OUTPUT_TRUNCATED) ug_rows_round(n, row, out + i * ldo);
         else
-            for (size_t c = 0; c < TILE; c++) out[c] = output_cast(product[i][c]);
+            for (size_t col = 0; col < n; col++) out[i * ldo + col] = output_cast(row[col]);
     }
 }
 
-/* Work item x of the parallel loop is (batch, chunk, value head), the head
- * varying fastest, so that consecutive items read neighbouring parts of the
- * same token rows; a worker's threadgroup memory is its own scratch slice. */
-typedef struct {
-    const gdn_recompute_wu_params *p;
-    const ug_buf *k, *v, *beta, *g, *a;
-    ug_buf *w, *u;
-    const ug_worker_scratch *scratch;
-} call;
-
-static void locate_item(chunk_job *job, size_t x)
-{
-    const gdn_recompute_wu_params *p = job->p;
-    const size_t chunks = p->t / BT;
-    job->h = x % p->h;
-    job->t0 = x / p->h % chunks * BT;
-    job->b = x / p->h / chunks;
-}
-
-static void run_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
+static void run_items(void *ctx, unsigned worker, size_t begin, size_t end)
 {
     const call *c = ctx;
     const gdn_recompute_wu_params *p = c->p;
-    unsigned char *threadgroup_memory = ug_worker_scratch_data(c->scratch, worker);
-    chunk_job job = {
-        .p = p,
-        .beta = c->beta->data,
-        .g = c->g->data,
-        .ba_tile = (float (*)[BT])threadgroup_memory,
-        .stage = (ug_bf16 (*)[TILE])(threadgroup_memory + ba_tile_bytes(p->bt)),
+    const size_t group = c->group;
+    unsigned char *base = ug_worker_scratch_data(c->scratch, worker);
+    const scratch_tiles s = {
+        .ba = (float (*)[BT][BT])(base + c->offset[T_BA]),
+        .sv = (ug_bf16 *)(base + c->offset[T_SV]),
+        .sk = (ug_bf16 *)(base + c->offset[T_SK]),
+        .ou = (ug_bf16 *)(base + c->offset[T_OU]),
+        .ow = (ug_bf16 *)(base + c->offset[T_OW]),
+        .product = (float *)(base + c->offset[T_PRODUCT]),
+        .unrounded = c->offset[T_UNROUNDED + 1] > c->offset[T_UNROUNDED] ? (float *)(base + c->offset[T_UNROUNDED]) : NULL,
     };
-    const wy_product u_from_v = {.src = c->v->data, .src_heads = p->h, .dst = c->u->data, .dim = p->v, .gated = false};
-    const wy_product w_from_k = {.src = c->k->data, .src_heads = p->hg, .dst = c->w->data, .dim = p->k, .gated = true};
     for (size_t x = begin; x < end; x++) {
-        locate_item(&job, x);
-        load_ba_tile(&job, c->a->data);
-        load_gates(&job);
-        for (size_t col0 = 0; col0 < p->v; col0 += TILE) column_tile(&job, &u_from_v, col0);
-        for (size_t col0 = 0; col0 < p->k; col0 += TILE) column_tile(&job, &w_from_k, col0);
+        const item it = locate_item(c, x);
+        stage_item(c, &it, &s);
+        for (size_t e = 0; e < group; e++) {
+            const float *un = s.unrounded ? s.unrounded + e * BT * un_row(p) : NULL;
+            multiply(&s, s.ba[e], s.sv + e * BT * p->v, un, un_row(p), p->v, s.ou + e * p->v, group * p->v);
+            multiply(&s, s.ba[e], s.sk + e * BT * p->k, un ? un + p->v : NULL, un_row(p), p->k, s.ow + e * p->k,
+                     group * p->k);
+        }
+        for (size_t i = 0; i < BT; i++) {
+            ug_rows_store(group * p->v * sizeof(ug_bf16), s.ou + i * group * p->v,
+                          c->u + at_bthd(p, it.b, it.t0 + i, it.h0, p->h, 0, p->v), c->stream_u);
+            ug_rows_store(group * p->k * sizeof(ug_bf16), s.ow + i * group * p->k,
+                          c->w + at_bthd(p, it.b, it.t0 + i, it.h0, p->h, 0, p->k), c->stream_w);
+        }
     }
+    if (c->stream_u || c->stream_w) ug_rows_stream_end();
 }
 
 ug_status gdn_recompute_wu(const gdn_recompute_wu_params *p, const ug_buf *k, const ug_buf *v,
@@ -283,10 +326,15 @@ ug_status gdn_recompute_wu(const gdn_recompute_wu_params *p, const ug_buf *k, co
 {
     UG_TRY(validate(p, k, v, beta, g, a, w, u));
 
-    const size_t items = (size_t)p->b * p->h * (p->t / BT);
+    const size_t group = heads_per_item(p), items = (size_t)p->b * (p->t / BT) * (p->h / group);
+    size_t offset[N_TILES + 1];
+    tile_offsets(p, group, offset);
     ug_worker_scratch scratch;
-    UG_TRY(ug_worker_scratch_alloc(&scratch, ug_parallel_workers(items), planned_threadgroup_bytes(p->bt)));
-    call c = {.p = p, .k = k, .v = v, .beta = beta, .g = g, .a = a, .w = w, .u = u, .scratch = &scratch};
-    ug_parallel_for(items, run_chunks, &c);
-    return ug_worker_scratch_free(&scratch, KERNEL " threadgroup scratch");
+    UG_TRY(ug_worker_scratch_alloc(&scratch, ug_parallel_workers(items), offset[N_TILES]));
+    call c = {.p = p, .k = k->data, .v = v->data, .beta = beta->data, .g = g->data, .a = a->data, .w = w->data,
+              .u = u->data, .group = group, .offset = offset,
+              .stream_u = u->count * sizeof(ug_bf16) >= UG_STREAM_MIN_BYTES,
+              .stream_w = w->count * sizeof(ug_bf16) >= UG_STREAM_MIN_BYTES, .scratch = &scratch};
+    ug_parallel_for(items, run_items, &c);
+    return ug_worker_scratch_free(&scratch, KERNEL " scratch");
 }

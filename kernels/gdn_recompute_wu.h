@@ -9,9 +9,9 @@
  *
  * Validation mirrors the seed's validate(), rule for rule and in its order;
  * the first broken rule is reported (UG_EINVAL) and nothing is written.
- * Scratch mirrors the seed's threadgroup plan (BT*BT*4 + BT*64*2 bytes), one
- * guarded slice per kernel thread (parallel.h): an overrun is reported as
- * UG_EGUARD. */
+ * Scratch: one guarded slice per kernel thread (parallel.h) holding, for a
+ * group of heads of one chunk, the seed's ba_tile per head, the staged
+ * operands and the output rows; an overrun is reported as UG_EGUARD. */
 #ifndef UG_KERNEL_GDN_RECOMPUTE_WU_H
 #define UG_KERNEL_GDN_RECOMPUTE_WU_H
 

@@ -141,6 +141,8 @@ static void test_matches_the_scalar_statement_on_every_isa(void)
         {.b = 2, .t = 128, .hg = 1, .h = 2, .k = 128, .v = 192, .bt = 64},
         {.b = 1, .t = 128, .hg = 2, .h = 4, .k = 192, .v = 256, .bt = 64},
         {.b = 2, .t = 64, .hg = 2, .h = 4, .k = 64, .v = 128, .bt = 64},
+        /* Too many heads for one item's scratch: several head groups per chunk. */
+        {.b = 2, .t = 128, .hg = 4, .h = 32, .k = 192, .v = 256, .bt = 64},
     };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const params *p = &shapes[s];
