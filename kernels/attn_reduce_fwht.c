@@ -129,7 +129,7 @@ static void scale_signs_portable(const float *x, size_t n, float scale, const ui
 }
 
 static const attn_reduce_fwht_path path_portable = {merge_partials_portable, butterflies_portable,
-                                                    scale_signs_portable};
+                                                    scale_signs_portable, attn_reduce_fwht_fma_chain};
 
 static const attn_reduce_fwht_path *current_path(void)
 {
@@ -160,18 +160,18 @@ static float stat_m(const float *row_stats, size_t w)
 
 /* m[w] = exp(M_w - M*) and the returned factor 1/S (0 when S == 0), as the
  * shader's lanes compute them: an f32 difference, expf, an FMA chain for S. */
-static float merge_weights(const float *row_stats, size_t nwg, float *m)
+static float merge_weights(const reduce_job *job, const float *row_stats, size_t nwg, float *m)
 {
-    float max = stat_m(row_stats, 0);
+    float max = stat_m(row_stats, 0), s_w[ATTN_REDUCE_FWHT_MAX_NWG];
     for (size_t w = 1; w < nwg; w++)
         if (stat_m(row_stats, w) > max) max = stat_m(row_stats, w);
-    float s = 0.0f;
     for (size_t w = 0; w < nwg; w++) {
         float exponent = UG_MUTANT == ATTN_REDUCE_FWHT_MUT_MAX_NOT_SUBTRACTED ? stat_m(row_stats, w)
                                                                                : stat_m(row_stats, w) - max;
         m[w] = expf(exponent);
-        s = fmaf(stat_s(row_stats, w), m[w], s);
+        s_w[w] = stat_s(row_stats, w);
     }
+    const float s = job->path->fma_chain(nwg, s_w, m);
     if (s == 0.0f && UG_MUTANT != ATTN_REDUCE_FWHT_MUT_ZERO_S_UNGUARDED) return 0.0f;
     return 1.0f / s;
 }
@@ -182,7 +182,7 @@ static void reduce_row(const reduce_job *job, size_t r, float *y)
     const size_t dv = job->p->head_dim, nwg = job->p->nwg;
     const float *row_stats = job->htmp + job->p->nrows * dv * nwg + r * 2 * nwg;
     float m[ATTN_REDUCE_FWHT_MAX_NWG];
-    float inv_s = merge_weights(row_stats, nwg, m);
+    float inv_s = merge_weights(job, row_stats, nwg, m);
     size_t group_stride = nwg * GROUP, wg_stride = GROUP;
     if (UG_MUTANT == ATTN_REDUCE_FWHT_MUT_WORKGROUP_MAJOR) group_stride = GROUP, wg_stride = dv;
     job->path->merge_partials(job->htmp + r * dv * nwg, dv / GROUP, group_stride, nwg, wg_stride, m, inv_s, y);

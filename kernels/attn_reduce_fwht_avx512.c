@@ -128,4 +128,5 @@ static void scale_signs(const float *x, size_t n, float scale, const uint32_t *s
     }
 }
 
-const attn_reduce_fwht_path attn_reduce_fwht_path_avx512 = {merge_partials, butterflies, scale_signs};
+const attn_reduce_fwht_path attn_reduce_fwht_path_avx512 = {merge_partials, butterflies, scale_signs,
+                                                       attn_reduce_fwht_fma_chain};

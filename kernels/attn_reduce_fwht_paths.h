@@ -7,6 +7,7 @@
 #ifndef UG_ATTN_REDUCE_FWHT_PATHS_H
 #define UG_ATTN_REDUCE_FWHT_PATHS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,7 +25,18 @@ typedef struct {
     /* out[j] = fl(x[j] * scale) with its sign bit XORed with sign_bits[j]
      * (0 or 0x80000000); n a multiple of 16; out may equal x. */
     void (*scale_signs)(const float *x, size_t n, float scale, const uint32_t *sign_bits, float *out);
+    /* fmaf(x[n-1], y[n-1], ... fmaf(x[0], y[0], +0.0f)): every path
+     * points to attn_reduce_fwht_fma_chain compiled with its own flags, so
+     * that on the SIMD paths fmaf is one instruction, not a libm call. */
+    float (*fma_chain)(size_t n, const float *x, const float *y);
 } attn_reduce_fwht_path;
+
+static inline float attn_reduce_fwht_fma_chain(size_t n, const float *x, const float *y)
+{
+    float acc = 0.0f;
+    for (size_t i = 0; i < n; i++) acc = fmaf(x[i], y[i], acc);
+    return acc;
+}
 
 extern const attn_reduce_fwht_path attn_reduce_fwht_path_avx2;
 extern const attn_reduce_fwht_path attn_reduce_fwht_path_avx512;
