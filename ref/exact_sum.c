@@ -316,22 +316,44 @@ void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, doubl
     ug_xval_finish(&exact, out, pre_round_bound, abs_sum, flagged, dtype);
 }
 
-/* r_hi = RN_53(r) and r_lo = RN_53(r - r_hi) of r = ±m·2^(top-127) (m's
- * leading bit at 2^127, nothing below m) where both are normal doubles (or
- * r_lo zero): r_hi its leading 53 bits rounded, r - r_hi the 75 bits below
- * them less one unit of r_hi when it rounded up. */
-static bool split_normalized(bool neg, ug_u128 m, int top, double *r_hi, double *r_lo)
+/* RN_53 of an integer x < 2^76 as a double: its leading 64 bits, a sticky
+ * bit or'ed into the lowest (below the rounding position: 11 bits are cut),
+ * converted by the hardware's round to nearest. */
+static double rn53_of_u76(ug_u128 x)
 {
-    if (top < -895 || top > 1022) return false;
-    const ug_u128 unit = (ug_u128)1 << 75;
-    uint64_t n = (uint64_t)(m >> 75);
-    const ug_u128 rest = m & (unit - 1);
-    const bool up = rounds_up((rest >> 74 & 1) != 0, (rest & ((unit >> 1) - 1)) != 0, n, neg, MPFR_RNDN);
+    const uint64_t high = (uint64_t)(x >> 64);
+    if (!high) return (double)(uint64_t)x;
+    const int k = 64 - __builtin_clzll(high); /* x >> k has 64 bits */
+    const uint64_t lead = (uint64_t)(x >> k) | ((x & (((ug_u128)1 << k) - 1)) != 0);
+    return (double)lead * (double)(UINT64_C(1) << k);
+}
+
+/* The finish of r = ±m·2^(top-127) (m's leading bit at 2^127, nothing
+ * below m) where r_hi, r_lo and RN_T(r) are normal numbers (or r_lo zero):
+ * r_hi is m's leading 53 bits rounded, r - r_hi the 75 bits below them less
+ * one unit of r_hi when it rounded up, RN_T the leading 8 (bf16) or 24
+ * (f32) bits rounded, in the f32 encoding. */
+static bool finish_normal(bool neg, ug_u128 m, int top, ug_dtype dtype, double *r_hi, double *r_lo, uint32_t *bits)
+{
+    if (top < -126 || top > 127) return false;
+    const uint64_t head = (uint64_t)(m >> 64), tail = (uint64_t)m;
+    uint64_t n = head >> 11;
+    const bool up = rounds_up(head >> 10 & 1, (head & 0x3FF) != 0 || tail != 0, n, neg, MPFR_RNDN);
     n += up;
-    const int e = top - 127; /* r's unit */
-    const double hi = (double)n * pow2(e + 75), lo = (double)(up ? unit - rest : rest) * pow2(e);
+    const ug_u128 unit = (ug_u128)1 << 75, rest = m & (unit - 1);
+    const double hi = (double)n * pow2(top - 52), lo = rn53_of_u76(up ? unit - rest : rest) * pow2(top - 127);
     *r_hi = neg ? -hi : hi;
     *r_lo = lo == 0 ? 0.0 : neg != up ? -lo : lo;
+    const int cut = dtype == UG_BF16 ? 56 : 40; /* bits of head below the kept ones */
+    uint32_t t = (uint32_t)(head >> cut);
+    t += rounds_up(head >> (cut - 1) & 1, (head & ((UINT64_C(1) << (cut - 1)) - 1)) != 0 || tail != 0, t, neg,
+                   MPFR_RNDN);
+    if (t >> (64 - cut)) { /* carried to the next binade */
+        t >>= 1;
+        top++;
+    }
+    const uint32_t fraction = (t << (cut - 40)) & 0x7FFFFFu; /* 2^128 and up: inf (fraction 0) */
+    *bits = (neg ? 0x80000000u : 0u) | (uint32_t)(top + 127) << 23 | fraction;
     return true;
 }
 
@@ -354,8 +376,7 @@ void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bo
     int top;
     double hi, lo;
     uint32_t bits;
-    if (!r.zero && normalized(&r, &m, &top) && split_normalized(r.neg, m, top, &hi, &lo) &&
-        format_normalized(r.neg, m, top, false, dtype, &bits)) {
+    if (!r.zero && normalized(&r, &m, &top) && finish_normal(r.neg, m, top, dtype, &hi, &lo, &bits)) {
         ug_ref_fill(out, hi, lo, dtype == UG_BF16 ? bits >> 16 : bits, pre_round_bound, abs_sum, flagged, dtype);
         return;
     }
