@@ -582,11 +582,12 @@ static row_window row_factors(workspace *ws, ug_ref_mode mode, const float *arow
         bottom = e < bottom ? e : bottom;
         ws->row_j[rw.n++] = j;
     }
-    const int bits = top - bottom, digit_bits = simd ? 52 : 64, max_digits = simd ? UG_XWIN52_DIGITS : UG_XWIN_MAX_C;
+    const int bits = rw.n ? top - bottom : 0; /* a row of zeros: no factor, an empty window */
+    const int digit_bits = simd ? 52 : 64, max_digits = simd ? UG_XWIN52_DIGITS : UG_XWIN_MAX_C;
     rw.nc = (bits + digit_bits - 1) / digit_bits;
     rw.nc = rw.nc < 1 ? 1 : rw.nc > max_digits ? max_digits : rw.nc;
     rw.limbs = simd ? UG_XWIN_LIMBS : rw.nc + 2;
-    rw.grid = top == INT_MIN ? 0 : top - digit_bits * rw.nc;
+    rw.grid = rw.n ? top - digit_bits * rw.nc : 0;
     for (size_t k = 0; k < rw.n; k++) {
         row_factor *rf = &ws->row[k];
         const uint64_t c[3] = {rf->c[0], rf->c[1], rf->c[2]};

@@ -323,9 +323,13 @@ static void nonfinite_inputs_take_the_mpfr_path(void)
     free(c);
 }
 
-UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
+/* Two suites: the regime sweeps run the MPFR path on every regime and are
+ * the longest of all under valgrind, so make memcheck runs them apart. */
+UG_TEST_SUITE(ref_fast_path_regimes_suite, "ref_fast_path_regimes",
               UG_TEST(recompute_wu_fast_equals_mpfr_on_every_regime),
-              UG_TEST(scaled_kkt_fast_equals_mpfr_on_every_regime),
+              UG_TEST(scaled_kkt_fast_equals_mpfr_on_every_regime));
+
+UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(cancellation_to_exact_zero),
               UG_TEST(signed_zeros),
               UG_TEST(bf16_tie_results),
