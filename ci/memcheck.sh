@@ -29,17 +29,18 @@ run() { # name command...: runs it under valgrind, its exit status in the name's
 }
 
 LONGEST="ref_fast_path_regimes ref_fast_path nonfinite kernel_gdn_recompute_wu"
+sweep_job="verify memcheck sweep" # a name no suite can have (it has spaces)
 queue=()
 for name in $LONGEST; do grep -qx "$name" <<<"$suites" && queue+=("$name"); done
-queue+=(sweep)
+queue+=("$sweep_job")
 for name in $suites; do [[ " $LONGEST " == *" $name "* ]] || queue+=("$name"); done
 
 names=()
 for name in "${queue[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
   names+=("$name")
-  if [ "$name" = sweep ]; then
-    run sweep "$build/ulpgate" verify --sweep fixtures/sweeps/memcheck --budgets "$budgets" \
+  if [ "$name" = "$sweep_job" ]; then
+    run "$sweep_job" "$build/ulpgate" verify --sweep fixtures/sweeps/memcheck --budgets "$budgets" \
       --reports "$build/memcheck-reports" --quiet &
   else
     run "$name" "$build/tests/run_tests" --suite "$name" &
@@ -56,7 +57,7 @@ for name in "${names[@]}"; do
     cat "$logs/$name.log"
   fi
 done
-grep -h -E "elements checked|^ulpgate:" "$logs/sweep.log"
+grep -h -E "elements checked|^ulpgate:" "$logs/$sweep_job.log"
 tests=$(grep -h -E "^[0-9]+ passed, [0-9]+ failed$" "$logs"/*.log | awk '{p += $1; f += $3} END {print p " passed, " f " failed"}')
 if [ ${#failed[@]} -gt 0 ]; then
   echo "memcheck: FAILED: ${failed[*]} (logs in $logs)"
