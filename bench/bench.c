@@ -383,6 +383,7 @@ static two_threads measure_two_threads(call_ctx *x, int max_samples, double budg
 {
     two_threads r;
     (void)ug_kernel_threads_set(2);
+    bench_unpin();
     double busy0 = machine_busy_seconds(), cpu0 = own_cpu_seconds(), wall0 = bench_now();
     r.t = measure(x, max_samples, budget);
     /* /proc/stat counts in clock ticks (10 ms): a short timing is extended
@@ -390,6 +391,7 @@ static two_threads measure_two_threads(call_ctx *x, int max_samples, double budg
     while (bench_now() - wall0 < min_busy_window) call_once(x);
     double wall = bench_now() - wall0;
     r.others = (machine_busy_seconds() - busy0 - (own_cpu_seconds() - cpu0)) / wall;
+    (void)bench_pin();
     (void)ug_kernel_threads_set(1);
     return r;
 }
@@ -711,6 +713,10 @@ int main(int argc, char **argv)
     }
     const double t_start = bench_now();
     print_machine();
+    const int cpu = bench_pin();
+    if (cpu >= 0)
+        printf("  one-thread timings and peaks on CPU %d (pinned; 2-thread rows, verify --jobs and the reference's "
+               "spread cases on every CPU)\n", cpu);
     peaks pk;
     measure_peaks(&pk);
 
@@ -735,6 +741,7 @@ int main(int argc, char **argv)
     }
 
     if (do_ref && bench_reference_speed() != 0) failures++;
+    bench_unpin();
     if (do_verify && !verify_threads(ulpgate)) failures++;
     if (failures) printf("\nbench: %d failure(s) above (a kernel error, bits differing across paths, a naive "
                          "mismatch, the reference or verify)\n", failures);

@@ -23,6 +23,19 @@
 
 double bench_now(void); /* CLOCK_MONOTONIC seconds */
 
+/* ---- where it runs -------------------------------------------------------- */
+
+/* The one-thread timings and the peaks they are compared with run on one
+ * CPU: the two vCPUs of the bench machine do not always run at the same
+ * speed (one was measured 20-30 % slower for seconds at a time), so a
+ * migration between the peak and a kernel's timing would skew the ratio.
+ * bench_pin() pins the calling thread to the CPU it is on and returns that
+ * CPU (-1 when it cannot: then nothing is pinned); bench_unpin() gives back
+ * every CPU, for the 2-thread timings, verify --jobs and the reference's
+ * cases spread over the CPUs (threads and children inherit the mask). */
+int bench_pin(void);
+void bench_unpin(void);
+
 /* ---- peaks (peaks.c) ------------------------------------------------------ */
 
 /* f32 FMA throughput of one core in GFLOP/s (an FMA counts 2 flops), from a

@@ -3,6 +3,7 @@
  * kernel's working set may fit in). Every figure is the best of a few passes:
  * a peak is what the machine can do, not what it usually does. */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,27 @@
 #include "bench.h"
 
 enum { PASSES = 5 };
+
+static cpu_set_t all_cpus;
+static int pinned_cpu = -1;
+
+int bench_pin(void)
+{
+    if (pinned_cpu < 0) {
+        const int cpu = sched_getcpu();
+        if (cpu < 0 || sched_getaffinity(0, sizeof all_cpus, &all_cpus) != 0) return -1;
+        pinned_cpu = cpu;
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(pinned_cpu, &one);
+    return sched_setaffinity(0, sizeof one, &one) == 0 ? pinned_cpu : -1;
+}
+
+void bench_unpin(void)
+{
+    if (pinned_cpu >= 0) (void)sched_setaffinity(0, sizeof all_cpus, &all_cpus);
+}
 
 double bench_now(void)
 {

@@ -308,10 +308,12 @@ static int recompute_wu_speed(void)
         const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         const unsigned threads = cpus > 1 ? (unsigned)cpus : 1;
         double spread[UG_REF_MODE_COUNT];
+        bench_unpin();
         for (int mode = 0; mode < UG_REF_MODE_COUNT && rc == 0; mode++) {
             spread[mode] = spread_rate((ug_ref_mode)mode, threads, terms);
             if (spread[mode] < 0) rc = -1;
         }
+        (void)bench_pin();
         if (rc == 0)
             printf("  cases spread over the %u CPUs (verify --jobs %u): exact %.3f, staged %.3f Mterm/s: %.2fx and "
                    "%.2fx the plain loop on one core (the issue's target: >= 10x)\n",
