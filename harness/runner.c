@@ -458,15 +458,64 @@ static ug_family_result *family_result(ug_run_result *out, const ug_family *f)
     return NULL;
 }
 
-/* Worker threads take the next case index until none is left or one fails. */
+/* Worker threads take the next case of `order` until none is left or one
+ * fails; each case's result goes to its own slot, and the folding is in
+ * case order, so the order of work changes no figure. */
 typedef struct {
     const ug_sweep *sweep;
     const ug_run_options *opt;
     ug_run_result *out;
+    const size_t *order;
     pthread_mutex_t lock;
     size_t next, done;
     ug_status first_error;
 } work_queue;
+
+/* A case's work, for the order: the elements its outputs hold (the
+ * reference's cost grows with them); a rejected shape runs no reference. */
+static double case_weight(const ug_case *c)
+{
+    if (c->expect_reject) return 0;
+    const ug_family *f = c->family;
+    double elements = 0;
+    for (size_t b = 0; b < f->n_buffers; b++) {
+        if (!f->buffers[b].is_output) continue;
+        size_t count;
+        const ug_status st = f->buffer_count(&c->params, b, &count);
+        if (ug_is_ok(&st)) elements += (double)count;
+    }
+    return elements;
+}
+
+typedef struct {
+    double weight;
+    size_t index;
+} weighted_case;
+
+static int heaviest_first(const void *a, const void *b)
+{
+    const weighted_case *x = a, *y = b;
+    if (x->weight != y->weight) return x->weight < y->weight ? 1 : -1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The cases heaviest first, so that with several jobs no long case starts
+ * last and runs alone (a longest-first schedule); ties in sweep order. */
+static size_t *work_order(const ug_sweep *sw)
+{
+    weighted_case *w = malloc(sw->n_cases * sizeof *w + 1);
+    size_t *order = malloc(sw->n_cases * sizeof *order + 1);
+    if (!w || !order) {
+        free(w);
+        free(order);
+        return NULL;
+    }
+    for (size_t i = 0; i < sw->n_cases; i++) w[i] = (weighted_case){case_weight(&sw->cases[i]), i};
+    qsort(w, sw->n_cases, sizeof *w, heaviest_first);
+    for (size_t i = 0; i < sw->n_cases; i++) order[i] = w[i].index;
+    free(w);
+    return order;
+}
 
 static void *worker(void *arg)
 {
@@ -482,6 +531,7 @@ static void *worker(void *arg)
             mpfr_free_cache(); /* MPFR's constant caches are per thread */
             return NULL;
         }
+        i = q->order[i];
         const ug_case *c = &q->sweep->cases[i];
         ug_status st = run_case(c, q->opt, &q->out->cases[i]);
         pthread_mutex_lock(&q->lock);
@@ -549,13 +599,19 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     out->source_name = opt->source ? opt->source->name : NULL;
     ug_isa saved = ug_isa_current(); /* the calling thread runs cases on every path */
     unsigned saved_kernel_threads = ug_kernel_threads();
-    work_queue q = {sw, opt, out, PTHREAD_MUTEX_INITIALIZER, 0, 0, ug_ok()};
+    size_t *order = work_order(sw);
+    if (!order) {
+        ug_run_result_free(out);
+        return ug_fail(UG_ENOMEM, "cannot allocate the order of %zu cases", sw->n_cases);
+    }
+    work_queue q = {sw, opt, out, order, PTHREAD_MUTEX_INITIALIZER, 0, 0, ug_ok()};
     pthread_t threads[256];
     int started = 0;
     for (; started < opt->jobs - 1; started++)
         if (pthread_create(&threads[started], NULL, worker, &q) != 0) break;
     worker(&q); /* the calling thread works too */
     for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
+    free(order);
     if (opt->progress) fprintf(stderr, "\r\033[K");
     ug_isa_select(saved);
     (void)ug_kernel_threads_set(saved_kernel_threads);
