@@ -159,18 +159,18 @@ static float stat_m(const float *row_stats, size_t w)
 }
 
 /* m[w] = exp(M_w - M*) and the returned factor 1/S (0 when S == 0), as the
- * shader's lanes compute them: an f32 difference, expf, an FMA chain for S. */
+ * shader's lanes compute them: an f32 difference, expf (libm's bits, all
+ * workgroups' at once on the ISA path: expf.h), an FMA chain for S. */
 static float merge_weights(const reduce_job *job, const float *row_stats, size_t nwg, float *m)
 {
-    float max = stat_m(row_stats, 0), s_w[ATTN_REDUCE_FWHT_MAX_NWG];
-    for (size_t w = 1; w < nwg; w++)
-        if (stat_m(row_stats, w) > max) max = stat_m(row_stats, w);
+    float max = stat_m(row_stats, 0), s_w[ATTN_REDUCE_FWHT_MAX_NWG], m_w[ATTN_REDUCE_FWHT_MAX_NWG];
     for (size_t w = 0; w < nwg; w++) {
-        float exponent = UG_MUTANT == ATTN_REDUCE_FWHT_MUT_MAX_NOT_SUBTRACTED ? stat_m(row_stats, w)
-                                                                               : stat_m(row_stats, w) - max;
-        m[w] = expf(exponent);
+        m_w[w] = stat_m(row_stats, w);
         s_w[w] = stat_s(row_stats, w);
+        if (m_w[w] > max) max = m_w[w];
     }
+    /* M_w - (+0) is M_w, -0 and NaNs included. */
+    ug_rows_exp_sub(nwg, m_w, UG_MUTANT == ATTN_REDUCE_FWHT_MUT_MAX_NOT_SUBTRACTED ? 0.0f : max, m);
     const float s = job->path->fma_chain(nwg, s_w, m);
     if (s == 0.0f && UG_MUTANT != ATTN_REDUCE_FWHT_MUT_ZERO_S_UNGUARDED) return 0.0f;
     return 1.0f / s;

@@ -14,9 +14,9 @@ static inline __m256 load_two_groups(const float *group0, size_t group_stride)
 }
 
 /* Four groups per iteration in two accumulators, so that two FMA chains
- * are in flight. */
-static void merge_partials(const float *partials, size_t groups, size_t group_stride, size_t nwg,
-                           size_t wg_stride, const float *m, float inv_s, float *y)
+ * are in flight; any strides (merge_pairs covers the seed's). */
+static void merge_strided(const float *partials, size_t groups, size_t group_stride, size_t nwg,
+                          size_t wg_stride, const float *m, float inv_s, float *y)
 {
     const __m256 inv = _mm256_set1_ps(inv_s);
     for (size_t i = 0; i < groups; i += 4) {
@@ -32,6 +32,8 @@ static void merge_partials(const float *partials, size_t groups, size_t group_st
         _mm256_storeu_ps(y + GROUP * i + LANES, _mm256_mul_ps(acc1, inv));
     }
 }
+
+#include "attn_reduce_fwht_pairs.h"
 
 /* One butterfly stage inside a vector: partner holds lane l ^ h; the lane
  * without bit h gets v + partner (= x[l] + x[l+h]), the lane with it gets

@@ -16,7 +16,7 @@ static inline __m512 load_four_groups(const float *group0, size_t group_stride)
 }
 
 /* Eight groups per iteration in two accumulators, so that two FMA chains
- * are in flight; any strides (the transposed merge below covers the seed's). */
+ * are in flight; any strides (merge_pairs covers the seed's). */
 static void merge_strided(const float *partials, size_t groups, size_t group_stride, size_t nwg,
                            size_t wg_stride, const float *m, float inv_s, float *y)
 {
@@ -35,61 +35,7 @@ static void merge_strided(const float *partials, size_t groups, size_t group_str
     }
 }
 
-/* Quads of groups i .. i + 3 whose partials are [group][workgroup][4]
- * (wg_stride 4): a group's partials of four workgroups are one 64-byte line,
- * so each line is loaded whole and the 4 x 4 blocks of 128 bits of four
- * groups' lines transposed (eight two-source shuffles), which gives one
- * vector per workgroup holding the four groups, in the order of its FMA
- * chain. QUADS quads are merged at once, so that as many chains are in flight. */
-enum { QUADS = 4 };
-
-/* -O2 does not unroll these short loops by itself; unrolled, with constant
- * trip counts, the accumulators and the transposed vectors stay in registers. */
-#define UNROLLED _Pragma("GCC unroll 4")
-
-static void merge_contiguous(const float *partials, size_t groups, size_t nwg, const float *m, float inv_s,
-                             float *y)
-{
-    const size_t group_stride = nwg * GROUP;
-    const __m512 inv = _mm512_set1_ps(inv_s);
-    for (size_t i = 0; i < groups; i += QUADS * 4) {
-        __m512 acc[QUADS];
-        UNROLLED for (size_t u = 0; u < QUADS; u++) acc[u] = _mm512_setzero_ps();
-        for (size_t w0 = 0; w0 < nwg; w0 += 4) {
-            const __mmask16 lanes = nwg - w0 >= 4 ? 0xFFFF : (__mmask16)((1u << (GROUP * (nwg - w0))) - 1u);
-            __m512 by_wg[QUADS][4];
-            UNROLLED for (size_t u = 0; u < QUADS; u++) {
-                const float *line = partials + (i + 4 * u) * group_stride + w0 * GROUP;
-                const __m512 l0 = _mm512_maskz_loadu_ps(lanes, line), l1 = _mm512_maskz_loadu_ps(lanes, line + group_stride),
-                             l2 = _mm512_maskz_loadu_ps(lanes, line + 2 * group_stride),
-                             l3 = _mm512_maskz_loadu_ps(lanes, line + 3 * group_stride);
-                const __m512 t0 = _mm512_shuffle_f32x4(l0, l1, _MM_SHUFFLE(1, 0, 1, 0));
-                const __m512 t1 = _mm512_shuffle_f32x4(l0, l1, _MM_SHUFFLE(3, 2, 3, 2));
-                const __m512 t2 = _mm512_shuffle_f32x4(l2, l3, _MM_SHUFFLE(1, 0, 1, 0));
-                const __m512 t3 = _mm512_shuffle_f32x4(l2, l3, _MM_SHUFFLE(3, 2, 3, 2));
-                by_wg[u][0] = _mm512_shuffle_f32x4(t0, t2, _MM_SHUFFLE(2, 0, 2, 0));
-                by_wg[u][1] = _mm512_shuffle_f32x4(t0, t2, _MM_SHUFFLE(3, 1, 3, 1));
-                by_wg[u][2] = _mm512_shuffle_f32x4(t1, t3, _MM_SHUFFLE(2, 0, 2, 0));
-                by_wg[u][3] = _mm512_shuffle_f32x4(t1, t3, _MM_SHUFFLE(3, 1, 3, 1));
-            }
-            UNROLLED for (size_t k = 0; k < 4; k++) {
-                if (w0 + k == nwg) break;
-                const __m512 weight = _mm512_set1_ps(m[w0 + k]);
-                UNROLLED for (size_t u = 0; u < QUADS; u++) acc[u] = _mm512_fmadd_ps(by_wg[u][k], weight, acc[u]);
-            }
-        }
-        UNROLLED for (size_t u = 0; u < QUADS; u++) _mm512_storeu_ps(y + GROUP * (i + 4 * u), _mm512_mul_ps(acc[u], inv));
-    }
-}
-
-static void merge_partials(const float *partials, size_t groups, size_t group_stride, size_t nwg,
-                           size_t wg_stride, const float *m, float inv_s, float *y)
-{
-    if (wg_stride == GROUP && group_stride == nwg * GROUP && groups % (QUADS * 4) == 0)
-        merge_contiguous(partials, groups, nwg, m, inv_s, y);
-    else
-        merge_strided(partials, groups, group_stride, nwg, wg_stride, m, inv_s, y);
-}
+#include "attn_reduce_fwht_pairs.h"
 
 /* One butterfly stage inside a vector: partner holds lane l ^ h; the lane
  * without bit h gets v + partner (= x[l] + x[l+h]), the lane with it gets

@@ -216,24 +216,33 @@ static inline __m256i exp_special(__m256 x)
     return _mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x42A));
 }
 
-/* The last vector is masked (no scalar tail): the kernels' rows of exponents
- * are mostly short and of every length. Arguments with |x| >= 88 or NaN are
- * rare: they are redone by ug_expf after the vector loop, which has no call
- * in it (a call would move its constants out of the registers). */
-static void exp_diff(size_t n, float a, const float *x, float *out)
+/* exp(a - x) or, with x_minus_a, exp(x - a): each its own subtraction, as a
+ * negated operand could flip a NaN's sign. The last vector is masked (no
+ * scalar tail): the kernels' rows of exponents are mostly short and of every
+ * length. Arguments with |x| >= 88 or NaN are rare: they are redone by
+ * ug_expf after the vector loop, which has no call in it (a call would move
+ * its constants out of the registers). */
+static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, const float *x, bool x_minus_a,
+                                                           float *out)
 {
     const __m256 av = _mm256_set1_ps(a);
     __m256i special = _mm256_setzero_si256();
     for (size_t i = 0; i < n; i += LANES) {
         const __m256i lanes = lanes_for(n - i);
-        const __m256 diff = _mm256_sub_ps(av, _mm256_maskload_ps(x + i, lanes));
+        const __m256 xv = _mm256_maskload_ps(x + i, lanes);
+        const __m256 diff = x_minus_a ? _mm256_sub_ps(xv, av) : _mm256_sub_ps(av, xv);
         special = _mm256_or_si256(special, _mm256_and_si256(lanes, exp_special(diff)));
         _mm256_maskstore_ps(out + i, lanes, expf8(diff));
     }
     if (!_mm256_testz_si256(special, special))
-        for (size_t i = 0; i < n; i++)
-            if (ug_expf_special(ug_f32_bits(a - x[i]))) out[i] = ug_expf(a - x[i]);
+        for (size_t i = 0; i < n; i++) {
+            const float diff = x_minus_a ? x[i] - a : a - x[i];
+            if (ug_expf_special(ug_f32_bits(diff))) out[i] = ug_expf(diff);
+        }
 }
+
+static void exp_diff(size_t n, float a, const float *x, float *out) { exp_rows(n, a, x, false, out); }
+static void exp_sub(size_t n, const float *x, float a, float *out) { exp_rows(n, a, x, true, out); }
 
 /* One 64-byte line past the caches. */
 static inline void stream_line(void *dst, const void *src)
@@ -259,6 +268,7 @@ const ug_isa_path ug_isa_path_avx2 = {
     .scaled_sum_round = scaled_sum_round,
     .residual = residual,
     .exp_diff = exp_diff,
+    .exp_sub = exp_sub,
     .store = store,
     .stream_end = stream_end,
     .transpose = ug_transpose_avx2,

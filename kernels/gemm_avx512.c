@@ -230,10 +230,12 @@ static inline __mmask16 exp_special(__m512 x, __mmask16 lanes)
     return _mm512_mask_cmpge_epu32_mask(lanes, top, _mm512_set1_epi32(0x42B));
 }
 
-/* Arguments with |x| >= 88 or NaN are rare: they are redone by ug_expf after
- * the vector loop, which has no call in it (a call would move its
- * constants out of the registers). */
-static void exp_diff(size_t n, float a, const float *x, float *out)
+/* exp(a - x) or, with x_minus_a, exp(x - a): each its own subtraction, as a
+ * negated operand could flip a NaN's sign. Arguments with |x| >= 88 or NaN
+ * are rare: they are redone by ug_expf after the vector loop, which has no
+ * call in it (a call would move its constants out of the registers). */
+static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, const float *x, bool x_minus_a,
+                                                           float *out)
 {
     const __m512d table[4] = {_mm512_loadu_pd(ug_expf_data.tab), _mm512_loadu_pd(ug_expf_data.tab + 8),
                               _mm512_loadu_pd(ug_expf_data.tab + 16), _mm512_loadu_pd(ug_expf_data.tab + 24)};
@@ -241,14 +243,20 @@ static void exp_diff(size_t n, float a, const float *x, float *out)
     __mmask16 special = 0;
     for (size_t i = 0; i < n; i += LANES) {
         const __mmask16 lanes = lanes_for(n - i);
-        const __m512 diff = _mm512_sub_ps(av, _mm512_maskz_loadu_ps(lanes, x + i));
+        const __m512 xv = _mm512_maskz_loadu_ps(lanes, x + i);
+        const __m512 diff = x_minus_a ? _mm512_sub_ps(xv, av) : _mm512_sub_ps(av, xv);
         special |= exp_special(diff, lanes);
         _mm512_mask_storeu_ps(out + i, lanes, expf16(diff, table));
     }
     if (special)
-        for (size_t i = 0; i < n; i++)
-            if (ug_expf_special(ug_f32_bits(a - x[i]))) out[i] = ug_expf(a - x[i]);
+        for (size_t i = 0; i < n; i++) {
+            const float diff = x_minus_a ? x[i] - a : a - x[i];
+            if (ug_expf_special(ug_f32_bits(diff))) out[i] = ug_expf(diff);
+        }
 }
+
+static void exp_diff(size_t n, float a, const float *x, float *out) { exp_rows(n, a, x, false, out); }
+static void exp_sub(size_t n, const float *x, float a, float *out) { exp_rows(n, a, x, true, out); }
 
 /* One 64-byte line past the caches. */
 static inline void stream_line(void *dst, const void *src)
@@ -273,6 +281,7 @@ const ug_isa_path ug_isa_path_avx512 = {
     .scaled_sum_round = scaled_sum_round,
     .residual = residual,
     .exp_diff = exp_diff,
+    .exp_sub = exp_sub,
     .store = store,
     .stream_end = stream_end,
     .transpose = ug_transpose_avx2,

@@ -30,6 +30,7 @@ typedef struct {
     void (*scaled_sum_round)(size_t n, float d, const float *x, const float *y, float scale, ug_bf16 *out);
     void (*residual)(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf16 *v, ug_bf16 *dv);
     void (*exp_diff)(size_t n, float a, const float *x, float *out);
+    void (*exp_sub)(size_t n, const float *x, float a, float *out);
     void (*store)(size_t bytes, const void *src, void *dst, bool stream);
     void (*stream_end)(void);
     void (*transpose)(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst, size_t ldd);
@@ -104,6 +105,11 @@ static inline void ug_rows_residual_scalar(size_t n, const ug_bf16 *u, const flo
 static inline void ug_rows_exp_diff_scalar(size_t n, float a, const float *x, float *out)
 {
     for (size_t i = 0; i < n; i++) out[i] = ug_expf(a - x[i]);
+}
+
+static inline void ug_rows_exp_sub_scalar(size_t n, const float *x, float a, float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = ug_expf(x[i] - a);
 }
 
 /* The portable path has no streaming stores. */

@@ -19,6 +19,7 @@ const ug_isa_path ug_isa_path_portable = {
     .scaled_sum_round = ug_rows_scaled_sum_round_scalar,
     .residual = ug_rows_residual_scalar,
     .exp_diff = ug_rows_exp_diff_scalar,
+    .exp_sub = ug_rows_exp_sub_scalar,
     .store = ug_rows_store_scalar,
     .stream_end = ug_rows_stream_end_scalar,
     .transpose = ug_rows_transpose_scalar,

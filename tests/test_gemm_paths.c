@@ -237,6 +237,11 @@ static size_t check_operation(int op, size_t n, const row_inputs *in)
         ug_rows_exp_diff(n, in->s1, in->x, got.out);
         for (size_t i = 0; i < n; i++) want.out[i] = ug_expf(in->s1 - in->x[i]);
         break;
+    case 7:
+        name = "exp_sub";
+        ug_rows_exp_sub(n, in->x, in->s1, got.out);
+        for (size_t i = 0; i < n; i++) want.out[i] = ug_expf(in->x[i] - in->s1);
+        break;
     default:
         name = "residual";
         ug_rows_residual(n, in->xb, in->x, in->s1, got.bf, got.bf2);
@@ -263,7 +268,7 @@ static void test_row_operations_match_their_scalar_expressions(void)
         for (unsigned long s = 0; s < samples; s++) {
             fill_row(&in);
             for (size_t l = 0; l < sizeof lengths / sizeof *lengths; l++)
-                for (int op = 0; op < 8; op++) bad += check_operation(op, lengths[l], &in);
+                for (int op = 0; op < 9; op++) bad += check_operation(op, lengths[l], &in);
         }
         CU_ASSERT_EQUAL(bad, 0);
     }
@@ -288,8 +293,10 @@ static size_t exp_arguments(float *out, size_t max)
 
 /* ug_expf is this libm's expf (expf.h: the kernels' bits rest on it; an
  * exhaustive run over all 2^32 arguments found no difference on Debian 12's
- * glibc 2.36), and every path's ug_rows_exp_diff gives ug_expf's bits,
- * special cases included, at every vector length. */
+ * glibc 2.36), and every path's ug_rows_exp_diff and ug_rows_exp_sub give
+ * ug_expf's bits, special cases included, at every vector length. exp_sub's
+ * NaNs are compared bit for bit: with a finite a only x can be a NaN, and
+ * its sign and payload must come through as the scalar x - a passes them. */
 static void test_exp_is_libm_expf_on_every_path(void)
 {
     enum { MAX_ARGS = 100000 };
@@ -313,6 +320,16 @@ static void test_exp_is_libm_expf_on_every_path(void)
             if (!same_f32(got[i], ug_expf(0.0f - neg[i])))
                 UG_TEST_MISMATCH(bad, "%s exp_diff(0, %a) = %a, ug_expf gives %a", ug_isa_name((ug_isa)isa), neg[i],
                                  got[i], ug_expf(0.0f - neg[i]));
+        static const float shifts[] = {0.0f, -0.0f, 1.25f, -0x1p-140f, 100.0f};
+        for (size_t s = 0; s < sizeof shifts / sizeof *shifts; s++) {
+            const float a = shifts[s];
+            for (size_t len = 1, at = 0; at < n; at += len, len = len % 37 + 1)
+                ug_rows_exp_sub(n - at < len ? n - at : len, v + at, a, got + at);
+            for (size_t i = 0; i < n; i++)
+                if (ug_f32_bits(got[i]) != ug_f32_bits(ug_expf(v[i] - a)))
+                    UG_TEST_MISMATCH(bad, "%s exp_sub(%a, %a) = %a, ug_expf gives %a", ug_isa_name((ug_isa)isa), v[i],
+                                     a, got[i], ug_expf(v[i] - a));
+        }
     }
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT_EQUAL(ug_isa_select(ug_isa_best()).code, UG_OK);
