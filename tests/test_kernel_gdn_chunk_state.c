@@ -159,6 +159,11 @@ static void test_matches_the_scalar_statement_on_every_isa(void)
         {.b = 1, .t = 64, .hg = 1, .h = 1, .k = 64, .v = 64, .bt = 64, .has_h0 = 0},
         {.b = 2, .t = 192, .hg = 1, .h = 2, .k = 64, .v = 128, .bt = 64, .has_h0 = 1},
         {.b = 1, .t = 128, .hg = 2, .h = 4, .k = 48, .v = 40, .bt = 64, .has_h0 = 1},
+        /* Head groups (an item's heads) across key heads: one group of 6 at
+         * 1 thread, groups of 2 at 3, the middle one straddling two key heads. */
+        {.b = 1, .t = 128, .hg = 2, .h = 6, .k = 64, .v = 64, .bt = 64, .has_h0 = 1},
+        /* Too many heads for one item's scratch: groups of 4, two key heads each. */
+        {.b = 1, .t = 128, .hg = 8, .h = 16, .k = 256, .v = 256, .bt = 64, .has_h0 = 1},
         /* v_new of 4 MiB: streamed (isa.h); a streamed h needs 64x its
          * multiply-adds, too slow here: ug_rows_store's own test covers it */
         {.b = 1, .t = 4096, .hg = 1, .h = 4, .k = 2, .v = 128, .bt = 64, .has_h0 = 1},
