@@ -31,6 +31,7 @@ const char *ug_code_name(ug_code code)
     case UG_EGUARD: return "guard-overwritten";
     case UG_EREF: return "reference-error";
     case UG_EKERNEL: return "kernel-error";
+    case UG_EINPUT: return "input-error";
     }
     return "unknown";
 }

@@ -16,7 +16,9 @@ typedef enum {
     UG_EPARSE,   /* malformed input file (JSON, sweep, budgets, baseline) */
     UG_EGUARD,   /* guard zone overwritten: out-of-bounds write detected */
     UG_EREF,     /* the reference could not compute a value */
-    UG_EKERNEL   /* a kernel library reported a failure of its own */
+    UG_EKERNEL,  /* a kernel library reported a failure of its own */
+    UG_EINPUT    /* an input path is missing, unreadable, not a regular file
+                    or over its size cap (exit 2, like UG_EPARSE) */
 } ug_code;
 
 enum { UG_MSG_MAX = 512 };

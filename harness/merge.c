@@ -167,7 +167,7 @@ static ug_status read_case(const char *path, const json_t *j, ug_run_result *out
     snprintf(r->failure, sizeof r->failure, "%s", failure ? failure : "");
     json_t *ks = json_object_get(j, "kernel_status");
     const char *code = json_string_value(json_object_get(ks, "code"));
-    for (int c = UG_OK; code && c <= UG_EKERNEL; c++)
+    for (int c = UG_OK; code && c <= UG_EINPUT; c++)
         if (strcmp(code, ug_code_name((ug_code)c)) == 0) r->kernel_status.code = (ug_code)c;
     const char *msg = json_string_value(json_object_get(ks, "message"));
     snprintf(r->kernel_status.msg, sizeof r->kernel_status.msg, "%s", msg ? msg : "");
