@@ -30,7 +30,7 @@ static void usage_verify(FILE *out)
 {
     fputs("usage: ulpgate verify --sweep FILE --budgets FILE [--baseline FILE] [--reports DIR]\n"
           "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--jobs N] [--shard I/N] [--quiet]\n"
-          "                      [--kernel-threads N] [--kernel-lib PATH]\n"
+          "                      [--kernel-threads N] [--kernel-lib PATH] [--isolate] [--case-timeout SECONDS]\n"
           "Runs every case of the sweep on every ISA path of this CPU, measures each output\n"
           "element against the MPFR reference (exact and staged modes), gates the figures\n"
           "against the budgets and the baseline, prints a summary and writes the reports.\n"
@@ -48,7 +48,11 @@ static void usage_verify(FILE *out)
           "                         `ulpgate merge` combines the shards' report.json files\n"
           "  --quiet                no progress line even on a terminal\n"
           "  --kernel-lib PATH      verify the kernels of this shared library (include/ulpgate/kernel_abi.h)\n"
-          "                         instead of the built-in ones, on the sweep's families it provides\n"
+          "                         instead of the built-in ones, on the sweep's families it provides;\n"
+          "                         they run in worker processes: a call that exits, crashes or hangs fails its case\n"
+          "  --isolate              run the built-in kernels in worker processes too (slower; default in-process)\n"
+          "  --case-timeout SECONDS limit of one kernel call in a worker (default 10 s + 1 s per MiB of its\n"
+          "                         buffers, x20 under valgrind); a call past it fails its case\n"
           "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n",
           out);
 }
@@ -130,6 +134,8 @@ static bool parse_kernel_threads(const char *arg, unsigned *threads)
 typedef struct {
     const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter, *kernel_lib;
     size_t shard_index, shard_count;
+    bool isolate;
+    double case_timeout;        /* 0: the default per call */
     ug_run_options run;
 } verify_args;
 
@@ -143,6 +149,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         {"quiet", no_argument, 0, 'q'},          {"help", no_argument, 0, 'h'},
         {"jobs", required_argument, 0, 'j'},    {"shard", required_argument, 0, 'S'},
         {"kernel-lib", required_argument, 0, 'k'}, {"kernel-threads", required_argument, 0, 'K'},
+        {"isolate", no_argument, 0, 'I'},        {"case-timeout", required_argument, 0, 'T'},
         {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
@@ -161,6 +168,16 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         case 'f': a->filter = optarg; break;
         case 'k': a->kernel_lib = optarg; break;
         case 'q': a->run.progress = false; break;
+        case 'I': a->isolate = true; break;
+        case 'T': {
+            char *end;
+            a->case_timeout = strtod(optarg, &end);
+            if (*end || end == optarg || !(a->case_timeout > 0 && a->case_timeout <= 1e6)) {
+                fprintf(stderr, "ulpgate: --case-timeout: '%s' is not a number of seconds in (0, 1e6]\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        }
         case 'i':
             if (!parse_isa_list(optarg, a->run.isa_enabled)) return EXIT_USAGE;
             break;
@@ -225,9 +242,10 @@ static ug_status gate_and_report(const gate_args *g, const ug_run_result *run, c
 
 /* Loads the library and keeps the sweep's cases of its families (before
  * --filter and --shard, which then apply to what it runs). */
-static ug_status open_kernel_lib(const char *path, ug_sweep *sweep, ug_plugin **plugin, ug_run_options *run)
+static ug_status open_kernel_lib(const char *path, double case_timeout, ug_sweep *sweep, ug_plugin **plugin,
+                                 ug_run_options *run)
 {
-    UG_TRY(ug_plugin_open(path, plugin));
+    UG_TRY(ug_plugin_open(path, case_timeout, plugin));
     char skipped[1024];
     UG_TRY(ug_plugin_restrict_sweep(*plugin, sweep, skipped, sizeof skipped));
     run->source = ug_plugin_source(*plugin);
@@ -246,9 +264,14 @@ static int cmd_verify(int argc, char **argv)
     ug_run_result run = {0};
     ug_verdict verdict = {0};
     ug_plugin *plugin = NULL;
+    ug_isolate *isolated = NULL;
     ug_status st = ug_budgets_load(a.budgets, &budgets);
     if (ug_is_ok(&st)) st = ug_sweep_load(a.sweep, &sweep);
-    if (ug_is_ok(&st) && a.kernel_lib) st = open_kernel_lib(a.kernel_lib, &sweep, &plugin, &a.run);
+    if (ug_is_ok(&st) && a.kernel_lib) st = open_kernel_lib(a.kernel_lib, a.case_timeout, &sweep, &plugin, &a.run);
+    if (ug_is_ok(&st) && a.isolate && !a.kernel_lib) {
+        st = ug_isolate_open_builtin(a.case_timeout, &isolated);
+        if (ug_is_ok(&st)) a.run.isolated = ug_isolate_source(isolated);
+    }
     if (ug_is_ok(&st) && a.filter) {
         st = ug_sweep_filter(&sweep, a.filter);
         if (ug_is_ok(&st) && sweep.n_cases == 0)
@@ -268,6 +291,7 @@ static int cmd_verify(int argc, char **argv)
     ug_sweep_free(&sweep);
     ug_budgets_free(&budgets);
     ug_plugin_close(plugin);
+    ug_isolate_close(isolated);
     mpfr_free_cache();
     return rc;
 }

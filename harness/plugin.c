@@ -14,13 +14,19 @@ _Static_assert(ULPGATE_DTYPE_BF16 == (int)UG_BF16 && ULPGATE_DTYPE_F32 == (int)U
 /* More entries than any library could mean: a table pointer to something else. */
 enum { MAX_TABLE_KERNELS = 4096 };
 
+/* The harness's handle: the library's name and the workers that load it. */
 struct ug_plugin {
-    void *handle;
     char path[4096];
     const char *base;                  /* inside path */
-    const ulpgate_kernel **by_family;  /* indexed like ug_family_at; NULL: not provided */
-    ug_kernel_source source;
+    ug_isolate *workers;
 };
+
+/* The library as loaded in a worker process (never in the harness). */
+typedef struct {
+    void *handle;
+    const char *path, *base;
+    const ulpgate_kernel **by_family;  /* indexed like ug_family_at; NULL: not provided */
+} loaded_library;
 
 static size_t family_index(const ug_family *f)
 {
@@ -30,7 +36,7 @@ static size_t family_index(const ug_family *f)
 }
 
 /* Checks the table entry by entry, naming the entry and its value. */
-static ug_status load_table(ug_plugin *p)
+static ug_status load_table(loaded_library *p)
 {
     dlerror();
     void *sym = dlsym(p->handle, ULPGATE_KERNEL_ENTRY);
@@ -66,9 +72,9 @@ static ug_status load_table(ug_plugin *p)
     return ug_ok();
 }
 
-static ug_status plugin_run(void *ctx, const ug_case *c, ug_buf *bufs)
+static ug_status library_run(void *state, const ug_case *c, ug_buf *bufs)
 {
-    const ug_plugin *p = ctx;
+    const loaded_library *p = state;
     const ug_family *f = c->family;
     const ulpgate_kernel *k = p->by_family[family_index(f)];
     /* Not UG_EINVAL: a missing kernel must never pass for a rejection. */
@@ -90,15 +96,36 @@ static ug_status plugin_run(void *ctx, const ug_case *c, ug_buf *bufs)
     return ug_fail(UG_EKERNEL, "%s returned %d, not an ulpgate_status (0 to 3): %s", p->base, rc, msg);
 }
 
-ug_status ug_plugin_open(const char *path, ug_plugin **out)
+/* In a fresh worker: dlopen, then the table's checks. */
+static ug_status library_load(void *arg, void **state, bool *provided)
 {
-    *out = NULL;
-    ug_plugin *p = calloc(1, sizeof *p);
+    const ug_plugin *plugin = arg;
+    loaded_library *p = calloc(1, sizeof *p);
     if (p) p->by_family = calloc(ug_family_count() + 1, sizeof *p->by_family);
     if (!p || !p->by_family) {
         free(p);
-        return ug_fail(UG_ENOMEM, "cannot allocate the plugin state for %s", path);
+        return ug_fail(UG_ENOMEM, "cannot allocate the plugin state for %s", plugin->path);
     }
+    p->path = plugin->path;
+    p->base = plugin->base;
+    p->handle = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+    ug_status st = p->handle ? load_table(p) : ug_fail(UG_EINVAL, "--kernel-lib %s: cannot load: %s", p->path, dlerror());
+    if (!ug_is_ok(&st)) {
+        if (p->handle) dlclose(p->handle);
+        free(p->by_family);
+        free(p);
+        return st;
+    }
+    for (size_t f = 0; f < ug_family_count(); f++) provided[f] = p->by_family[f] != NULL;
+    *state = p; /* until the worker exits */
+    return ug_ok();
+}
+
+ug_status ug_plugin_open(const char *path, double case_timeout, ug_plugin **out)
+{
+    *out = NULL;
+    ug_plugin *p = calloc(1, sizeof *p);
+    if (!p) return ug_fail(UG_ENOMEM, "cannot allocate the plugin state for %s", path);
     /* A name without a slash is a file here, not a name for the library search path. */
     int n = snprintf(p->path, sizeof p->path, "%s%s", strchr(path, '/') ? "" : "./", path);
     if (n < 0 || (size_t)n >= sizeof p->path) {
@@ -107,9 +134,8 @@ ug_status ug_plugin_open(const char *path, ug_plugin **out)
     }
     const char *slash = strrchr(p->path, '/');
     p->base = slash + 1;
-    p->source = (ug_kernel_source){"plugin", plugin_run, p};
-    p->handle = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
-    ug_status st = p->handle ? load_table(p) : ug_fail(UG_EINVAL, "--kernel-lib %s: cannot load: %s", p->path, dlerror());
+    const ug_worker_kernels library = {p->base, library_load, library_run, p};
+    ug_status st = ug_isolate_open(&library, "plugin", case_timeout, &p->workers);
     if (!ug_is_ok(&st)) {
         ug_plugin_close(p);
         return st;
@@ -121,16 +147,15 @@ ug_status ug_plugin_open(const char *path, ug_plugin **out)
 void ug_plugin_close(ug_plugin *p)
 {
     if (!p) return;
-    if (p->handle) dlclose(p->handle);
-    free(p->by_family);
+    ug_isolate_close(p->workers);
     free(p);
 }
 
-const ug_kernel_source *ug_plugin_source(const ug_plugin *p) { return &p->source; }
+const ug_kernel_source *ug_plugin_source(const ug_plugin *p) { return ug_isolate_source(p->workers); }
 
 const char *ug_plugin_basename(const ug_plugin *p) { return p->base; }
 
-bool ug_plugin_provides(const ug_plugin *p, const ug_family *f) { return p->by_family[family_index(f)] != NULL; }
+bool ug_plugin_provides(const ug_plugin *p, const ug_family *f) { return ug_isolate_provides(p->workers, f); }
 
 static bool provided(const ug_case *c, const void *p) { return ug_plugin_provides(p, c->family); }
 

@@ -1,8 +1,13 @@
 /* Kernel libraries (`ulpgate verify --kernel-lib PATH`): a shared library that
- * exposes the kernel C ABI of include/ulpgate/kernel_abi.h, loaded with dlopen
- * and presented to the runner as a ug_kernel_source labelled "plugin".
+ * exposes the kernel C ABI of include/ulpgate/kernel_abi.h, presented to the
+ * runner as a ug_kernel_source labelled "plugin". The harness never loads
+ * it: worker processes do (harness/isolate.h), each with dlopen, and run
+ * every call there; a call that exits, crashes or outlives its limit fails
+ * its case (the source returns UG_EKERNEL naming the library, the case and
+ * what happened) and the next call gets a fresh worker.
  *
- * Loading refuses, naming the value: a library dlopen cannot load, a missing
+ * Opening refuses (UG_EINVAL), naming the value: a library dlopen cannot load, a
+ * worker that ends or hangs while loading it (a constructor calling exit), a missing
  * entry symbol, a NULL table, another ABI version, an empty table, a family
  * `ulpgate list` does not know, a family listed twice, a NULL run function.
  * A run marshals the case's parameters and buffers (descriptor order, by name)
@@ -13,12 +18,13 @@
 #ifndef UG_PLUGIN_H
 #define UG_PLUGIN_H
 
-#include "runner.h"
+#include "isolate.h"
 
 typedef struct ug_plugin ug_plugin;
 
-ug_status ug_plugin_open(const char *path, ug_plugin **out);
-/* dlcloses the library; safe on NULL. */
+/* case_timeout: seconds per kernel call, 0 for the default (ug_isolate_default_timeout). */
+ug_status ug_plugin_open(const char *path, double case_timeout, ug_plugin **out);
+/* Ends the workers; safe on NULL. */
 void ug_plugin_close(ug_plugin *p);
 
 /* The source the runner uses (name "plugin"); valid until ug_plugin_close. */

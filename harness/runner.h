@@ -41,6 +41,9 @@ typedef struct {
      * source->run (from several threads under jobs > 1), with the same poisoning, guard, input,
      * non-finite, ratio and statistics checks, labelled source->name instead of an ISA path. */
     const ug_kernel_source *source;
+    /* NULL: the built-in kernels run in the calling thread. Otherwise through isolated->run (worker
+     * processes, `--isolate`, harness/isolate.h) on the ISA path selected in the calling thread. */
+    const ug_kernel_source *isolated;
 } ug_run_options;
 
 ug_status ug_run_sweep(const ug_sweep *sweep, const ug_run_options *opt, ug_run_result *out);

@@ -49,7 +49,7 @@ static ug_status open_library(const char *name, ug_plugin **out)
 {
     char path[PATH_MAX + 64];
     build_path(name, path, sizeof path);
-    return ug_plugin_open(path, out);
+    return ug_plugin_open(path, 0, out);
 }
 
 static ug_run_options options(const ug_plugin *p)
