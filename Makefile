@@ -56,7 +56,9 @@ $(BUILD)/libulpgate_kernels.so: $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(wil
 # Broken kernel libraries for the tests: fixtures/plugin/cumsum.c built once
 # per planted defect (-DPLUGIN_DEFECT_<NAME>; "none" is the working control).
 PLUGIN_DEFECTS  := none wrong_version no_entry unknown_family duplicate_family null_run wrong_values \
-                   out_of_bounds bad_status
+                   out_of_bounds bad_status $(PLUGIN_HOSTILE)
+# Hostile builds (every third call ends, crashes, overruns or hangs; or a constructor exits).
+PLUGIN_HOSTILE  := exit3 underscore_exit3 constructor_exit segv abort sigkill overrun_4k past_guard pause spin
 PLUGIN_FIXTURES := $(PLUGIN_DEFECTS:%=$(BUILD)/plugin-fixtures/cumsum-%.so)
 $(BUILD)/plugin-fixtures/cumsum-%.so: fixtures/plugin/cumsum.c include/ulpgate/kernel_abi.h plugin/exports.map
 	@mkdir -p $(dir $@)
@@ -77,12 +79,13 @@ $(BUILD)/mutants/ulpgate-%: $(BUILD)/mutants/%.o $(BUILD)/harness/main.o $(LIB_O
 
 # The README's test command: unit tests, then the end-to-end smoke sweep
 # through the gate, then the proof that the gate catches every mutant.
-test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so
+test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES)
 	@$(call timed,unit tests,$(BUILD)/tests/run_tests)
 	@$(call timed,smoke sweep,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke \
 	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
 	@$(call timed,plugin sweep,$(BUILD)/ulpgate verify --kernel-lib $(BUILD)/libulpgate_kernels.so \
 	    --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) --reports $(BUILD)/plugin-reports --quiet)
+	@$(call timed,hostile plugins,tests/hostile/run.sh $(BUILD))
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory mutants
 

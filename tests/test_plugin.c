@@ -9,7 +9,14 @@
  * (ABI version, entry symbol, family name, duplicates, NULL run) or caught by
  * the runner and the gate (wrong values, a write past the end, a status out of
  * range); the defect-free build must pass. The libraries are found next to
- * this test binary, so every build tree (sanitize, memcheck) tests its own. */
+ * this test binary, so every build tree (sanitize, memcheck) tests its own.
+ *
+ * Suite "isolate": the hostile builds (exit, _exit, a signal, an overrun, a
+ * hang on the third call; exit in a constructor) run in worker processes
+ * (harness/isolate.h): exactly that call's case fails, naming the library,
+ * the case and what happened, the cases after it pass, the gate fails, and
+ * this process lives on; the harness never maps the library; the built-in
+ * kernels give the same results in workers (--isolate) as in-process. */
 #include <dlfcn.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -18,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <valgrind/valgrind.h>
 
 #include "../harness/gate.h"
 #include "../harness/plugin.h"
@@ -45,12 +53,14 @@ static void build_path(const char *name, char *out, size_t size)
     snprintf(out, size, "%s/%s", dirname(dirname(exe)), name);
 }
 
-static ug_status open_library(const char *name, ug_plugin **out)
+static ug_status open_library_with_timeout(const char *name, double case_timeout, ug_plugin **out)
 {
     char path[PATH_MAX + 64];
     build_path(name, path, sizeof path);
-    return ug_plugin_open(path, 0, out);
+    return ug_plugin_open(path, case_timeout, out);
 }
+
+static ug_status open_library(const char *name, ug_plugin **out) { return open_library_with_timeout(name, 0, out); }
 
 static ug_run_options options(const ug_plugin *p)
 {
@@ -229,17 +239,21 @@ typedef struct {
 
 static bool accepted_only(const ug_case *c, const void *ctx) { return !c->expect_reject; }
 
-static void run_library(const char *defect, int jobs, bool rejected_too, library_run *out)
+/* The first five cases of the sweep: two accepted, then B=0, T=0 and H=0. */
+static bool first_five(const ug_case *c, const void *ctx) { return c->index < 5; }
+
+static void run_library_cases(const char *defect, int jobs, bool (*keep)(const ug_case *, const void *),
+                              double case_timeout, library_run *out)
 {
     char name[96];
     snprintf(name, sizeof name, "plugin-fixtures/cumsum-%s.so", defect);
     memset(out, 0, sizeof *out);
     CU_ASSERT_FATAL(ug_sweep_load(small_sweep, &out->sweep).code == UG_OK);
     ug_plugin *p;
-    ASSERT_OK(open_library(name, &p));
+    ASSERT_OK(open_library_with_timeout(name, case_timeout, &p));
     CU_ASSERT_FATAL(p != NULL);
     ASSERT_OK(ug_plugin_restrict_sweep(p, &out->sweep, out->skipped, sizeof out->skipped));
-    if (!rejected_too) ug_sweep_keep(&out->sweep, accepted_only, NULL);
+    if (keep) ug_sweep_keep(&out->sweep, keep, NULL);
     CU_ASSERT_FATAL(out->sweep.n_cases > 0);
     ug_run_options opt = options(p);
     opt.jobs = jobs;
@@ -249,6 +263,11 @@ static void run_library(const char *defect, int jobs, bool rejected_too, library
     ASSERT_OK(ug_gate_evaluate(&out->run, &budgets, NULL, &out->verdict));
     ug_budgets_free(&budgets);
     ug_plugin_close(p);
+}
+
+static void run_library(const char *defect, int jobs, bool rejected_too, library_run *out)
+{
+    run_library_cases(defect, jobs, rejected_too ? NULL : accepted_only, 0, out);
 }
 
 static void library_run_free(library_run *r)
@@ -344,6 +363,126 @@ static void test_report_labels_the_plugin_path(void)
     library_run_free(&r);
 }
 
+
+/* ---- hostile libraries in worker processes (suite "isolate") ------------- */
+
+/* The hostile build misbehaves on its third call, B=0 of the first five
+ * cases: that case fails naming the library, the case and each of whats
+ * (any one of alternatives separated by '|'), the other four pass, the gate
+ * fails. */
+static void assert_only_third_call_fails(const char *defect, double case_timeout, const char *what)
+{
+    library_run r;
+    run_library_cases(defect, 1, first_five, case_timeout, &r);
+    CU_ASSERT_EQUAL_FATAL(r.run.n_cases, 5);
+    char library[96];
+    snprintf(library, sizeof library, "cumsum-%s.so", defect);
+    for (size_t i = 0; i < r.run.n_cases; i++) {
+        const ug_case_result *cr = &r.run.cases[i];
+        if (strcmp(cr->c->label, "B=0") != 0) {
+            CU_assertImplementation(cr->passed, __LINE__, cr->failure, __FILE__, "", CU_FALSE);
+            continue;
+        }
+        CU_ASSERT_FALSE(cr->passed);
+        ASSERT_CONTAINS(cr->failure, library);
+        bool any = false;
+        char alternatives[256];
+        snprintf(alternatives, sizeof alternatives, "%s", what);
+        for (char *save = NULL, *alt = strtok_r(alternatives, "|", &save); alt; alt = strtok_r(NULL, "|", &save))
+            any |= strstr(cr->failure, alt) != NULL;
+        char why[UG_MSG_MAX + 300];
+        snprintf(why, sizeof why, "failure lacks %s: %s", what, cr->failure);
+        CU_assertImplementation(any, __LINE__, why, __FILE__, "", CU_FALSE);
+    }
+    CU_ASSERT_FALSE(r.verdict.pass);
+    library_run_free(&r);
+}
+
+static void test_exit_in_a_call_fails_its_case(void)
+{
+    assert_only_third_call_fails("exit3", 0, "running gdn_chunk_cumsum/B=0 exited with status");
+    assert_only_third_call_fails("underscore_exit3", 0, "running gdn_chunk_cumsum/B=0 exited with status");
+}
+
+static void test_signals_fail_their_case_naming_the_signal(void)
+{
+    assert_only_third_call_fails("segv", 0, "running gdn_chunk_cumsum/B=0 was killed by signal SIGSEGV");
+    assert_only_third_call_fails("abort", 0, "running gdn_chunk_cumsum/B=0 was killed by signal SIGABRT");
+    assert_only_third_call_fails("sigkill", 0, "running gdn_chunk_cumsum/B=0 was killed by signal SIGKILL");
+}
+
+/* A write 4 KiB past the output runs through its guard zone into the page
+ * the worker keeps inaccessible (or ends in the guard up to it). */
+static void test_writes_past_a_tensor_fail_their_case(void)
+{
+    assert_only_third_call_fails("overrun_4k", 0, "B=0 was killed by signal SIGSEGV|guard zone of buffer g overwritten");
+    assert_only_third_call_fails("past_guard", 0, "B=0 was killed by signal SIGSEGV|guard zone of buffer g overwritten");
+}
+
+static void test_hangs_time_out_and_fail_their_case(void)
+{
+    assert_only_third_call_fails("pause", 1, "gdn_chunk_cumsum/B=0 timed out after 1 s (--case-timeout)");
+    assert_only_third_call_fails("spin", 1, "gdn_chunk_cumsum/B=0 timed out after 1 s (--case-timeout)");
+}
+
+static void test_exit_in_a_constructor_is_refused_and_the_harness_lives(void)
+{
+    ug_plugin *p = (ug_plugin *)1;
+    ug_status st = open_library("plugin-fixtures/cumsum-constructor_exit.so", &p);
+    CU_ASSERT_EQUAL(st.code, UG_EINVAL);
+    CU_ASSERT_PTR_NULL(p);
+    ASSERT_CONTAINS(st.msg, "cumsum-constructor_exit.so: the worker process loading it exited with status");
+}
+
+/* The library is mapped in the workers only. */
+static void test_the_harness_never_loads_the_library(void)
+{
+    char path[PATH_MAX + 64];
+    build_path("plugin-fixtures/cumsum-none.so", path, sizeof path);
+    ug_plugin *p;
+    ASSERT_OK(ug_plugin_open(path, 0, &p));
+    CU_ASSERT_TRUE(ug_plugin_provides(p, ug_family_find("gdn_chunk_cumsum")));
+    CU_ASSERT_PTR_NULL(dlopen(path, RTLD_NOW | RTLD_NOLOAD));
+    ug_plugin_close(p);
+}
+
+static void test_default_timeout_scales_with_the_buffers(void)
+{
+    double valgrind = RUNNING_ON_VALGRIND ? 20 : 1;
+    CU_ASSERT_DOUBLE_EQUAL(ug_isolate_default_timeout(0), 10 * valgrind, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(ug_isolate_default_timeout((size_t)64 << 20), 74 * valgrind, 1e-9);
+}
+
+/* --isolate: the built-in kernels in workers give the in-process bits,
+ * statuses and messages on every path. */
+static void test_isolated_builtin_kernels_match_in_process(void)
+{
+    ug_sweep sw;
+    load_small_sweep(&sw);
+    ug_isolate *iso;
+    ASSERT_OK(ug_isolate_open_builtin(0, &iso));
+    ug_run_options in_process = options(NULL), isolated = options(NULL);
+    for (int isa = 0; isa < UG_ISA_COUNT; isa++) in_process.isa_enabled[isa] = isolated.isa_enabled[isa] = true;
+    isolated.isolated = ug_isolate_source(iso);
+    isolated.jobs = 2;
+    ug_run_result a, b;
+    ASSERT_OK(ug_run_sweep(&sw, &in_process, &a));
+    ASSERT_OK(ug_run_sweep(&sw, &isolated, &b));
+    for (size_t i = 0; i < sw.n_cases; i++) {
+        CU_assertImplementation(b.cases[i].passed, __LINE__, b.cases[i].failure, __FILE__, "", CU_FALSE);
+        CU_ASSERT_EQUAL(a.cases[i].kernel_status.code, b.cases[i].kernel_status.code);
+        CU_ASSERT_STRING_EQUAL(a.cases[i].kernel_status.msg, b.cases[i].kernel_status.msg);
+        for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
+            CU_ASSERT_EQUAL(a.cases[i].isa_ran[isa], b.cases[i].isa_ran[isa]);
+            CU_ASSERT_EQUAL(a.cases[i].isa_bits[isa], b.cases[i].isa_bits[isa]);
+        }
+    }
+    ug_run_result_free(&a);
+    ug_run_result_free(&b);
+    ug_isolate_close(iso);
+    ug_sweep_free(&sw);
+}
+
 UG_TEST_SUITE(plugin_suite, "plugin",
               UG_TEST(test_builtin_library_provides_every_family),
               UG_TEST(test_builtin_library_exports_only_its_entry),
@@ -360,3 +499,13 @@ UG_TEST_SUITE(plugin_suite, "plugin",
               UG_TEST(test_write_past_the_end_is_caught_by_the_guard),
               UG_TEST(test_status_out_of_range_fails_naming_it),
               UG_TEST(test_report_labels_the_plugin_path));
+
+UG_TEST_SUITE(isolate_suite, "isolate",
+              UG_TEST(test_exit_in_a_call_fails_its_case),
+              UG_TEST(test_signals_fail_their_case_naming_the_signal),
+              UG_TEST(test_writes_past_a_tensor_fail_their_case),
+              UG_TEST(test_hangs_time_out_and_fail_their_case),
+              UG_TEST(test_exit_in_a_constructor_is_refused_and_the_harness_lives),
+              UG_TEST(test_the_harness_never_loads_the_library),
+              UG_TEST(test_default_timeout_scales_with_the_buffers),
+              UG_TEST(test_isolated_builtin_kernels_match_in_process));
