@@ -781,8 +781,80 @@ static void check_regression(findings *fs, const char *what, const ug_summary *s
                  fmax(e->max_ratio * budgets->tolerance.max_ratio, 1e-12), t);
 }
 
-static void check_output_mode(findings *fs, const ug_family_result *fr, size_t o, ug_ref_mode m,
-                              const ug_budgets *budgets, const ug_baseline *baseline)
+/* The first path that produced a case's bits (its bits_hash); UG_ISA_COUNT when none did. */
+static int first_path(const ug_case_result *r)
+{
+    int isa = 0;
+    while (isa < UG_ISA_COUNT && !(r->isa_ran[isa] && r->isa_bits[isa] == r->bits_hash)) isa++;
+    return isa;
+}
+
+/* Whether path isa ran on case r with bits other than its first path's (the runner measures those too). */
+static bool path_differs(const ug_case_result *r, int isa) { return r->isa_ran[isa] && r->isa_bits[isa] != r->bits_hash; }
+
+/* The elements of output o the differing paths added to the family's figures, beyond one path per case. */
+static uint64_t differing_path_elements(const ug_run_result *run, const ug_family_result *fr, size_t o, ug_ref_mode m)
+{
+    uint64_t extra = 0;
+    for (size_t i = 0; i < run->n_cases; i++) {
+        const ug_case_result *r = &run->cases[i];
+        for (int isa = 0; r->c->family == fr->family && isa < UG_ISA_COUNT; isa++)
+            if (path_differs(r, isa)) extra += r->sum[o][m].elements;
+    }
+    return extra;
+}
+
+/* Paths that disagree are reported as such: which path, on how many cases, against which first path. */
+static void check_paths_agree(findings *fs, const ug_run_result *run, const ug_family_result *fr)
+{
+    size_t cases = 0, disagree = 0, per_path[UG_ISA_COUNT] = {0};
+    int first = UG_ISA_COUNT;
+    for (size_t i = 0; i < run->n_cases; i++) {
+        const ug_case_result *r = &run->cases[i];
+        if (r->c->family != fr->family || r->c->expect_reject) continue;
+        cases++;
+        bool differs = false;
+        for (int isa = 0; isa < UG_ISA_COUNT; isa++)
+            if (path_differs(r, isa)) per_path[isa]++, differs = true;
+        disagree += differs;
+        if (differs && first_path(r) < first) first = first_path(r);
+    }
+    if (!disagree) return;
+    char paths[128] = "";
+    for (int isa = 0, used = 0; isa < UG_ISA_COUNT; isa++)
+        if (per_path[isa])
+            used += snprintf(paths + used, sizeof paths - (size_t)used, "%s%s on %zu", used ? ", " : "",
+                             ug_isa_name((ug_isa)isa), per_path[isa]);
+    add(fs, UG_FINDING_INFO,
+        "%s: ISA paths disagree on %zu of %zu accepted cases (bits other than %s's: %s); every path's outputs "
+        "are measured and gated, the baseline's element count is matched with one path per case",
+        fr->family->name, disagree, cases, first < UG_ISA_COUNT ? ug_isa_name((ug_isa)first) : "the first path",
+        paths);
+}
+
+/* Why a run measured another element count than the baseline, as far as the run can tell. */
+static void count_mismatch_reason(const ug_run_result *run, const ug_family_result *fr, char *out, size_t size)
+{
+    size_t unmeasured = 0;
+    for (size_t i = 0; i < run->n_cases; i++) {
+        const ug_case_result *r = &run->cases[i];
+        if (r->c->family == fr->family && !r->c->expect_reject && first_path(r) == UG_ISA_COUNT && !r->source_ran)
+            unmeasured++;
+    }
+    const ug_sweep *sw = run->sweep;
+    if (sw->filter[0])
+        snprintf(out, size, "this run is filtered with --filter '%s'", sw->filter);
+    else if (sw->shard_count)
+        snprintf(out, size, "this run is shard %zu/%zu of the sweep", sw->shard_index, sw->shard_count);
+    else if (unmeasured)
+        snprintf(out, size, "%zu accepted cases of %s were not measured: their kernel failed", unmeasured,
+                 fr->family->name);
+    else
+        snprintf(out, size, "the baseline was recorded from other cases or shapes of this sweep");
+}
+
+static void check_output_mode(findings *fs, const ug_run_result *run, const ug_family_result *fr, size_t o,
+                              ug_ref_mode m, const ug_budgets *budgets, const ug_baseline *baseline)
 {
     ug_summary s = ug_stats_summary(&fr->agg[o][m]);
     if (s.elements == 0) return;
@@ -798,14 +870,17 @@ static void check_output_mode(findings *fs, const ug_family_result *fr, size_t o
             family, output, mode);
     if (!baseline) return;
     const ug_baseline_entry *e = baseline_find(baseline, family, output, m);
-    if (!e)
+    uint64_t per_case_path = s.elements - differing_path_elements(run, fr, o, m);
+    char reason[160];
+    if (!e) {
         add(fs, UG_FINDING_INFO, "%s: not in the baseline (new)", what);
-    else if (e->elements != s.elements)
-        add(fs, UG_FINDING_FAIL,
-            "%s: %" PRIu64 " elements measured, the baseline has %" PRIu64 ": the run covers "
-            "other cases (a filtered run?), figures not compared", what, s.elements, e->elements);
-    else
+    } else if (e->elements != per_case_path) {
+        count_mismatch_reason(run, fr, reason, sizeof reason);
+        add(fs, UG_FINDING_FAIL, "%s: %" PRIu64 " elements measured (one path per case), the baseline has %" PRIu64
+            ": %s; figures not compared", what, per_case_path, e->elements, reason);
+    } else {
         check_regression(fs, what, &s, e, budgets);
+    }
 }
 
 static void check_bits(findings *fs, const ug_run_result *run, const ug_family_result *fr,
@@ -846,7 +921,8 @@ ug_status ug_gate_evaluate(const ug_run_result *run, const ug_budgets *budgets,
         const ug_family_result *fr = &run->families[i];
         for (size_t o = 0; o < fr->n_outputs; o++)
             for (int m = 0; m < UG_REF_MODE_COUNT; m++)
-                check_output_mode(&fs, fr, o, (ug_ref_mode)m, budgets, baseline);
+                check_output_mode(&fs, run, fr, o, (ug_ref_mode)m, budgets, baseline);
+        check_paths_agree(&fs, run, fr);
         if (baseline) check_bits(&fs, run, fr, baseline);
     }
     if (!fs.out_of_memory) return ug_ok();
