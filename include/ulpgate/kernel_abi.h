@@ -4,8 +4,12 @@
  *
  * The library exports one symbol, ulpgate_kernels (ULPGATE_KERNEL_ENTRY),
  * returning a table of {family name, run function, user pointer}. ulpgate
- * loads the library with dlopen(RTLD_NOW | RTLD_LOCAL), calls ulpgate_kernels
- * once from one thread, checks abi_version == ULPGATE_KERNEL_ABI_VERSION and
+ * never loads the library itself: worker processes (forks of ulpgate) do,
+ * each with dlopen(RTLD_NOW | RTLD_LOCAL) and one call of ulpgate_kernels,
+ * and run every kernel call there. A call that exits the process, dies on a
+ * signal or outlives its time limit (verify --case-timeout) fails the case
+ * it was running; a fresh worker runs the next one. ulpgate checks
+ * abi_version == ULPGATE_KERNEL_ABI_VERSION and
  * that every family name is one `ulpgate list` shows (each at most once, run
  * not NULL), and sweeps only those families. It refuses the library, naming
  * the value, otherwise.
@@ -29,13 +33,13 @@
  *  - inputs must not be modified; nothing outside [data, data + count) may be
  *    read or written (ulpgate places guard zones around every tensor, checks
  *    them after each call and reports a write into them).
- *  - thread safety: under `--jobs N` run is called concurrently from up to N
- *    threads, each call with its own tensors; it must not rely on unguarded
- *    global state.
+ *  - processes: under `--jobs N`, N worker processes each call run from one
+ *    thread at a time; calls of one case may follow calls of other cases in
+ *    the same process, so run must not rely on state a previous call left.
  *  - lifetime: params, tensors, their names and data, and msg are valid only
- *    during the call (do not keep them). The table, its entries and family
- *    strings must stay valid until the library is unloaded (dlclose at the
- *    end of the run).
+ *    during the call (do not keep them; tensors live in memory shared with
+ *    ulpgate). The table, its entries and family strings must stay valid
+ *    until the worker process exits (it does not dlclose).
  *
  * Build: cc -shared -fPIC -fvisibility=hidden -Wl,-Bsymbolic -I include
  * mine.c -o libmine.so (hidden visibility and -Bsymbolic keep the library's
