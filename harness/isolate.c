@@ -208,10 +208,19 @@ static ug_status worker_call(const ug_isolate *iso, void *state, int memfd, work
     return st;
 }
 
+/* Registered in a worker after the harness's exit handlers (inherited with
+ * the fork), so run before them by a kernel's exit(): they must not run in a worker. */
+static void worker_exit(int status, void *unused)
+{
+    fflush(NULL);
+    _exit(status);
+}
+
 /* The child after fork: drops the other workers' ends, loads the kernels,
  * reports the table, then answers calls until the harness closes its end. */
 static _Noreturn void worker_main(ug_isolate *iso, worker *self)
 {
+    on_exit(worker_exit, NULL);
     for (size_t k = 0; k < MAX_WORKERS; k++) {
         worker *w = &iso->slots[k];
         if (w == self) continue;

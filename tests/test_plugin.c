@@ -398,9 +398,24 @@ static void assert_only_third_call_fails(const char *defect, double case_timeout
     library_run_free(&r);
 }
 
+/* An exit handler of this process that leaves a file when a worker runs it. */
+static pid_t test_pid;
+static char worker_ran_handler[64];
+static void mark_if_in_a_worker(void)
+{
+    if (getpid() != test_pid) fclose(fopen(worker_ran_handler, "w"));
+}
+
 static void test_exit_in_a_call_fails_its_case(void)
 {
+    if (!test_pid) {
+        test_pid = getpid();
+        snprintf(worker_ran_handler, sizeof worker_ran_handler, "/tmp/ulpgate-test-atexit-%d", (int)test_pid);
+        CU_ASSERT_FATAL(atexit(mark_if_in_a_worker) == 0);
+    }
     assert_only_third_call_fails("exit3", 0, "running gdn_chunk_cumsum/B=0 exited with status");
+    CU_ASSERT_EQUAL(access(worker_ran_handler, F_OK), -1); /* the harness's handlers did not run in the worker */
+    remove(worker_ran_handler);
     assert_only_third_call_fails("underscore_exit3", 0, "running gdn_chunk_cumsum/B=0 exited with status");
 }
 
