@@ -62,7 +62,6 @@ struct ug_isolate {
     pthread_mutex_t lock;   /* the slots' pid, sock, busy and mapping */
     worker slots[MAX_WORKERS];
     ug_kernel_source source;
-    char label[32];
 };
 
 static double now_seconds(void)
@@ -266,6 +265,14 @@ static void describe_end(int status, char *out, size_t size)
     }
 }
 
+/* The worker has been waited for: the slot takes a fresh one next. */
+static void worker_forget(worker *w)
+{
+    close(w->sock);
+    w->sock = -1;
+    w->pid = 0;
+}
+
 /* Ends the worker (it ended or is killed) and frees the slot for a fresh one. */
 static void worker_reap(worker *w, bool kill_it, char *how, size_t size)
 {
@@ -273,9 +280,7 @@ static void worker_reap(worker *w, bool kill_it, char *how, size_t size)
     if (kill_it) kill(w->pid, SIGKILL);
     while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {}
     if (how) describe_end(status, how, size);
-    close(w->sock);
-    w->sock = -1;
-    w->pid = 0;
+    worker_forget(w);
 }
 
 typedef enum { WAIT_REPLY, WAIT_ENDED, WAIT_TIMEOUT } wait_result;
@@ -298,9 +303,7 @@ static wait_result wait_reply(worker *w, double deadline, reply *r, char *how, s
             pid_t got = waitpid(w->pid, &status, WNOHANG);
             if (got == w->pid) {
                 describe_end(status, how, size);
-                close(w->sock);
-                w->sock = -1;
-                w->pid = 0;
+                worker_forget(w);
                 return WAIT_ENDED;
             }
             nanosleep(&(struct timespec){0, 1000000}, NULL);
@@ -478,11 +481,10 @@ ug_status ug_isolate_open(const ug_worker_kernels *kernels, const char *label, d
     if (!iso) return ug_fail(UG_ENOMEM, "cannot allocate the worker pool for %s", kernels->what);
     iso->kernels = *kernels;
     snprintf(iso->what, sizeof iso->what, "%s", kernels->what);
-    snprintf(iso->label, sizeof iso->label, "%s", label);
     iso->case_timeout = case_timeout;
     pthread_mutex_init(&iso->lock, NULL);
     for (size_t k = 0; k < MAX_WORKERS; k++) iso->slots[k] = (worker){0, -1, -1, NULL, 0, false};
-    iso->source = (ug_kernel_source){iso->label, isolated_run, iso};
+    iso->source = (ug_kernel_source){label, isolated_run, iso};
     worker *w;
     ug_status st = worker_acquire(iso, &w);
     if (!ug_is_ok(&st)) {
@@ -507,7 +509,7 @@ void ug_isolate_close(ug_isolate *iso)
             while ((got = waitpid(w->pid, &status, WNOHANG)) == 0 && now_seconds() < deadline)
                 nanosleep(&(struct timespec){0, 1000000}, NULL);
             if (got == 0) worker_reap(w, true, NULL, 0);
-            else close(w->sock);
+            else worker_forget(w);
         }
         if (w->shm) munmap(w->shm, w->shm_bytes);
         if (w->memfd >= 0) close(w->memfd);

@@ -52,7 +52,8 @@ typedef struct {
 typedef struct ug_isolate ug_isolate;
 
 /* Starts the first worker and waits for its table (at most max(case_timeout,
- * 60) s). label: the source's name in messages and reports ("plugin").
+ * 60) s). label: the source's name in messages and reports ("plugin"), a
+ * string that outlives the pool (run results keep it: a literal).
  * case_timeout: seconds per kernel call, 0 for ug_isolate_default_timeout,
  * else in (0, 1e6]. */
 ug_status ug_isolate_open(const ug_worker_kernels *kernels, const char *label, double case_timeout,
