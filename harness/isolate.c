@@ -156,7 +156,8 @@ static bool worker_map_to(worker_map *m, int memfd, size_t bytes)
     size_t page = page_bytes();
     if (m->area) munmap(m->area - page, m->bytes + 2 * page);
     m->area = NULL;
-    unsigned char *reserved = mmap(NULL, bytes + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    unsigned char *reserved =
+        mmap(NULL, bytes + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (reserved == MAP_FAILED) return false;
     if (mmap(reserved + page, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, memfd, 0) == MAP_FAILED) {
         munmap(reserved, bytes + 2 * page);
@@ -203,7 +204,9 @@ static ug_status worker_call(const ug_isolate *iso, void *state, int memfd, work
     alarm(0);
     gaps_set_access(&l, map->area, true);
     unsigned errors = VALGRIND_COUNT_ERRORS - errors_before;
-    if (errors) return ug_fail(UG_EKERNEL, "valgrind reported %u error(s) in the worker during the call (its log names them)", errors);
+    if (errors)
+        return ug_fail(UG_EKERNEL, "valgrind reported %u error(s) in the worker during the call (its log names them)",
+                       errors);
     return st;
 }
 
@@ -213,6 +216,14 @@ static void worker_exit(int status, void *unused)
 {
     fflush(NULL);
     _exit(status);
+}
+
+/* A worker's normal end. valgrind's leak check of a worker would list the harness's own blocks (its
+ * heap is their copy, without the other threads that held some of them): the harness's check covers them. */
+static _Noreturn void worker_end(void)
+{
+    if (RUNNING_ON_VALGRIND) raise(SIGKILL);
+    _exit(0);
 }
 
 /* The child after fork: drops the other workers' ends, loads the kernels,
@@ -238,17 +249,14 @@ static _Noreturn void worker_main(ug_isolate *iso, worker *self)
     void *state = NULL;
     ug_status st = iso->kernels.load(iso->kernels.arg, &state, provided);
     worker_send(self->sock, &st, provided);
-    if (!ug_is_ok(&st)) _exit(0);
+    if (!ug_is_ok(&st)) worker_end();
     worker_map map = {NULL, 0};
     request rq;
     while (recv(self->sock, &rq, sizeof rq, 0) == (ssize_t)sizeof rq) {
         st = worker_call(iso, state, self->memfd, &map, &rq);
         worker_send(self->sock, &st, NULL);
     }
-    /* valgrind's leak check of a worker would list the harness's own blocks (its heap is their copy,
-     * without the other threads that held some of them); the harness's check covers them. */
-    if (RUNNING_ON_VALGRIND) raise(SIGKILL);
-    _exit(0);
+    worker_end();
 }
 
 /* ---- the harness's side ------------------------------------------------- */
@@ -398,7 +406,8 @@ static ug_status shm_reserve(ug_isolate *iso, worker *w, size_t bytes)
         w->shm_bytes = bytes;
     }
     pthread_mutex_unlock(&iso->lock);
-    if (p == MAP_FAILED) return ug_fail(UG_ENOMEM, "cannot map %zu bytes of shared memory for a worker: %s", bytes, strerror(errno));
+    if (p == MAP_FAILED)
+        return ug_fail(UG_ENOMEM, "cannot map %zu bytes of shared memory for a worker: %s", bytes, strerror(errno));
     return ug_ok();
 }
 

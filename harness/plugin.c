@@ -109,7 +109,8 @@ static ug_status library_load(void *arg, void **state, bool *provided)
     p->path = plugin->path;
     p->base = plugin->base;
     p->handle = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
-    ug_status st = p->handle ? load_table(p) : ug_fail(UG_EINVAL, "--kernel-lib %s: cannot load: %s", p->path, dlerror());
+    ug_status st =
+        p->handle ? load_table(p) : ug_fail(UG_EINVAL, "--kernel-lib %s: cannot load: %s", p->path, dlerror());
     if (!ug_is_ok(&st)) {
         if (p->handle) dlclose(p->handle);
         free(p->by_family);
