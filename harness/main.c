@@ -366,9 +366,12 @@ static int cmd_list(void)
         printf("%s (%s)\n  params:", f->name, f->spec_section);
         for (size_t p = 0; p < f->n_params; p++) printf(" %s", f->param_names[p]);
         printf("\n  buffers:");
-        for (size_t b = 0; b < f->n_buffers; b++)
+        for (size_t b = 0; b < f->n_buffers; b++) {
+            char layout[128];
+            ug_family_buffer_layout(f, b, layout, sizeof layout);
             printf(" %s%s %s%s", f->buffers[b].is_output ? "->" : "", f->buffers[b].name,
-                   ug_dtype_name(f->buffers[b].dtype), f->buffers[b].layout);
+                   ug_dtype_name(f->buffers[b].dtype), layout);
+        }
         printf("\n  regimes:");
         for (size_t r = 0; r < f->n_regimes; r++) printf(" %s", f->regimes[r]);
         printf("\n  mutants:");

@@ -80,7 +80,7 @@ static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_by
     size_t total = 0;
     for (size_t i = 0; i < f->n_buffers; i++) {
         ug_buf *b = &cb->buf[i];
-        UG_TRY(f->buffer_count(&c->params, i, &b->count));
+        UG_TRY(ug_family_buffer_count(f, &c->params, i, &b->count));
         b->dtype = f->buffers[i].dtype;
         if (c->override.buffer == (int)i) {
             long long n = (long long)b->count + c->override.count_delta;
@@ -481,7 +481,7 @@ static double case_weight(const ug_case *c)
     for (size_t b = 0; b < f->n_buffers; b++) {
         if (!f->buffers[b].is_output) continue;
         size_t count;
-        const ug_status st = f->buffer_count(&c->params, b, &count);
+        const ug_status st = ug_family_buffer_count(f, &c->params, b, &count);
         if (ug_is_ok(&st)) elements += (double)count;
     }
     return elements;

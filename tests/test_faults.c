@@ -38,7 +38,7 @@ static void test_kernel_scratch_allocation_failure(void)
         ug_guarded mem[UG_MAX_BUFFERS] = {{0}};
         ug_buf bufs[UG_MAX_BUFFERS] = {{0}};
         for (size_t i = 0; i < f->n_buffers; i++) {
-            CU_ASSERT_FATAL(f->buffer_count(&c->params, i, &bufs[i].count).code == UG_OK);
+            CU_ASSERT_FATAL(ug_family_buffer_count(f, &c->params, i, &bufs[i].count).code == UG_OK);
             bufs[i].dtype = f->buffers[i].dtype;
             CU_ASSERT_FATAL(ug_guarded_alloc(&mem[i], bufs[i].count * ug_dtype_size(bufs[i].dtype)).code == UG_OK);
             bufs[i].data = ug_guarded_data(&mem[i]);

@@ -128,7 +128,7 @@ static void write_candidate(const fixture *fx, const ug_case *c, candidate_kind 
     ug_st_entry out[UG_MAX_BUFFERS];
     size_t n_out = 0, out0_count = 0;
     for (size_t i = 0; i < f->n_buffers; i++) {
-        CU_ASSERT_EQUAL_FATAL(f->buffer_count(&c->params, i, &bufs[i].count).code, UG_OK);
+        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(f, &c->params, i, &bufs[i].count).code, UG_OK);
         bufs[i].dtype = f->buffers[i].dtype;
         bufs[i].data = calloc(bufs[i].count + 1, ug_dtype_size(bufs[i].dtype));
         CU_ASSERT_FATAL(bufs[i].data != NULL);
@@ -205,7 +205,7 @@ static void test_kernel_candidate_passes(void)
     teardown(&fx);
 }
 
-/* Every family and layout (NT derived from the count, htmp flat, buffers
+/* Every family and layout (NT a derived dim, htmp flat, buffers
  * absent in a variant as [0]): fixtures of memcheck-sweep cases, a candidate
  * from the built-in kernel, and score passes every case with the bits the
  * built-in path gives in the same runner. */

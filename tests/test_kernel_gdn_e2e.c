@@ -335,7 +335,7 @@ static void family_case_run(family_case *fc, const params *shape, gdn_regime reg
         fc->p.v[at] = dims[i];
     }
     for (int i = 0; i < N_BUFS; i++) {
-        CU_ASSERT_EQUAL_FATAL(fc->f->buffer_count(&fc->p, (size_t)i, &fc->bufs[i].count).code, UG_OK);
+        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(fc->f, &fc->p, (size_t)i, &fc->bufs[i].count).code, UG_OK);
         fc->bufs[i].dtype = fc->f->buffers[i].dtype;
         fc->bufs[i].data = calloc(fc->bufs[i].count ? fc->bufs[i].count : 1, ug_dtype_size(fc->bufs[i].dtype));
         CU_ASSERT_PTR_NOT_NULL_FATAL(fc->bufs[i].data);

@@ -80,7 +80,7 @@ static size_t family_fast_equals_mpfr(const char *family, const char *const *nam
             ug_ref_value *fast[UG_MAX_BUFFERS] = {0}, *plain[UG_MAX_BUFFERS] = {0};
             size_t counts[UG_MAX_BUFFERS], n_out = 0;
             for (size_t i = 0; i < f->n_buffers; i++) {
-                CU_ASSERT_EQUAL_FATAL(f->buffer_count(&p, i, &bufs[i].count).code, UG_OK);
+                CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(f, &p, i, &bufs[i].count).code, UG_OK);
                 bufs[i].dtype = f->buffers[i].dtype;
                 bufs[i].data = calloc(bufs[i].count, ug_dtype_size(bufs[i].dtype));
                 if (f->buffers[i].is_output) {

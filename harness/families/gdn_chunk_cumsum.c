@@ -13,8 +13,8 @@ static const char *const param_names[N_PARAMS] = {"B", "T", "H", "BT"};
 
 enum { BUF_G_RAW, BUF_G, N_BUFFERS };
 static const ug_buffer_desc buffers[N_BUFFERS] = {
-    [BUF_G_RAW] = {"g_raw", UG_F32, false, "[B,T,H]"},
-    [BUF_G] = {"g", UG_F32, true, "[B,T,H]"},
+    [BUF_G_RAW] = {"g_raw", UG_F32, false, UG_DIMS(P_B, P_T, P_H)},
+    [BUF_G] = {"g", UG_F32, true, UG_DIMS(P_B, P_T, P_H)},
 };
 
 static const ug_mutant_desc mutants[] = {
@@ -28,15 +28,6 @@ static const ug_mutant_desc variants[] = {
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
-
-static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
-{
-    size_t n;
-    if (__builtin_mul_overflow(param(p, P_B), param(p, P_T), &n) || __builtin_mul_overflow(n, param(p, P_H), &n))
-        return ug_fail(UG_EINVAL, "gdn_chunk_cumsum: %s [B,T,H] has more than SIZE_MAX elements", buffers[i].name);
-    *count = n;
-    return ug_ok();
-}
 
 static ug_status run(const ug_params *p, ug_buf *bufs)
 {

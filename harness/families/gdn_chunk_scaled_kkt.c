@@ -13,10 +13,10 @@ static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "BT"
 
 enum { BUF_K, BUF_BETA, BUF_G, BUF_L, N_BUFFERS };
 static const ug_buffer_desc buffers[N_BUFFERS] = {
-    [BUF_K] = {"k", UG_BF16, false, "[B,T,Hg,K]"},
-    [BUF_BETA] = {"beta", UG_F32, false, "[B,T,H]"},
-    [BUF_G] = {"g", UG_F32, false, "[B,T,H]"},
-    [BUF_L] = {"L", UG_F32, true, "[B,T,H,BT]"},
+    [BUF_K] = {"k", UG_BF16, false, UG_DIMS(P_B, P_T, P_HG, P_K)},
+    [BUF_BETA] = {"beta", UG_F32, false, UG_DIMS(P_B, P_T, P_H)},
+    [BUF_G] = {"g", UG_F32, false, UG_DIMS(P_B, P_T, P_H)},
+    [BUF_L] = {"L", UG_F32, true, UG_DIMS(P_B, P_T, P_H, P_BT)},
 };
 
 static const ug_mutant_desc mutants[] = {
@@ -31,15 +31,6 @@ static const ug_mutant_desc variants[] = {
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
-
-static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
-{
-    static const int dims[N_BUFFERS][UG_LAYOUT_MAX_DIMS] = {
-        [BUF_K] = {P_B, P_T, P_HG, P_K, UG_DIM_END}, [BUF_BETA] = {P_B, P_T, P_H, UG_DIM_END},
-        [BUF_G] = {P_B, P_T, P_H, UG_DIM_END},       [BUF_L] = {P_B, P_T, P_H, P_BT, UG_DIM_END},
-    };
-    return ug_layout_count("gdn_chunk_scaled_kkt", &buffers[i], dims[i], p, 0, count);
-}
 
 static ug_status run(const ug_params *p, ug_buf *bufs)
 {

@@ -14,16 +14,26 @@
 enum { P_B, P_T, P_HG, P_H, P_K, P_V, P_BT, P_HAS_H0, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "V", "BT", "has_h0"};
 
+/* NT = T / BT (the kernel accepts only whole chunks); 0 for the rejected BT = 0. */
+static size_t chunks(const ug_params *p)
+{
+    size_t t = (size_t)p->v[P_T], bt = (size_t)p->v[P_BT];
+    return bt ? t / bt : 0;
+}
+
+enum { DIM_NT = UG_DIM_DERIVED(0) };
+static const ug_derived_dim derived_dims[] = {{"NT", chunks}};
+
 enum { BUF_K, BUF_W, BUF_U, BUF_G, BUF_H0, BUF_H, BUF_V_NEW, BUF_FINAL, N_BUFFERS };
 static const ug_buffer_desc buffers[N_BUFFERS] = {
-    [BUF_K] = {"k", UG_BF16, false, "[B,T,Hg,K]"},
-    [BUF_W] = {"w", UG_BF16, false, "[B,T,H,K]"},
-    [BUF_U] = {"u", UG_BF16, false, "[B,T,H,V]"},
-    [BUF_G] = {"g", UG_F32, false, "[B,T,H]"},
-    [BUF_H0] = {"h0", UG_F32, false, "[B,H,K,V] (none without has_h0)"},
-    [BUF_H] = {"h", UG_BF16, true, "[B,NT,H,V,K]"},
-    [BUF_V_NEW] = {"v_new", UG_BF16, true, "[B,T,H,V]"},
-    [BUF_FINAL] = {"final_state", UG_F32, true, "[B,H,K,V]"},
+    [BUF_K] = {"k", UG_BF16, false, UG_DIMS(P_B, P_T, P_HG, P_K)},
+    [BUF_W] = {"w", UG_BF16, false, UG_DIMS(P_B, P_T, P_H, P_K)},
+    [BUF_U] = {"u", UG_BF16, false, UG_DIMS(P_B, P_T, P_H, P_V)},
+    [BUF_G] = {"g", UG_F32, false, UG_DIMS(P_B, P_T, P_H)},
+    [BUF_H0] = {"h0", UG_F32, false, UG_DIMS(P_B, P_H, P_K, P_V), UG_ONLY_IF({P_HAS_H0, UG_IF_SET})},
+    [BUF_H] = {"h", UG_BF16, true, UG_DIMS(P_B, DIM_NT, P_H, P_V, P_K)},
+    [BUF_V_NEW] = {"v_new", UG_BF16, true, UG_DIMS(P_B, P_T, P_H, P_V)},
+    [BUF_FINAL] = {"final_state", UG_F32, true, UG_DIMS(P_B, P_H, P_K, P_V)},
 };
 
 static const ug_mutant_desc mutants[] = {
@@ -39,21 +49,6 @@ static const ug_mutant_desc variants[] = {
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
-
-static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
-{
-    static const int dims[N_BUFFERS][UG_LAYOUT_MAX_DIMS] = {
-        [BUF_K] = {P_B, P_T, P_HG, P_K, UG_DIM_END},     [BUF_W] = {P_B, P_T, P_H, P_K, UG_DIM_END},
-        [BUF_U] = {P_B, P_T, P_H, P_V, UG_DIM_END},      [BUF_G] = {P_B, P_T, P_H, UG_DIM_END},
-        [BUF_H0] = {P_B, P_H, P_K, P_V, UG_DIM_END},     [BUF_H] = {P_B, UG_DIM_CHUNKS, P_H, P_V, P_K},
-        [BUF_V_NEW] = {P_B, P_T, P_H, P_V, UG_DIM_END},  [BUF_FINAL] = {P_B, P_H, P_K, P_V, UG_DIM_END},
-    };
-    if (i == BUF_H0 && !param(p, P_HAS_H0)) {
-        *count = 0;
-        return ug_ok();
-    }
-    return ug_layout_count("gdn_chunk_state", &buffers[i], dims[i], p, param(p, P_BT) ? param(p, P_T) / param(p, P_BT) : 0, count);
-}
 
 static ug_status run(const ug_params *p, ug_buf *bufs)
 {
@@ -121,6 +116,7 @@ static const ug_family gdn_chunk_state_family = {
     .spec_section = "SPEC 1.3",
     UG_FAMILY_COMMON_FIELDS,
     UG_FAMILY_VARIANT_FIELDS,
+    UG_FAMILY_DERIVED_DIM_FIELDS,
     GDN_REGIME_FIELDS,
 };
 UG_REGISTER_FAMILY(gdn_chunk_state_family);
