@@ -128,24 +128,17 @@ static void scale_signs_portable(const float *x, size_t n, float scale, const ui
     for (size_t j = 0; j < n; j++) out[j] = ug_f32_from_bits(ug_f32_bits(x[j] * scale) ^ sign_bits[j]);
 }
 
-static const attn_reduce_fwht_path path_portable = {merge_partials_portable, butterflies_portable,
+static const attn_reduce_fwht_paths path_portable = {merge_partials_portable, butterflies_portable,
                                                     scale_signs_portable, attn_reduce_fwht_fma_chain};
 
-static const attn_reduce_fwht_path *current_path(void)
-{
-    switch (ug_isa_current()) {
-    case UG_ISA_AVX512: return &attn_reduce_fwht_path_avx512;
-    case UG_ISA_AVX2: return &attn_reduce_fwht_path_avx2;
-    default: return &path_portable;
-    }
-}
+UG_ISA_PATHS(attn_reduce_fwht, UG_ISA_PORTABLE, path_portable);
 
 /* ---- the merge ------------------------------------------------------------ */
 
 typedef struct {
     const attn_reduce_fwht_params *p;
     const float *htmp;
-    const attn_reduce_fwht_path *path;
+    const attn_reduce_fwht_paths *path;
 } reduce_job;
 
 static float stat_s(const float *row_stats, size_t w)
@@ -194,7 +187,7 @@ typedef struct {
     size_t dv;
     float scale;                /* 1/sqrt(DV) rounded to f32 */
     uint32_t sign_bits[MAX_DV]; /* 0x80000000 where s_j = -1 */
-    const attn_reduce_fwht_path *path;
+    const attn_reduce_fwht_paths *path;
 } undo_transform;
 
 /* 1/16 exactly for DV = 256; RN_f32(2^-4.5) for DV = 512. */
@@ -218,7 +211,7 @@ static void undo_transform_init(undo_transform *t, uint32_t head_dim)
     t->dv = head_dim;
     t->scale = inverse_sqrt_head_dim(head_dim);
     for (size_t j = 0; j < t->dv; j++) t->sign_bits[j] = sign_is_negative(t->dv, j) ? 0x80000000u : 0u;
-    t->path = current_path();
+    t->path = UG_ISA_PATHS_OF(attn_reduce_fwht, ug_isa_current());
 }
 
 /* out = s * (H x) / sqrt(DV); x is transformed in place, out may equal x. */
@@ -267,7 +260,7 @@ ug_status attn_reduce_fwht_fused(const attn_reduce_fwht_params *p, const ug_buf 
     UG_TRY(ug_guarded_alloc(&scratch, ug_parallel_workers(items) * planned_threadgroup_bytes(p->head_dim)));
     undo_transform undo;
     undo_transform_init(&undo, p->head_dim);
-    rows_job job = {{p, htmp->data, current_path()}, &undo, output->data, ug_guarded_data(&scratch), p->nrows};
+    rows_job job = {{p, htmp->data, UG_ISA_PATHS_OF(attn_reduce_fwht, ug_isa_current())}, &undo, output->data, ug_guarded_data(&scratch), p->nrows};
     ug_parallel_for(items, process_rows, &job);
     return ug_guarded_free(&scratch, FUSED_KERNEL " threadgroup scratch");
 }
@@ -275,7 +268,7 @@ ug_status attn_reduce_fwht_fused(const attn_reduce_fwht_params *p, const ug_buf 
 ug_status attn_reduce(const attn_reduce_fwht_params *p, const ug_buf *htmp, ug_buf *output)
 {
     UG_TRY(validate_reduce(REDUCE_KERNEL, p, htmp, output));
-    rows_job job = {{p, htmp->data, current_path()}, NULL, output->data, NULL, p->nrows};
+    rows_job job = {{p, htmp->data, UG_ISA_PATHS_OF(attn_reduce_fwht, ug_isa_current())}, NULL, output->data, NULL, p->nrows};
     ug_parallel_for(row_items(p->nrows), process_rows, &job);
     return ug_ok();
 }

@@ -1,10 +1,9 @@
 /* AVX2 path of attn_reduce_fwht (built with -mavx2 -mfma); the operations of
  * attn_reduce_fwht_paths.h, 8 lanes at a time. */
-#include <immintrin.h>
-
 #include "attn_reduce_fwht_paths.h"
+#include "vec_avx2.h"
 
-enum { LANES = 8, GROUP = 4 };
+enum { GROUP = 4 };
 
 /* Groups i and i + 1 (4 elements each) of workgroup w, as one vector. */
 static inline __m256 load_two_groups(const float *group0, size_t group_stride)
@@ -68,5 +67,5 @@ static void scale_signs(const float *x, size_t n, float scale, const uint32_t *s
     }
 }
 
-const attn_reduce_fwht_path attn_reduce_fwht_path_avx2 = {merge_partials, butterflies, scale_signs,
-                                                       attn_reduce_fwht_fma_chain};
+static const attn_reduce_fwht_paths paths = {merge_partials, butterflies, scale_signs, attn_reduce_fwht_fma_chain};
+UG_ISA_PATHS(attn_reduce_fwht, UG_VEC_ISA, paths);

@@ -1,10 +1,9 @@
 /* AVX-512 path of attn_reduce_fwht (built with -mavx512f ... -mfma); the
  * operations of attn_reduce_fwht_paths.h, 16 lanes at a time. */
-#include <immintrin.h>
-
 #include "attn_reduce_fwht_paths.h"
+#include "vec_avx512.h"
 
-enum { LANES = 16, GROUP = 4 };
+enum { GROUP = 4 };
 
 /* Groups i .. i + 3 (4 elements each) of one workgroup, as one vector. */
 static inline __m512 load_four_groups(const float *group0, size_t group_stride)
@@ -74,5 +73,5 @@ static void scale_signs(const float *x, size_t n, float scale, const uint32_t *s
     }
 }
 
-const attn_reduce_fwht_path attn_reduce_fwht_path_avx512 = {merge_partials, butterflies, scale_signs,
-                                                       attn_reduce_fwht_fma_chain};
+static const attn_reduce_fwht_paths paths = {merge_partials, butterflies, scale_signs, attn_reduce_fwht_fma_chain};
+UG_ISA_PATHS(attn_reduce_fwht, UG_VEC_ISA, paths);
