@@ -74,18 +74,17 @@ void ug_plan_finding(const ug_plan *p, char *out, size_t size)
 {
     size_t used = 0;
     out[0] = '\0';
-    if (p->threads_planned > UG_PLAN_MAX_THREADS)
-        append(out, size, &used, "%s%" PRIu64 " threads per threadgroup exceed the limit %d", used ? "; " : "",
-               p->threads_planned, UG_PLAN_MAX_THREADS);
-    if (p->threads_planned < p->threads_needed)
-        append(out, size, &used, "%splan launches %" PRIu64 " threads, the algorithm needs %" PRIu64,
-               used ? "; " : "", p->threads_planned, p->threads_needed);
-    if (p->tg_bytes_planned > UG_PLAN_MAX_TG_BYTES)
-        append(out, size, &used, "%s%" PRIu64 " threadgroup bytes exceed the %d-byte cap", used ? "; " : "",
-               p->tg_bytes_planned, UG_PLAN_MAX_TG_BYTES);
-    if (p->tg_bytes_planned < p->tg_bytes_needed)
-        append(out, size, &used, "%splan reserves %" PRIu64 " threadgroup bytes, the algorithm needs %" PRIu64,
-               used ? "; " : "", p->tg_bytes_planned, p->tg_bytes_needed);
+#define UG_PLAN_NOTE(cond, ...) \
+    if ((cond) && used < size) used += (size_t)snprintf(out + used, size - used, __VA_ARGS__)
+    UG_PLAN_NOTE(p->threads_planned > UG_PLAN_MAX_THREADS, "%s%" PRIu64 " threads per threadgroup exceed the limit %d",
+                 used ? "; " : "", p->threads_planned, UG_PLAN_MAX_THREADS);
+    UG_PLAN_NOTE(p->threads_planned < p->threads_needed, "%splan launches %" PRIu64 " threads, the algorithm needs %" PRIu64,
+                 used ? "; " : "", p->threads_planned, p->threads_needed);
+    UG_PLAN_NOTE(p->tg_bytes_planned > UG_PLAN_MAX_TG_BYTES, "%s%" PRIu64 " threadgroup bytes exceed the %d-byte cap",
+                 used ? "; " : "", p->tg_bytes_planned, UG_PLAN_MAX_TG_BYTES);
+    UG_PLAN_NOTE(p->tg_bytes_planned < p->tg_bytes_needed, "%splan reserves %" PRIu64 " threadgroup bytes, the algorithm needs %" PRIu64,
+                 used ? "; " : "", p->tg_bytes_planned, p->tg_bytes_needed);
+#undef UG_PLAN_NOTE
 }
 
 static size_t dim_value(const ug_family *f, const ug_params *p, int dim)
@@ -108,7 +107,8 @@ ug_status ug_family_buffer_count(const ug_family *f, const ug_params *p, size_t 
     if (f->check_params) UG_TRY(f->check_params(p));
     size_t n = present(p, b) ? 1 : 0;
     bool fits = !n || !b->count || b->count(p, &n);
-    for (size_t d = 0; d < b->rank && n && fits; d++) fits = !__builtin_mul_overflow(n, dim_value(f, p, b->dims[d]), &n);
+    for (size_t d = 0; d < b->rank && n && fits; d++)
+        fits = !__builtin_mul_overflow(n, dim_value(f, p, b->dims[d]), &n);
     if (!fits) {
         char layout[128];
         ug_family_buffer_layout(f, i, layout, sizeof layout);

@@ -133,6 +133,8 @@ static const attn_reduce_fwht_paths path_portable = {merge_partials_portable, bu
 
 UG_ISA_PATHS(attn_reduce_fwht, UG_ISA_PORTABLE, path_portable);
 
+static const attn_reduce_fwht_paths *current_path(void) { return UG_ISA_PATHS_OF(attn_reduce_fwht, ug_isa_current()); }
+
 /* ---- the merge ------------------------------------------------------------ */
 
 typedef struct {
@@ -211,7 +213,7 @@ static void undo_transform_init(undo_transform *t, uint32_t head_dim)
     t->dv = head_dim;
     t->scale = inverse_sqrt_head_dim(head_dim);
     for (size_t j = 0; j < t->dv; j++) t->sign_bits[j] = sign_is_negative(t->dv, j) ? 0x80000000u : 0u;
-    t->path = UG_ISA_PATHS_OF(attn_reduce_fwht, ug_isa_current());
+    t->path = current_path();
 }
 
 /* out = s * (H x) / sqrt(DV); x is transformed in place, out may equal x. */
@@ -260,7 +262,7 @@ ug_status attn_reduce_fwht_fused(const attn_reduce_fwht_params *p, const ug_buf 
     UG_TRY(ug_guarded_alloc(&scratch, ug_parallel_workers(items) * planned_threadgroup_bytes(p->head_dim)));
     undo_transform undo;
     undo_transform_init(&undo, p->head_dim);
-    rows_job job = {{p, htmp->data, UG_ISA_PATHS_OF(attn_reduce_fwht, ug_isa_current())}, &undo, output->data, ug_guarded_data(&scratch), p->nrows};
+    rows_job job = {{p, htmp->data, current_path()}, &undo, output->data, ug_guarded_data(&scratch), p->nrows};
     ug_parallel_for(items, process_rows, &job);
     return ug_guarded_free(&scratch, FUSED_KERNEL " threadgroup scratch");
 }
@@ -268,7 +270,7 @@ ug_status attn_reduce_fwht_fused(const attn_reduce_fwht_params *p, const ug_buf 
 ug_status attn_reduce(const attn_reduce_fwht_params *p, const ug_buf *htmp, ug_buf *output)
 {
     UG_TRY(validate_reduce(REDUCE_KERNEL, p, htmp, output));
-    rows_job job = {{p, htmp->data, UG_ISA_PATHS_OF(attn_reduce_fwht, ug_isa_current())}, NULL, output->data, NULL, p->nrows};
+    rows_job job = {{p, htmp->data, current_path()}, NULL, output->data, NULL, p->nrows};
     ug_parallel_for(row_items(p->nrows), process_rows, &job);
     return ug_ok();
 }

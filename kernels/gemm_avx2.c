@@ -106,7 +106,8 @@ static void scale_round(size_t n, const ug_bf16 *x, float s1, float s2, ug_bf16 
 {
     const __m256 v1 = _mm256_set1_ps(s1), v2 = _mm256_set1_ps(s2);
     size_t i = 0;
-    for (; i + LANES <= n; i += LANES) vec_store_bf16(out + i, vec_round_bf16(_mm256_mul_ps(_mm256_mul_ps(vec_load_bf16(x + i), v1), v2)));
+    for (; i + LANES <= n; i += LANES)
+        vec_store_bf16(out + i, vec_round_bf16(_mm256_mul_ps(_mm256_mul_ps(vec_load_bf16(x + i), v1), v2)));
     ug_rows_scale_round_scalar(n - i, x + i, s1, s2, out + i);
 }
 

@@ -119,7 +119,8 @@ static void scale_round(size_t n, const ug_bf16 *x, float s1, float s2, ug_bf16 
     const __m512 v1 = _mm512_set1_ps(s1), v2 = _mm512_set1_ps(s2);
     for (size_t i = 0; i < n; i += LANES) {
         const __mmask16 lanes = vec_first(n - i);
-        vec_store_bf16_first(out + i, lanes, vec_round_bf16(_mm512_mul_ps(_mm512_mul_ps(vec_load_bf16_first(x + i, lanes), v1), v2)));
+        const __m512 scaled = _mm512_mul_ps(_mm512_mul_ps(vec_load_bf16_first(x + i, lanes), v1), v2);
+        vec_store_bf16_first(out + i, lanes, vec_round_bf16(scaled));
     }
 }
 

@@ -52,7 +52,10 @@ static inline vec vec_load_bf16_first(const ug_bf16 *p, vec_mask lanes)
     return _mm512_castsi512_ps(_mm512_slli_epi32(widened, 16));
 }
 
-static inline vec vec_fma_first(vec w, vec x, vec acc, vec_mask lanes) { return _mm512_mask3_fmadd_ps(w, x, acc, lanes); }
+static inline vec vec_fma_first(vec w, vec x, vec acc, vec_mask lanes)
+{
+    return _mm512_mask3_fmadd_ps(w, x, acc, lanes);
+}
 
 /* NaN -> sign | 0x7FC0, otherwise add 0x7FFF plus the lowest kept bit and
  * keep the upper half (vcvtneps2bf16 would flush subnormals). */
@@ -68,7 +71,10 @@ static inline vec_bf16 vec_round_bf16(vec x)
 }
 
 static inline void vec_store_bf16(ug_bf16 *p, vec_bf16 x) { _mm256_storeu_si256((__m256i *)p, x); }
-static inline void vec_store_bf16_first(ug_bf16 *p, vec_mask lanes, vec_bf16 x) { _mm256_mask_storeu_epi16(p, lanes, x); }
+static inline void vec_store_bf16_first(ug_bf16 *p, vec_mask lanes, vec_bf16 x)
+{
+    _mm256_mask_storeu_epi16(p, lanes, x);
+}
 
 static inline float vec_tree_sum(vec lo, vec hi)
 {

@@ -316,7 +316,8 @@ static void test_simd_store_writes_exactly_the_row_from_every_alignment(void)
                         ok &= i >= shift && i < shift + n ? got == ug_f32_bits(y[i - shift]) : got == 0xFFFFFFFFu;
                     }
                     if (!ok) {
-                        printf("\n  %s: store of %zu floats at +%zu, stream %d", ug_isa_name((ug_isa)isa), n, shift, stream);
+                        printf("\n  %s: store of %zu floats at +%zu, stream %d", ug_isa_name((ug_isa)isa), n, shift,
+                               stream);
                         CU_FAIL("SIMD store differs from a copy of the row");
                     }
                 }

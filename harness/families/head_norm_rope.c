@@ -51,7 +51,8 @@ static const ug_buffer_desc buffers[N_BUFFERS] = {
     [BUF_WEIGHT_F32] = {"norm_weight_f32", UG_F32, false, UG_DIMS(P_HEAD_DIM),
                         UG_ONLY_IF(F32_ONLY, {P_HAS_WEIGHT, UG_IF_SET})},
     [BUF_POSITIONS] = {"positions", UG_U32, false, UG_DIMS(P_SEQ_LEN), UG_ONLY_IF(F32_ONLY)},
-    [BUF_FREQ_FACTORS] = {"freq_factors", UG_F32, false, UG_DIMS(DIM_TABLE), UG_ONLY_IF(F32_ONLY, {P_HAS_FF, UG_IF_SET})},
+    [BUF_FREQ_FACTORS] = {"freq_factors", UG_F32, false, UG_DIMS(DIM_TABLE),
+                          UG_ONLY_IF(F32_ONLY, {P_HAS_FF, UG_IF_SET})},
     [BUF_OUTPUT_BF16] = {"output_bf16", UG_BF16, true, UG_DIMS(P_N_HEADS, P_HEAD_DIM), UG_ONLY_IF(BF16_ONLY)},
     [BUF_OUTPUT_F32] = {"output_f32", UG_F32, true, UG_DIMS(P_SEQ_LEN, P_N_HEADS, P_HEAD_DIM), UG_ONLY_IF(F32_ONLY)},
 };
