@@ -83,6 +83,7 @@ test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so
 	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
 	@$(call timed,plugin sweep,$(BUILD)/ulpgate verify --kernel-lib $(BUILD)/libulpgate_kernels.so \
 	    --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) --reports $(BUILD)/plugin-reports --quiet)
+	@$(call timed,command line,tests/cli/exit_codes.sh $(BUILD) && tests/cli/report_set.sh $(BUILD))
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory mutants
 
@@ -99,9 +100,10 @@ verify: $(BUILD)/ulpgate
 	    --baseline $(BASELINE) --reports $(REPORTS) --jobs $(JOBS))
 
 # The opt-in large shapes (long sequences, bigger heads): not part of verify.
+# Their own reports directory: a report set is replaced whole (docs/report-format.md).
 verify-large: $(BUILD)/ulpgate
 	@$(call timed,verify-large,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/large --budgets $(BUDGETS) \
-	    --reports $(REPORTS)/large --jobs $(JOBS))
+	    --reports $(REPORTS)-large --jobs $(JOBS))
 
 # Accepting a new baseline is deliberate: it rewrites fixtures/baseline.json
 # from a full verify run; review and commit the diff.
@@ -147,11 +149,16 @@ fuzz:
 $(BUILD)/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
 
-# Renders reports/report.html in headless Chromium (Debian's chromium package)
-# to reports/report.png, to look at what a reader sees.
+# Renders reports/report.html in headless Chromium to $(REPORTS).png (beside
+# the report set, which is replaced whole by the next run), to look at what a
+# reader sees. Chromium is optional: nothing else needs it, and `make deps`
+# does not install it.
 screenshot:
+	@command -v chromium >/dev/null || { echo "make screenshot: needs Chromium, an optional dependency" \
+	    "(Debian: apt-get install chromium); report.html itself opens in any browser"; exit 1; }
+	@test -f $(REPORTS)/report.html || { echo "make screenshot: no $(REPORTS)/report.html: run make verify first"; exit 1; }
 	chromium --headless --no-sandbox --disable-gpu --window-size=1000,1400 \
-	    --screenshot=$(abspath $(REPORTS))/report.png file://$(abspath $(REPORTS))/report.html
+	    --screenshot=$(abspath $(REPORTS)).png file://$(abspath $(REPORTS))/report.html
 
 # Kernel speed against this machine's peaks measured in the same run, a naive
 # baseline, the MPFR reference's speed and verify --jobs 2 vs 1 (docs/performance.md).
