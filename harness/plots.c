@@ -99,9 +99,9 @@ static int by_error(const void *a, const void *b)
 }
 
 /* Sampled elements: error in ulps against cond, log-log; grey +: the bound.
- * When every sample has the same condition number (gdn_chunk_cumsum), a
- * scatter would be one vertical line: the samples are drawn by rank of their
- * error instead. An element without a bound (infinite) or with a non-finite
+ * When the samples' condition numbers lie within half a decade (or all at or
+ * below 1: gdn_chunk_cumsum's are 0 and 1), a scatter would be one vertical
+ * line: the samples are drawn by rank of their error instead. An element without a bound (infinite) or with a non-finite
  * error is not drawn; a note counts them. */
 static ug_status scatter(FILE *f, const ug_run_result *run, const ug_family_result *fr, size_t o)
 {
@@ -109,23 +109,27 @@ static ug_status scatter(FILE *f, const ug_run_result *run, const ug_family_resu
     ug_sample *pts;
     size_t n;
     UG_TRY(collect_samples(run, fr, o, &pts, &n));
-    double xhi = 1, yhi = 1, cond_lo = INFINITY, cond_hi = -INFINITY;
+    double xhi = 1, yhi = 1, xlo = INFINITY, xmax = -INFINITY, cond_lo = INFINITY, cond_hi = -INFINITY;
     size_t no_bound = 0, no_error = 0;
     for (size_t k = 0; k < n; k++) {
-        xhi = fmax(xhi, fmin(log_clamped(pts[k].cond, 0), 24));
+        double x = fmin(log_clamped(pts[k].cond, 0), 24);
+        xhi = fmax(xhi, x);
+        xlo = fmin(xlo, x);
+        xmax = fmax(xmax, x);
         yhi = fmax(yhi, fmax(log_clamped(pts[k].ulp_err, ylo), log_clamped(pts[k].bound_ulps, ylo)));
         cond_lo = fmin(cond_lo, pts[k].cond);
         cond_hi = fmax(cond_hi, pts[k].cond);
         no_bound += !isfinite(pts[k].bound_ulps);
         no_error += !isfinite(pts[k].ulp_err);
     }
-    bool by_rank = n > 1 && cond_lo == cond_hi;
+    bool by_rank = n > 1 && xmax - xlo < 0.5; /* within half a decade: one vertical line */
     if (by_rank) qsort(pts, n, sizeof *pts, by_error);
     xhi = by_rank ? (double)(n - 1) : ceil(xhi);
     yhi = ceil(yhi);
     char title[96], xlabel[96];
     if (by_rank) {
-        snprintf(title, sizeof title, "sampled elements by error, all of condition %.3g; grey +: bounds", cond_lo);
+        snprintf(title, sizeof title, "sampled elements by error, condition %.3g to %.3g; grey +: bounds", cond_lo,
+                 cond_hi);
         snprintf(xlabel, sizeof xlabel, "sampled elements (%zu), sorted by error", n);
     } else {
         snprintf(title, sizeof title, "error of sampled elements; grey +: their bounds");

@@ -3,8 +3,8 @@
  * against their condition number with each element's bound — as inline SVG
  * in one self-contained page (no script, no external file), which opens from
  * the file system. A sample without a bound (infinite) gets no bound mark and
- * is counted in a note; when all samples of an output share one condition
- * number, they are drawn by rank of their error instead of against it. */
+ * is counted in a note; when the samples' condition numbers of an output lie
+ * within half a decade, they are drawn by rank of their error instead. */
 #ifndef UG_PLOTS_H
 #define UG_PLOTS_H
 
