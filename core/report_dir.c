@@ -167,6 +167,10 @@ static ug_status check_existing(const ug_report_dir *d, const char *const *names
                        "--reports %s: is the root or a mount point, which the report set (swapped in by a rename) "
                        "cannot replace; give a directory inside it",
                        d->shown);
+    struct stat cwd;
+    if (stat(".", &cwd) == 0 && cwd.st_dev == self.st_dev && cwd.st_ino == self.st_ino)
+        return ug_fail(UG_EINVAL, "--reports %s: is the current directory, which a run would replace; give a "
+                       "directory of its own", d->shown);
     if (access(d->target, W_OK | X_OK) != 0)
         return ug_fail(UG_EINVAL, "--reports %s: the directory is not writable: %s", d->shown, strerror(errno));
     DIR *dir = opendir(d->target);

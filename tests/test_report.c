@@ -148,6 +148,7 @@ static fixture *fixture_new(void)
 
 static void fixture_free(fixture *fx)
 {
+    for (size_t i = 0; i < N_CASES; i++) ug_samples_free(&fx->results[i].samples);
     for (int o = 0; o < 2; o++)
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) ug_stats_free(&fx->fam.agg[o][m]);
     ug_test_remove_tree(fx->dir);
@@ -528,7 +529,6 @@ static void test_html_says_no_bound_instead_of_drawing_infinity(void)
     CU_ASSERT_EQUAL(count_of(html, ">+</text>"), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "no bound (infinite): 1 elements"));
     free(html);
-    ug_samples_free(&fx->results[0].samples);
     fixture_free(fx);
 }
 
@@ -543,7 +543,6 @@ static void test_html_equal_conditions_are_drawn_by_rank(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "sorted by error"));
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "condition 0 to 1;"));
     free(html);
-    ug_samples_free(&fx->results[0].samples);
     fixture_free(fx);
 }
 

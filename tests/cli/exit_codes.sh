@@ -109,6 +109,7 @@ row 2 "matches no case" '$U export --sweep $SMOKE --filter no-such-family --out 
 row 2 "--reports plain/r: " '$U verify $CUMSUM --budgets $BUDGETS --reports plain/r'
 row 2 "--reports plain: exists and is not a directory" '$U verify $CUMSUM --budgets $BUDGETS --reports plain'
 row 2 "holds 'notes.txt', which is not a report file" '$U verify $CUMSUM --budgets $BUDGETS --reports notes'
+row 2 "--reports .: is the current directory" 'cd empty-dir && $U verify $CUMSUM --budgets $BUDGETS --reports .'
 row 2 "another ulpgate run (pid" \
   'mkdir -p locked && flock .locked.ulpgate-lock -c "echo 4242 >.locked.ulpgate-lock; \$U verify \$CUMSUM --budgets \$BUDGETS --reports locked"'
 row 2 "--write-baseline no-dir/b.json: the directory no-dir does not exist" \
