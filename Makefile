@@ -62,6 +62,13 @@ $(BUILD)/plugin-fixtures/cumsum-%.so: fixtures/plugin/cumsum.c include/ulpgate/k
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DPLUGIN_DEFECT_$* $< -o $@
 
+# A legitimate outside kernel: kkt and chunk_o with tensor-core summation
+# order (blocks of 8 or 16 products summed as a tree), which the gate must pass.
+TC_ORDER_PLUGINS := $(BUILD)/plugin-fixtures/tensor-core-order-8.so $(BUILD)/plugin-fixtures/tensor-core-order-16.so
+$(BUILD)/plugin-fixtures/tensor-core-order-%.so: fixtures/plugin/tensor_core_order.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DTC_BLOCK=$* $< -o $@ -lm
+
 # tests/test_plugin.c loads these from the test binary's $(BUILD) (order-only: not linked in).
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(LIB_OBJ) | $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcunit
@@ -77,12 +84,14 @@ $(BUILD)/mutants/ulpgate-%: $(BUILD)/mutants/%.o $(BUILD)/harness/main.o $(LIB_O
 
 # The README's test command: unit tests, then the end-to-end smoke sweep
 # through the gate, then the proof that the gate catches every mutant.
-test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so
+test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $(TC_ORDER_PLUGINS)
 	@$(call timed,unit tests,$(BUILD)/tests/run_tests)
 	@$(call timed,smoke sweep,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke \
 	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
 	@$(call timed,plugin sweep,$(BUILD)/ulpgate verify --kernel-lib $(BUILD)/libulpgate_kernels.so \
 	    --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) --reports $(BUILD)/plugin-reports --quiet)
+	@for p in $(TC_ORDER_PLUGINS); do $(call timed,tensor-core order $$(basename $$p),$(BUILD)/ulpgate verify \
+	    --kernel-lib $$p --sweep $(SWEEP) --budgets $(BUDGETS) --reports $(BUILD)/tc-order-reports --quiet) || exit 1; done
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory mutants
 
