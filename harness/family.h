@@ -63,7 +63,7 @@ typedef struct ug_family {
      * dyadic grids, zero gates, powers of two), so the only rounding a
      * correct kernel commits is the output's: every output element must then
      * equal the staged reference's round-to-nearest-even value bit for bit,
-     * exact midpoints included (docs/error-model.md §1.3, the ties regimes). */
+     * exact midpoints included (docs/ties.md). */
     uint32_t exact_regimes;
     size_t n_mutants;
     const ug_mutant_desc *mutants;      /* broken builds: the gate must fail */

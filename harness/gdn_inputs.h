@@ -29,7 +29,7 @@ typedef enum {
     GDN_REGIME_BETA_NEAR_ONE, /* beta = sigmoid(7 + N(0,1)) */
     GDN_REGIME_PARALLEL_KEYS, /* a chunk's keys within 1e-3 of one direction: I + L ill-conditioned */
     GDN_REGIME_TIES,          /* small dyadic grids, gates 0, beta 1/2: every intermediate exact in f32
-                                 (only for the stages that list it, docs/error-model.md §1.3) */
+                                 (only for the stages that list it, docs/ties.md) */
     GDN_REGIME_COUNT
 } gdn_regime;
 

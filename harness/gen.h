@@ -25,7 +25,7 @@ void ug_gen_to_bf16(const double *x, size_t n, ug_bf16 *out);
 /* m 2^-scale_log2 with m uniform in [-max_m, max_m]: a small dyadic grid.
  * With max_m < 256 the value is exact in bf16, so sums and products of such
  * values stay exact in f32 while their magnitudes stay small (the ties
- * regimes, docs/error-model.md §1.3). */
+ * regimes, docs/ties.md). */
 double ug_gen_grid(gsl_rng *rng, unsigned max_m, int scale_log2);
 /* Every element of a bf16 or f32 buffer from that grid. */
 void ug_gen_grid_fill(gsl_rng *rng, unsigned max_m, int scale_log2, ug_buf *b);

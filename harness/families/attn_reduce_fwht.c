@@ -223,7 +223,7 @@ static void generate_rows(gen_ctx *c)
     }
 }
 
-/* The ties regime (docs/error-model.md §1.3): partials m/16 with |m| <= 15,
+/* The ties regime (docs/ties.md): partials m/16 with |m| <= 15,
  * every M_w = 0 (so m_w = exp(0) = 1) and S_w = 1, so S = nwg; with nwg a
  * power of two and head_dim 256 (1/sqrt(256) = 1/16) the merge, the
  * transform and the scaling are exact in f32 in any order, and so is every

@@ -278,7 +278,7 @@ static void generate_head(gen_ctx *c, size_t b, size_t h, state_scratch *w)
     }
 }
 
-/* The ties regime (docs/error-model.md §1.3): q, k in m/16 with |m| <= 3,
+/* The ties regime (docs/ties.md): q, k in m/16 with |m| <= 3,
  * v and h in m/16 with |m| <= 16, gates 0. With K = 128 and BT = 64 every
  * dot product is a multiple of 2^-8 below 2^5, the attention sum a multiple
  * of 2^-12 below 2^9: exact in f32 in any order. With a power-of-two scale

@@ -96,7 +96,7 @@ static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode m
  * WY products (the binary64 A = (I + L)^-1 applied to the staged operands),
  * as gdn_recompute_wu would hand them over. h0 is a state of the scale a
  * long sequence leaves behind: N(0, 0.5^2) entries. */
-/* The ties regime's grids (docs/error-model.md §1.3): with |k| <= 1/8,
+/* The ties regime's grids (docs/ties.md): with |k| <= 1/8,
  * |w| <= 1/64, |u| <= 63/64 and |h0| < 2 on grids of 2^-3, 2^-6, 2^-6 and
  * 2^-8, every f32 intermediate of the first chunk is a multiple of 2^-17
  * below 2^7 (K <= 256): exact in any order. Later chunks get w = u = 0, so
