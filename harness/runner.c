@@ -195,6 +195,11 @@ static uint32_t element_bits(const ug_buf *b, size_t i)
     return ((const uint32_t *)b->data)[i];
 }
 
+static double bits_value(ug_dtype t, uint32_t bits)
+{
+    return t == UG_BF16 ? (double)ug_bf16_to_f32((ug_bf16)bits) : (double)ug_f32_from_bits(bits);
+}
+
 static bool element_is_poison(const ug_buf *b, size_t i)
 {
     size_t size = ug_dtype_size(b->dtype);
@@ -335,16 +340,22 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const case_re
             size_t stride = b->count / UG_SAMPLES_SPREAD + 1, worst[UG_SAMPLES_WORST];
             double worst_ratio[UG_SAMPLES_WORST];
             size_t n_worst = 0;
+            const bool exact_inputs = m == UG_REF_STAGED && (c->family->exact_regimes >> c->regime & 1u);
             for (size_t i = 0; i < b->count; i++) {
                 ug_elem_error e = ug_measure(element_bits(b, i), b->dtype, &ref[i]);
+                if (exact_inputs && element_bits(b, i) != ref[i].rn_bits)
+                    set_failure(r, "[%s] %s[%zu] %s: y=%a is not RN(r)=%a bit for bit: on regime %s every "
+                                "intermediate is exact, so only the output's rounding (to nearest, ties to "
+                                "even) may differ from r", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
+                                bits_value(b->dtype, element_bits(b, i)), bits_value(b->dtype, ref[i].rn_bits),
+                                c->family->regimes[c->regime]);
                 ug_stats_add(&st, &e, ref[i].flagged, moderate_cond, i);
                 if (i % stride == 0) UG_TRY(keep_sample(r, b, &ref[i], &e, o, m));
                 else keep_if_worse(worst, worst_ratio, &n_worst, i, e.ratio);
                 if (!e.class_ok || e.ratio > 1.0)
                     set_failure(r, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label,
                                 name, i, ug_ref_mode_name((ug_ref_mode)m),
-                                b->dtype == UG_BF16 ? (double)ug_bf16_to_f32((ug_bf16)element_bits(b, i))
-                                                    : (double)ug_f32_from_bits(element_bits(b, i)),
+                                bits_value(b->dtype, element_bits(b, i)),
                                 ref[i].r_hi, ref[i].bound, e.ratio, e.ulp_err,
                                 e.class_ok ? "" : " (non-finite rule)");
             }
