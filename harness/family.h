@@ -29,7 +29,7 @@ typedef struct {
 
 /* A buffer's layout is declared once, as its dimensions (outermost first):
  * parameter indices, or UG_DIM_DERIVED(k) for the family's k-th derived
- * dimension (the chunk count NT = ceil(T/BT), a table length that is a sum).
+ * dimension (the chunk count NT, a table length that is a sum).
  * The layout text of `ulpgate list`, the overflow-checked element count and
  * the export shape all come from it. A buffer may exist only in some cases
  * (a variant's buffers, h0 with has_h0): it has elements only when every

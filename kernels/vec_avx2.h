@@ -12,7 +12,8 @@
  * (masked-off lanes neither read nor written; they load as +0),
  * vec_fma_first(w, x, acc, lanes) (fmadd on those lanes, acc kept on the
  * others, NaN or not), vec_round_bf16 (ug_bf16_from_f32 on every lane, as a
- * vec_bf16), vec_tree_sum(lo, hi) (the 2*LANES sums folded as a tree: hi
+ * vec_bf16), vec_xor_bits(v, bits) (each lane's bits XORed with LANES
+ * uint32 read from bits), vec_tree_sum(lo, hi) (the 2*LANES sums folded as a tree: hi
  * onto lo, then the upper half of the lanes onto the lower, down to one;
  * lane t + stride added to lane t, as head_norm_rope_fold does); and
  * UG_VEC_ISA, the ug_isa these vectors are. Every helper is one IEEE
@@ -84,6 +85,11 @@ static inline vec_bf16 vec_round_bf16(vec x)
 }
 
 static inline void vec_store_bf16(ug_bf16 *p, vec_bf16 x) { _mm_storeu_si128((__m128i *)p, x); }
+
+static inline vec vec_xor_bits(vec v, const uint32_t *bits)
+{
+    return _mm256_xor_ps(v, _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)bits)));
+}
 
 static inline float vec_tree_sum(vec lo, vec hi)
 {

@@ -76,6 +76,11 @@ static inline void vec_store_bf16_first(ug_bf16 *p, vec_mask lanes, vec_bf16 x)
     _mm256_mask_storeu_epi16(p, lanes, x);
 }
 
+static inline vec vec_xor_bits(vec v, const uint32_t *bits)
+{
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), _mm512_loadu_si512(bits)));
+}
+
 static inline float vec_tree_sum(vec lo, vec hi)
 {
     __m512 v = _mm512_add_ps(lo, hi);
