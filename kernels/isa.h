@@ -29,12 +29,13 @@ ug_isa ug_isa_current(void);
 /* Path selection by table, BLIS-style: a kernel with per-ISA code declares
  * one struct of function pointers (its "paths" type), and each of its ISA
  * files defines one such struct and registers it with
- * UG_ISA_PATHS(kernel, isa, object); UG_ISA_PATHS_OF(kernel, isa) then
- * gives isa's struct (ug_isa_current(): the calling thread's), or the
- * portable one where the kernel has none for that ISA. The registrations live in a linker section per kernel,
- * so neither the framework nor a kernel lists ISAs: adding an ISA touches
- * its row in isa.c, its vec_<isa>.h and the kernels' files for it. Every
- * kernel registers a UG_ISA_PORTABLE struct. */
+ * UG_ISA_PATHS(kernel, isa, object) (object of type kernel##_paths);
+ * UG_ISA_PATHS_OF(kernel, isa) then gives isa's struct (ug_isa_current():
+ * the calling thread's), or the portable one where the kernel has none for
+ * that ISA. The registrations live in a linker section per kernel, so
+ * neither the framework nor a kernel lists ISAs: adding an ISA touches its
+ * value in ug_isa and row in isa.c, its vec_<isa>.h and the kernels' files
+ * for it. Every kernel registers a UG_ISA_PORTABLE struct. */
 typedef struct {
     ug_isa isa;
     const void *paths;
@@ -42,6 +43,7 @@ typedef struct {
 
 #define UG_ISA_PATHS(kernel, isa, object) UG_ISA_PATHS_(kernel, isa, object)
 #define UG_ISA_PATHS_(kernel, isa, object)                                                                  \
+    static const kernel##_paths *const kernel##_paths_typed_##isa __attribute__((unused)) = &(object);    \
     static const ug_isa_paths_entry kernel##_paths_entry_##isa = {isa, &(object)};                         \
     static const ug_isa_paths_entry *const kernel##_paths_entry_ptr_##isa                                  \
         __attribute__((used, section("ug_isa_paths_" #kernel), aligned(sizeof(void *)))) = &kernel##_paths_entry_##isa
