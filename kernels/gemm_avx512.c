@@ -227,35 +227,4 @@ static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, co
         }
 }
 
-static void exp_diff(size_t n, float a, const float *x, float *out) { exp_rows(n, a, x, false, out); }
-static void exp_sub(size_t n, const float *x, float a, float *out) { exp_rows(n, a, x, true, out); }
-
-/* One 64-byte line past the caches. */
-static inline void stream_line(void *dst, const void *src)
-{
-    _mm512_stream_si512((__m512i *)dst, _mm512_loadu_si512(src));
-}
-
-static void store(size_t bytes, const void *src, void *dst, bool stream)
-{
-    ug_rows_store_lines(bytes, src, dst, stream, stream_line);
-}
-
-static void stream_end(void) { _mm_sfence(); }
-
-static const ug_gemm_paths paths = {
-    .gemm = gemm,
-    .widen = widen,
-    .round = round_rows,
-    .scale_round = scale_round,
-    .mul3 = mul3,
-    .fma = fma_rows,
-    .scaled_sum_round = scaled_sum_round,
-    .residual = residual,
-    .exp_diff = exp_diff,
-    .exp_sub = exp_sub,
-    .store = store,
-    .stream_end = stream_end,
-    .transpose = ug_transpose_avx2,
-};
-UG_ISA_PATHS(ug_gemm, UG_VEC_ISA, paths);
+#include "gemm_simd.h"

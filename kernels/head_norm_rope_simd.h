@@ -157,9 +157,7 @@ static void store_f32(float *out, const float *y, size_t n, bool stream)
     memcpy(out + i, y + i, (n - i) * sizeof(float));
 }
 
-static void end_stream(void) { _mm_sfence(); }
-
 static const head_norm_rope_paths paths = {
-    sum_squares_bf16, sum_squares_f32, scale_bf16, scale_f32, rotate, scale_rotate_store_f32, store_f32, end_stream,
+    sum_squares_bf16, sum_squares_f32, scale_bf16, scale_f32, rotate, scale_rotate_store_f32, store_f32, vec_stream_fence,
 };
 UG_ISA_PATHS(head_norm_rope, UG_VEC_ISA, paths);

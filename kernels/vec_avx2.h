@@ -8,7 +8,8 @@
  * vec_mul, vec_fmadd(a, b, c) = fl(a*b + c), vec_fmsub(a, b, c) = fl(a*b -
  * c), vec_neg (the sign flipped, NaNs too), vec_load_bf16 (LANES bf16
  * widened exactly: a bf16 is the upper half of its f32), vec_first(n) (the
- * lanes below n, all for n >= LANES), vec_load_first / vec_store_first
+ * lanes below n, all for n >= LANES), vec_stream_fence (orders this
+ * thread's vec_stream stores before its later stores), vec_load_first / vec_store_first
  * (masked-off lanes neither read nor written; they load as +0),
  * vec_fma_first(w, x, acc, lanes) (fmadd on those lanes, acc kept on the
  * others, NaN or not), vec_round_bf16 (ug_bf16_from_f32 on every lane, as a
@@ -41,6 +42,7 @@ static inline vec vec_set1(float x) { return _mm256_set1_ps(x); }
 static inline vec vec_load(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vec_store(float *p, vec v) { _mm256_storeu_ps(p, v); }
 static inline void vec_stream(float *p, vec v) { _mm256_stream_ps(p, v); }
+static inline void vec_stream_fence(void) { _mm_sfence(); }
 static inline vec vec_add(vec a, vec b) { return _mm256_add_ps(a, b); }
 static inline vec vec_sub(vec a, vec b) { return _mm256_sub_ps(a, b); }
 static inline vec vec_mul(vec a, vec b) { return _mm256_mul_ps(a, b); }

@@ -25,6 +25,7 @@ static inline vec vec_set1(float x) { return _mm512_set1_ps(x); }
 static inline vec vec_load(const float *p) { return _mm512_loadu_ps(p); }
 static inline void vec_store(float *p, vec v) { _mm512_storeu_ps(p, v); }
 static inline void vec_stream(float *p, vec v) { _mm512_stream_ps(p, v); }
+static inline void vec_stream_fence(void) { _mm_sfence(); }
 static inline vec vec_add(vec a, vec b) { return _mm512_add_ps(a, b); }
 static inline vec vec_sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
 static inline vec vec_mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
