@@ -9,6 +9,8 @@
 #  - kkt-flush (outputs below 2^-126 stored as +-0; the sweep's realistic and
 #    strong_decay cases have subnormal L) passes under a flush-outputs profile
 #    and fails under cpu.
+#  - kkt-exact under a profile that declares exp only on [-1, 0] fails: an
+#    element whose exp argument lies outside has no bound, and says so.
 # A failure under cpu must be an element beyond its bound (ratio > 1), not a budget.
 # usage: tests/profiles/run.sh BUILD
 set -uo pipefail
@@ -36,5 +38,8 @@ verify kkt-flush tests/profiles/cpu-flush-outputs.json; check "kkt-flush passes 
 verify kkt-flush cpu; rc=$?
 [ $rc -eq 1 ] && grep -q 'y=-\?0x0p+0' "$work/kkt-flush-cpu.log"
 check "kkt-flush fails under cpu on a flushed element (exit $rc)" $?
+verify kkt-exact tests/profiles/cpu-exp-range.json; rc=$?
+[ $rc -eq 1 ] && grep -q 'no bound: an operation it depends on has an argument outside' "$work/kkt-exact-cpu-exp-range.log"
+check "an exp argument outside the profile's range fails, never passes silently (exit $rc)" $?
 echo "profiles: $passed passed, $failed failed (logs in $work)"
 [ "$failed" -eq 0 ]
