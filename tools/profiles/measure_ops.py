@@ -12,7 +12,7 @@ CUDA variants are compiled with NVRTC through CuPy, twice: at nvcc's defaults (p
 are measured alongside to compare with the PTX ISA's numbers. Triton variants are the
 tl.* operations (profile "triton"); the PTX Triton generates for each is saved.
 
-Usage: measure_ops.py PROFILE_DIR OUT_DIR [--quick]
+Usage: measure_ops.py PROFILE_DIR OUT_DIR [--quick | --zero-only]
 Writes OUT_DIR/results.json, OUT_DIR/triton_ptx.txt, OUT_DIR/cuda_ptx.txt.
 """
 import json
@@ -25,6 +25,8 @@ import traceback
 import torch
 
 SCALE_DOWN = 1 if "--quick" not in sys.argv else 4096
+ZERO_ONLY = "--zero-only" in sys.argv  # only evaluate every unary variant at +0 and -0
+UNARY_VARIANTS = {}
 CHUNK = 1 << 27
 DEV = "cuda"
 LOG2E_F32 = 1.4426950408889634
@@ -313,8 +315,12 @@ def load_profiles(directory):
     return profiles
 
 
-def run_family(results, family, ranges, reference, variants, profiles, bands=None, top_k=0, binary_maker=None):
+def run_family(results, family, ranges, reference, variants, profiles, bands=None, top_k=0, unary=True):
     """variants: list of (variant name, profile name or None, op name, producer(x[, b]) -> y)."""
+    if unary:
+        UNARY_VARIANTS[family] = variants
+    if ZERO_ONLY:
+        return
     print("== %s" % family, flush=True)
     started = time.time()
     for range_name, chunks in ranges:
@@ -519,7 +525,7 @@ def main():
     ])
     run_family(results, "div", [("x in [1,2), |y| in [2^-120,2^121)", division_chunks(divisors)),
                                 ("x in [1,2), |y| in (2^126,2^127]", division_chunks(big_divisors))],
-               lambda a, b: a.double() / b.double(), div_variants, profiles)
+               lambda a, b: a.double() / b.double(), div_variants, profiles, unary=False)
 
     # pow for the RoPE inverse frequency: theta^(-k/128) for every f32 theta in [1e4, 1e6], k = 0..127
     # (the exponents -2i/d of every head dimension d dividing 256).
@@ -540,14 +546,22 @@ def main():
         ("triton:tl.exp2(e*tl.log2(theta))", None, "pow", tr2(3, "tl.exp2(b*tl.log2(a))")),
     ])
     run_family(results, "pow", [("theta in [1e4,1e6], e = -k/128", pow_chunks)],
-               lambda a, b: torch.exp2(b.double() * torch.log2(a.double())), pow_variants, profiles)
+               lambda a, b: torch.exp2(b.double() * torch.log2(a.double())), pow_variants, profiles, unary=False)
 
     # exact at zero
     zeros = torch.tensor([0.0, -0.0], dtype=torch.float32, device=DEV)
-    for family, variants in (("exp", exp_variants), ("exp2", exp2_variants)):
+    exact = {"exp": (1.0, 1.0), "exp2": (1.0, 1.0), "log2": (-math.inf, -math.inf), "rsqrt": (math.inf, -math.inf),
+             "sqrt": (0.0, -0.0), "sin": (0.0, -0.0), "cos": (1.0, 1.0)}
+    for family, variants in UNARY_VARIANTS.items():
         for variant, _, _, produce in variants:
             y = produce(zeros)
-            results["exact_at_zero"]["%s|%s" % (family, variant)] = [float(v) for v in y.tolist()]
+            bits = ["0x%08x" % (b & 0xffffffff) for b in y.view(torch.int32).tolist()]
+            wanted = ["0x%08x" % (b & 0xffffffff) for b in
+                      torch.tensor(exact[family], dtype=torch.float32).view(torch.int32).tolist()]
+            results["exact_at_zero"]["%s|%s" % (family, variant)] = {
+                "f(+0), f(-0)": [float(v) for v in y.tolist()], "bits": bits, "exact_bits": wanted,
+                "exact": bits == wanted}
+            print("f(+-0) %-40s %s %s" % (family + "|" + variant, bits, "exact" if bits == wanted else "NOT exact"))
 
     with open(os.path.join(out_dir, "triton_ptx.txt"), "w") as handle:
         for name, ptx in PTX_LOG.items():
