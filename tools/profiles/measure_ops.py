@@ -12,7 +12,7 @@ CUDA variants are compiled with NVRTC through CuPy, twice: at nvcc's defaults (p
 are measured alongside to compare with the PTX ISA's numbers. Triton variants are the
 tl.* operations (profile "triton"); the PTX Triton generates for each is saved.
 
-Usage: measure_ops.py PROFILE_DIR OUT_DIR [--quick]
+Usage: measure_ops.py PROFILE_DIR OUT_DIR [--quick | --zero-only]
 Writes OUT_DIR/results.json, OUT_DIR/triton_ptx.txt, OUT_DIR/cuda_ptx.txt.
 """
 import json
@@ -25,10 +25,13 @@ import traceback
 import torch
 
 SCALE_DOWN = 1 if "--quick" not in sys.argv else 4096
+ZERO_ONLY = "--zero-only" in sys.argv  # only evaluate every unary variant at +0 and -0
+UNARY_VARIANTS = {}
 CHUNK = 1 << 27
 DEV = "cuda"
 LOG2E_F32 = 1.4426950408889634
 F32_MIN_NORMAL = 2.0 ** -126
+F32_MAX = 3.4028234663852886e38
 
 
 def f32_bits(value):
@@ -313,8 +316,12 @@ def load_profiles(directory):
     return profiles
 
 
-def run_family(results, family, ranges, reference, variants, profiles, bands=None, top_k=0, binary_maker=None):
+def run_family(results, family, ranges, reference, variants, profiles, bands=None, top_k=0, unary=True):
     """variants: list of (variant name, profile name or None, op name, producer(x[, b]) -> y)."""
+    if unary:
+        UNARY_VARIANTS[family] = variants
+    if ZERO_ONLY:
+        return
     print("== %s" % family, flush=True)
     started = time.time()
     for range_name, chunks in ranges:
@@ -379,118 +386,30 @@ def main():
 
     tri_unary, tri_binary = triton_kernels()
 
-    def cu(profile, op):
-        def produce(x):
+    def produce(backend, op, label):
+        """The f32 result of one variant: an nvcc build's k_unary/k_binary op, or a Triton kernel's OP."""
+        def unary(x):
             y = torch.empty_like(x)
-            cupy_launch(unary_cuda[profile], [x, y], [op])
+            if backend == "triton":
+                triton_launch(tri_unary, [x, y], op, label)
+            else:
+                cupy_launch(unary_cuda[backend], [x, y], [op])
             return y
-        return produce
 
-    def cu2(profile, op):
-        def produce(a, b):
+        def binary(a, b):
             y = torch.empty_like(a)
-            cupy_launch(binary_cuda[profile], [a, b, y], [op])
+            if backend == "triton":
+                triton_launch(tri_binary, [a, b, y], op, label)
+            else:
+                cupy_launch(binary_cuda[backend], [a, b, y], [op])
             return y
-        return produce
-
-    def tr(op, name):
-        def produce(x):
-            y = torch.empty_like(x)
-            triton_launch(tri_unary, [x, y], op, name)
-            return y
-        return produce
-
-    def tr2(op, name):
-        def produce(a, b):
-            y = torch.empty_like(a)
-            triton_launch(tri_binary, [a, b, y], op, name)
-            return y
-        return produce
+        return unary, binary
 
     def chunks(lo, hi, negative=False):
         return lambda: magnitude_chunks(lo, hi, negative)
 
-    def available(variants):
-        return [v for v in variants if not v[0].startswith(("cuda", "ptx")) or unary_cuda]
-
-    # exp: every f32 of [-104, 88.72]; [-88, 0] is the decay-factor range the families use.
-    exp_variants = available([
-        ("cuda:expf", "cuda", "exp", cu("cuda", 0)),
-        ("cuda-fast:expf(=__expf)", "cuda-fast", "exp", cu("cuda-fast", 0)),
-        ("cuda:__expf", "cuda-fast", "exp", cu("cuda", 7)),
-        ("ptx:ex2.approx(fl(x*fl(log2e)))", "triton", "exp", cu("cuda", 109)),
-        ("triton:tl.exp", "triton", "exp", tr(0, "tl.exp")),
-    ])
-    run_family(results, "exp", [
-        ("x in [-88,0]", chunks(0.0, 88.0, True)),
-        ("x in [-104,-88)", chunks(next_f32(88.0), 104.0, True)),
-        ("x in (0,88.72]", chunks(2.0 ** -149, 88.72283, False)),
-    ], lambda x: torch.exp(x.double()), exp_variants, profiles, top_k=5)
-
-    exp2_variants = available([
-        ("cuda:exp2f", "cuda", "exp2", cu("cuda", 1)),
-        ("cuda-fast:exp2f", "cuda-fast", "exp2", cu("cuda-fast", 1)),
-        ("ptx:ex2.approx.f32", "triton", "exp2", cu("cuda", 100)),
-        ("ptx:ex2.approx.ftz.f32", "cuda-fast", "exp2", cu("cuda", 101)),
-        ("triton:tl.exp2", "triton", "exp2", tr(1, "tl.exp2")),
-    ])
-    run_family(results, "exp2", [
-        ("x in [-126,0]", chunks(0.0, 126.0, True)),
-        ("x in [-150,-126)", chunks(next_f32(126.0), 150.0, True)),
-        ("x in (0,128)", chunks(2.0 ** -149, previous_f32(128.0), False)),
-    ], lambda x: torch.exp2(x.double()), exp2_variants, profiles, top_k=3)
-
-    log2_variants = available([
-        ("cuda:log2f", "cuda", "log2", cu("cuda", 2)),
-        ("cuda-fast:log2f", "cuda-fast", "log2", cu("cuda-fast", 2)),
-        ("cuda:__log2f", "cuda-fast", "log2", cu("cuda", 8)),
-        ("ptx:lg2.approx.f32", "triton", "log2", cu("cuda", 102)),
-        ("ptx:lg2.approx.ftz.f32", "cuda-fast", "log2", cu("cuda", 103)),
-        ("triton:tl.log2", "triton", "log2", tr(2, "tl.log2")),
-    ])
-    run_family(results, "log2", [
-        ("x subnormal", chunks(2.0 ** -149, previous_f32(F32_MIN_NORMAL))),
-        ("x in [2^-126,0.5)", chunks(F32_MIN_NORMAL, previous_f32(0.5))),
-        ("x in [0.5,2]", chunks(0.5, 2.0)),
-        ("x in (2,max]", chunks(next_f32(2.0), 3.4028234663852886e38)),
-    ], lambda x: torch.log2(x.double()), log2_variants, profiles)
-
-    rsqrt_variants = available([
-        ("cuda:rsqrtf", "cuda", "rsqrt", cu("cuda", 3)),
-        ("cuda-fast:rsqrtf", "cuda-fast", "rsqrt", cu("cuda-fast", 3)),
-        ("ptx:rsqrt.approx.f32", "triton", "rsqrt", cu("cuda", 104)),
-        ("ptx:rsqrt.approx.ftz.f32", "cuda-fast", "rsqrt", cu("cuda", 105)),
-        ("triton:tl.rsqrt", "triton", "rsqrt", tr(5, "tl.rsqrt")),
-    ])
-    positive_ranges = [
-        ("x in [1e-30,1e30]", chunks(1e-30, 1e30)),
-        ("x subnormal", chunks(2.0 ** -149, previous_f32(F32_MIN_NORMAL))),
-        ("x normal outside [1e-30,1e30]", lambda: (c for lo, hi in ((F32_MIN_NORMAL, 1e-30), (1e30, 3.4028234663852886e38))
-                                                  for c in magnitude_chunks(lo, hi, False))),
-    ]
-    run_family(results, "rsqrt", positive_ranges, lambda x: 1.0 / torch.sqrt(x.double()), rsqrt_variants, profiles)
-
-    sqrt_variants = available([
-        ("cuda:sqrtf", "cuda", "sqrt", cu("cuda", 4)),
-        ("cuda-fast:sqrtf", "cuda-fast", "sqrt", cu("cuda-fast", 4)),
-        ("ptx:sqrt.approx.f32", "triton", "sqrt", cu("cuda", 106)),
-        ("triton:tl.sqrt", "triton", "sqrt", tr(3, "tl.sqrt")),
-        ("triton:tl.sqrt_rn", None, "sqrt", tr(4, "tl.sqrt_rn")),
-    ])
-    run_family(results, "sqrt", positive_ranges, lambda x: torch.sqrt(x.double()), sqrt_variants, profiles)
-
-    bands = [("pi", math.pi), ("2pi", 2 * math.pi), ("100pi", 100 * math.pi), ("5e5", 5e5)]
-    trig_ranges = [("x in [-5e5,5e5]", lambda: (c for negative in (False, True)
-                                              for c in magnitude_chunks(0.0, 5e5, negative)))]
-    for name, ref, cuda_op, fast_op, ptx_op, tri_op in (("sin", torch.sin, 5, 9, 107, 6), ("cos", torch.cos, 6, 10, 108, 7)):
-        trig_variants = available([
-            ("cuda:%sf" % name, "cuda", name, cu("cuda", cuda_op)),
-            ("cuda-fast:%sf" % name, "cuda-fast", name, cu("cuda-fast", cuda_op)),
-            ("cuda:__%sf" % name, "cuda-fast", name, cu("cuda", fast_op)),
-            ("ptx:%s.approx.f32" % name, "cuda-fast", name, cu("cuda", ptx_op)),
-            ("triton:tl.%s" % name, "triton", name, tr(tri_op, "tl." + name)),
-        ])
-        run_family(results, name, trig_ranges, lambda x, ref=ref: ref(x.double()), trig_variants, profiles, bands=bands)
+    def both_signs(lo, hi):
+        return lambda: (c for negative in (False, True) for c in magnitude_chunks(lo, hi, negative))
 
     # div: every f32 numerator in [1,2) against 512 divisors m*2^k, m in [1,2), k in [-120,120],
     # and 16 divisors in (2^126, 2^127] where __fdividef is documented to return zero.
@@ -509,18 +428,6 @@ def main():
                 yield (numerators.repeat(ys.numel()), ys.repeat_interleave(numerators.numel()))
         return make
 
-    div_variants = available([
-        ("cuda:x/y", "cuda", "div", cu2("cuda", 0)),
-        ("cuda-fast:x/y", "cuda-fast", "div", cu2("cuda-fast", 0)),
-        ("cuda:__fdividef", "cuda-fast", "div", cu2("cuda", 1)),
-        ("ptx:div.full.f32", "triton", "div", cu2("cuda", 2)),
-        ("triton:a/b", "triton", "div", tr2(0, "a/b")),
-        ("triton:tl.div_rn", None, "div", tr2(1, "tl.div_rn")),
-    ])
-    run_family(results, "div", [("x in [1,2), |y| in [2^-120,2^121)", division_chunks(divisors)),
-                                ("x in [1,2), |y| in (2^126,2^127]", division_chunks(big_divisors))],
-               lambda a, b: a.double() / b.double(), div_variants, profiles)
-
     # pow for the RoPE inverse frequency: theta^(-k/128) for every f32 theta in [1e4, 1e6], k = 0..127
     # (the exponents -2i/d of every head dimension d dividing 256).
     powers = -torch.arange(128, dtype=torch.float32, device=DEV) / 128.0
@@ -531,23 +438,83 @@ def main():
                 t = thetas[start:start + CHUNK // 128]
                 yield (t.repeat_interleave(128), powers.repeat(t.numel()))
 
-    pow_variants = available([
-        ("cuda:powf", "cuda", "pow", cu2("cuda", 3)),
-        ("cuda-fast:powf(=__powf)", "cuda-fast", "pow", cu2("cuda-fast", 3)),
-        ("cuda:exp2f(e*log2f(theta))", None, "pow", cu2("cuda", 5)),
-        ("cuda-fast:exp2f(e*log2f(theta))", None, "pow", cu2("cuda-fast", 5)),
-        ("triton:libdevice.pow", "triton", "pow", tr2(2, "libdevice.pow")),
-        ("triton:tl.exp2(e*tl.log2(theta))", None, "pow", tr2(3, "tl.exp2(b*tl.log2(a))")),
-    ])
-    run_family(results, "pow", [("theta in [1e4,1e6], e = -k/128", pow_chunks)],
-               lambda a, b: torch.exp2(b.double() * torch.log2(a.double())), pow_variants, profiles)
+    positive = [("x in [1e-30,1e30]", chunks(1e-30, 1e30)),
+                ("x subnormal", chunks(2.0 ** -149, previous_f32(F32_MIN_NORMAL))),
+                ("x normal outside [1e-30,1e30]", lambda: (c for lo, hi in ((F32_MIN_NORMAL, 1e-30), (1e30, F32_MAX))
+                                                          for c in magnitude_chunks(lo, hi, False)))]
+    bands = [("pi", math.pi), ("2pi", 2 * math.pi), ("100pi", 100 * math.pi), ("5e5", 5e5)]
+    # family: (float64 reference, argument ranges, worst arguments kept, |x| bands,
+    #          variants as (label, profile whose entry bounds it, backend, op code of k_* or tri_*)).
+    families = {
+        "exp": (lambda x: torch.exp(x.double()),
+                [("x in [-88,0]", chunks(0.0, 88.0, True)), ("x in [-104,-88)", chunks(next_f32(88.0), 104.0, True)),
+                 ("x in (0,88.72]", chunks(2.0 ** -149, 88.72283))], 5, None,
+                [("cuda:expf", "cuda", "cuda", 0), ("cuda-fast:expf(=__expf)", "cuda-fast", "cuda-fast", 0),
+                 ("cuda:__expf", "cuda-fast", "cuda", 7), ("ptx:ex2.approx(fl(x*fl(log2e)))", "triton", "cuda", 109),
+                 ("triton:tl.exp", "triton", "triton", 0)]),
+        "exp2": (lambda x: torch.exp2(x.double()),
+                 [("x in [-126,0]", chunks(0.0, 126.0, True)), ("x in [-150,-126)", chunks(next_f32(126.0), 150.0, True)),
+                  ("x in (0,128)", chunks(2.0 ** -149, previous_f32(128.0)))], 3, None,
+                 [("cuda:exp2f", "cuda", "cuda", 1), ("cuda-fast:exp2f", "cuda-fast", "cuda-fast", 1),
+                  ("ptx:ex2.approx.f32", "triton", "cuda", 100), ("ptx:ex2.approx.ftz.f32", "cuda-fast", "cuda", 101),
+                  ("triton:tl.exp2", "triton", "triton", 1)]),
+        "log2": (lambda x: torch.log2(x.double()),
+                 [("x subnormal", chunks(2.0 ** -149, previous_f32(F32_MIN_NORMAL))),
+                  ("x in [2^-126,0.5)", chunks(F32_MIN_NORMAL, previous_f32(0.5))), ("x in [0.5,2]", chunks(0.5, 2.0)),
+                  ("x in (2,max]", chunks(next_f32(2.0), F32_MAX))], 0, None,
+                 [("cuda:log2f", "cuda", "cuda", 2), ("cuda-fast:log2f", "cuda-fast", "cuda-fast", 2),
+                  ("cuda:__log2f", "cuda-fast", "cuda", 8), ("ptx:lg2.approx.f32", "triton", "cuda", 102),
+                  ("ptx:lg2.approx.ftz.f32", "cuda-fast", "cuda", 103), ("triton:tl.log2", "triton", "triton", 2)]),
+        "rsqrt": (lambda x: 1.0 / torch.sqrt(x.double()), positive, 0, None,
+                  [("cuda:rsqrtf", "cuda", "cuda", 3), ("cuda-fast:rsqrtf", "cuda-fast", "cuda-fast", 3),
+                   ("ptx:rsqrt.approx.f32", "triton", "cuda", 104), ("ptx:rsqrt.approx.ftz.f32", "cuda-fast", "cuda", 105),
+                   ("triton:tl.rsqrt", "triton", "triton", 5)]),
+        "sqrt": (lambda x: torch.sqrt(x.double()), positive, 0, None,
+                 [("cuda:sqrtf", "cuda", "cuda", 4), ("cuda-fast:sqrtf", "cuda-fast", "cuda-fast", 4),
+                  ("ptx:sqrt.approx.f32", "triton", "cuda", 106), ("triton:tl.sqrt", "triton", "triton", 3),
+                  ("triton:tl.sqrt_rn", None, "triton", 4)]),
+        "sin": (lambda x: torch.sin(x.double()), [("x in [-5e5,5e5]", both_signs(0.0, 5e5))], 0, bands,
+                [("cuda:sinf", "cuda", "cuda", 5), ("cuda-fast:sinf", "cuda-fast", "cuda-fast", 5),
+                 ("cuda:__sinf", "cuda-fast", "cuda", 9), ("ptx:sin.approx.f32", "cuda-fast", "cuda", 107),
+                 ("triton:tl.sin", "triton", "triton", 6)]),
+        "cos": (lambda x: torch.cos(x.double()), [("x in [-5e5,5e5]", both_signs(0.0, 5e5))], 0, bands,
+                [("cuda:cosf", "cuda", "cuda", 6), ("cuda-fast:cosf", "cuda-fast", "cuda-fast", 6),
+                 ("cuda:__cosf", "cuda-fast", "cuda", 10), ("ptx:cos.approx.f32", "cuda-fast", "cuda", 108),
+                 ("triton:tl.cos", "triton", "triton", 7)]),
+        "div": (lambda a, b: a.double() / b.double(),
+                [("x in [1,2), |y| in [2^-120,2^121)", division_chunks(divisors)),
+                 ("x in [1,2), |y| in (2^126,2^127]", division_chunks(big_divisors))], 0, None,
+                [("cuda:x/y", "cuda", "cuda", 0), ("cuda-fast:x/y", "cuda-fast", "cuda-fast", 0),
+                 ("cuda:__fdividef", "cuda-fast", "cuda", 1), ("ptx:div.full.f32", "triton", "cuda", 2),
+                 ("triton:a/b", "triton", "triton", 0), ("triton:tl.div_rn", None, "triton", 1)]),
+        "pow": (lambda a, b: torch.exp2(b.double() * torch.log2(a.double())),
+                [("theta in [1e4,1e6], e = -k/128", pow_chunks)], 0, None,
+                [("cuda:powf", "cuda", "cuda", 3), ("cuda-fast:powf(=__powf)", "cuda-fast", "cuda-fast", 3),
+                 ("cuda:exp2f(e*log2f(theta))", None, "cuda", 5), ("cuda-fast:exp2f(e*log2f(theta))", None, "cuda-fast", 5),
+                 ("triton:libdevice.pow", "triton", "triton", 2), ("triton:tl.exp2(e*tl.log2(theta))", None, "triton", 3)]),
+    }
+    binary_families = ("div", "pow")
+    for family, (reference, ranges, top_k, family_bands, table) in families.items():
+        arity = 1 if family in binary_families else 0
+        variants = [(label, profile, family, produce(backend, op, label)[arity]) for label, profile, backend, op in table
+                    if backend == "triton" or backend in unary_cuda]
+        run_family(results, family, ranges, reference, variants, profiles, bands=family_bands, top_k=top_k,
+                   unary=not arity)
 
     # exact at zero
     zeros = torch.tensor([0.0, -0.0], dtype=torch.float32, device=DEV)
-    for family, variants in (("exp", exp_variants), ("exp2", exp2_variants)):
+    exact = {"exp": (1.0, 1.0), "exp2": (1.0, 1.0), "log2": (-math.inf, -math.inf), "rsqrt": (math.inf, -math.inf),
+             "sqrt": (0.0, -0.0), "sin": (0.0, -0.0), "cos": (1.0, 1.0)}
+    for family, variants in UNARY_VARIANTS.items():
         for variant, _, _, produce in variants:
             y = produce(zeros)
-            results["exact_at_zero"]["%s|%s" % (family, variant)] = [float(v) for v in y.tolist()]
+            bits = ["0x%08x" % (b & 0xffffffff) for b in y.view(torch.int32).tolist()]
+            wanted = ["0x%08x" % (b & 0xffffffff) for b in
+                      torch.tensor(exact[family], dtype=torch.float32).view(torch.int32).tolist()]
+            results["exact_at_zero"]["%s|%s" % (family, variant)] = {
+                "f(+0), f(-0)": [float(v) for v in y.tolist()], "bits": bits, "exact_bits": wanted,
+                "exact": bits == wanted}
+            print("f(+-0) %-40s %s %s" % (family + "|" + variant, bits, "exact" if bits == wanted else "NOT exact"))
 
     with open(os.path.join(out_dir, "triton_ptx.txt"), "w") as handle:
         for name, ptx in PTX_LOG.items():
