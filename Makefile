@@ -162,6 +162,16 @@ bench: $(BUILD)/bench/bench $(BUILD)/ulpgate
 $(BUILD)/bench/bench: $(BENCH_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+# This machine's libm in f32, over the families' argument ranges: the measured
+# maxima behind fixtures/profiles/cpu.json (docs/profiles.md#cpu). STRIDE=1: exhaustive.
+.PHONY: libm-ulp
+STRIDE ?= 7
+libm-ulp: $(BUILD)/bench/libm_ulp
+	@$(call timed,libm-ulp,$(BUILD)/bench/libm_ulp $(STRIDE))
+$(BUILD)/bench/libm_ulp: bench/libm/libm_ulp.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+
 deps:
 	@ci/install-deps.sh
 

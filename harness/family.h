@@ -73,9 +73,10 @@ typedef struct ug_family {
     ug_status (*generate)(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs);
     /* Runs the kernel under test on bufs (descriptor order). */
     ug_status (*run)(const ug_params *p, ug_buf *bufs);
-    /* Computes the reference of every output element in the given mode;
+    /* Computes the reference of every output element in the given mode,
+     * its bound under the arithmetic profile model (ref/f32_model.h);
      * outs[o] has buffer_count() entries for the o-th output buffer. */
-    ug_status (*reference)(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode,
+    ug_status (*reference)(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
                            ug_ref_value *const *outs);
     /* Optional (NULL: the seed has no host plan). The seed host's plan and
      * the algorithm's need for a shape the kernel accepts. */

@@ -11,6 +11,7 @@
 
 #include "../core/json_dir.h"
 #include "../core/safetensors.h"
+#include "profile.h"
 
 /* ------------------------------------------------------------------------
  * Shapes: the layout string of a buffer ("[B,T,Hg,K]") evaluated with the
@@ -169,13 +170,14 @@ static void reference_free(case_reference *cr)
 
 /* The reference of every output in both modes, as the three exported
  * arrays: RN in the output dtype, r_hi as f64, the bound as f64. */
-static ug_status reference_arrays(const ug_case *c, const plain_buffers *pb, case_reference *cr)
+static ug_status reference_arrays(const ug_case *c, const ug_f32_model *model, const plain_buffers *pb,
+                                  case_reference *cr)
 {
     const ug_family *f = c->family;
     memset(cr, 0, sizeof *cr);
     for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
         ug_ref_value *outs[UG_MAX_BUFFERS];
-        size_t o = 0;
+        size_t o = 0, counts[UG_MAX_BUFFERS];
         for (size_t i = 0; i < f->n_buffers; i++) {
             if (!f->buffers[i].is_output) continue;
             const ug_buf *b = &pb->buf[i];
@@ -186,9 +188,10 @@ static ug_status reference_arrays(const ug_case *c, const plain_buffers *pb, cas
             if (!cr->ref[o][m] || !cr->data[o][m][0] || !cr->data[o][m][1] || !cr->data[o][m][2])
                 return ug_fail(UG_ENOMEM, "reference of %s/%s: %zu elements", f->name, c->label, b->count);
             outs[o] = cr->ref[o][m];
-            o++;
+            counts[o++] = b->count;
         }
-        UG_TRY(f->reference(&c->params, pb->buf, (ug_ref_mode)m, outs));
+        UG_TRY(f->reference(&c->params, pb->buf, model, (ug_ref_mode)m, outs));
+        for (size_t k = 0; k < o; k++) ug_ref_allow_flushed_output(model, outs[k], counts[k]);
     }
     size_t o = 0;
     for (size_t i = 0; i < f->n_buffers; i++) {
@@ -234,14 +237,15 @@ static json_t *params_json(const ug_case *c)
 enum { NAME_LEN = 96 };
 
 /* One case: its safetensors file, and its entry in the manifest. */
-static ug_status export_case(const ug_case *c, const char *dir, size_t max_bytes, json_t *cases)
+static ug_status export_case(const ug_case *c, const ug_f32_model *model, const char *dir, size_t max_bytes,
+                             json_t *cases)
 {
     const ug_family *f = c->family;
     plain_buffers pb;
     UG_TRY(plain_alloc(c, max_bytes, &pb));
     case_reference cr;
     ug_status st = ug_case_generate(c, pb.buf);
-    if (ug_is_ok(&st)) st = reference_arrays(c, &pb, &cr);
+    if (ug_is_ok(&st)) st = reference_arrays(c, model, &pb, &cr);
     else memset(&cr, 0, sizeof cr);
     ug_st_entry entries[UG_MAX_BUFFERS * (1 + UG_REF_MODE_COUNT * REF_TENSORS)];
     char names[UG_MAX_BUFFERS * UG_REF_MODE_COUNT * REF_TENSORS][NAME_LEN];
@@ -301,8 +305,8 @@ static ug_status export_case(const ug_case *c, const char *dir, size_t max_bytes
     return st;
 }
 
-ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, size_t *n_exported,
-                    size_t *n_rejected_skipped)
+ug_status ug_export(const ug_sweep *sw, const ug_f32_model *model, const char *dir, size_t max_case_bytes,
+                    size_t *n_exported, size_t *n_rejected_skipped)
 {
     *n_exported = *n_rejected_skipped = 0;
     char manifest[1024];
@@ -317,6 +321,7 @@ ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, 
                              sw->path, "seed", (json_int_t)sw->seed, "content_hash", hash, "filter", sw->filter,
                              "cases", cases);
     if (!root) return ug_fail(UG_ENOMEM, "cannot build the manifest of %s", sw->path);
+    json_object_set_new(root, "profile", ug_profile_id_json(&model->id));
     ug_status st = ug_ok();
     for (size_t i = 0; i < sw->n_cases && ug_is_ok(&st); i++) {
         const ug_case *c = &sw->cases[i];
@@ -324,7 +329,7 @@ ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, 
             ++*n_rejected_skipped;
             continue;
         }
-        st = export_case(c, dir, max_case_bytes, cases);
+        st = export_case(c, model, dir, max_case_bytes, cases);
         *n_exported += ug_is_ok(&st);
     }
     json_object_set_new(root, "rejected_cases_not_exported", json_integer((json_int_t)*n_rejected_skipped));

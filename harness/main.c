@@ -15,10 +15,22 @@
 #include "interop.h"
 #include "merge.h"
 #include "plugin.h"
+#include "profile.h"
 #include "report.h"
 #include "runner.h"
 
 enum { EXIT_PASS = 0, EXIT_GATE = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+static const char *exe_path; /* argv[0]: --profile NAME also looks beside the executable */
+
+/* The model of --profile's argument (default UG_PROFILE_DEFAULT), announced on stdout. */
+static ug_status load_profile(const char *arg, ug_f32_model *out)
+{
+    UG_TRY(ug_profile_resolve(arg ? arg : UG_PROFILE_DEFAULT, exe_path, out));
+    printf("ulpgate: profile %s (%s, %s)%s\n", out->id.name, out->id.origin, out->id.hash,
+           out->products == UG_PRODUCTS_TF32 ? ", tf32 products" : "");
+    return ug_ok();
+}
 
 static int fail_with(const ug_status *st)
 {
@@ -30,7 +42,7 @@ static void usage_verify(FILE *out)
 {
     fputs("usage: ulpgate verify --sweep FILE --budgets FILE [--baseline FILE] [--reports DIR]\n"
           "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--jobs N] [--shard I/N] [--quiet]\n"
-          "                      [--kernel-threads N] [--kernel-lib PATH]\n"
+          "                      [--kernel-threads N] [--kernel-lib PATH] [--profile NAME|PATH]\n"
           "Runs every case of the sweep on every ISA path of this CPU, measures each output\n"
           "element against the MPFR reference (exact and staged modes), gates the figures\n"
           "against the budgets and the baseline, prints a summary and writes the reports.\n"
@@ -49,6 +61,7 @@ static void usage_verify(FILE *out)
           "  --quiet                no progress line even on a terminal\n"
           "  --kernel-lib PATH      verify the kernels of this shared library (include/ulpgate/kernel_abi.h)\n"
           "                         instead of the built-in ones, on the sweep's families it provides\n"
+          "  --profile NAME|PATH    the kernels' target arithmetic (fixtures/profiles/NAME.json; default cpu)\n"
           "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n",
           out);
 }
@@ -128,7 +141,7 @@ static bool parse_kernel_threads(const char *arg, unsigned *threads)
 }
 
 typedef struct {
-    const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter, *kernel_lib;
+    const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter, *kernel_lib, *profile;
     size_t shard_index, shard_count;
     ug_run_options run;
 } verify_args;
@@ -143,7 +156,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         {"quiet", no_argument, 0, 'q'},          {"help", no_argument, 0, 'h'},
         {"jobs", required_argument, 0, 'j'},    {"shard", required_argument, 0, 'S'},
         {"kernel-lib", required_argument, 0, 'k'}, {"kernel-threads", required_argument, 0, 'K'},
-        {0, 0, 0, 0},
+        {"profile", required_argument, 0, 'P'},  {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
     for (int i = 0; i < UG_ISA_COUNT; i++) a->run.isa_enabled[i] = true;
@@ -160,6 +173,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         case 'w': a->write_baseline = optarg; break;
         case 'f': a->filter = optarg; break;
         case 'k': a->kernel_lib = optarg; break;
+        case 'P': a->profile = optarg; break;
         case 'q': a->run.progress = false; break;
         case 'i':
             if (!parse_isa_list(optarg, a->run.isa_enabled)) return EXIT_USAGE;
@@ -246,7 +260,10 @@ static int cmd_verify(int argc, char **argv)
     ug_run_result run = {0};
     ug_verdict verdict = {0};
     ug_plugin *plugin = NULL;
+    ug_f32_model model;
     ug_status st = ug_budgets_load(a.budgets, &budgets);
+    if (ug_is_ok(&st)) st = load_profile(a.profile, &model);
+    a.run.model = &model;
     if (ug_is_ok(&st)) st = ug_sweep_load(a.sweep, &sweep);
     if (ug_is_ok(&st) && a.kernel_lib) st = open_kernel_lib(a.kernel_lib, &sweep, &plugin, &a.run);
     if (ug_is_ok(&st) && a.filter) {
@@ -383,10 +400,11 @@ static int cmd_list(void)
 }
 
 static const char export_usage[] =
-    "usage: ulpgate export --sweep PATH --out DIR [--filter TEXT] [--max-case-mib N]\n"
+    "usage: ulpgate export --sweep PATH --out DIR [--filter TEXT] [--max-case-mib N] [--profile NAME|PATH]\n"
     "Writes, for every accepted case of the sweep, DIR/NNNN-FAMILY.safetensors with the case's\n"
     "inputs and, per output and reference mode, OUT.MODE.ref (the correctly rounded reference in\n"
-    "the output's dtype), OUT.MODE.ref_f64 and OUT.MODE.bound (f64); then DIR/manifest.json.\n"
+    "the output's dtype), OUT.MODE.ref_f64 and OUT.MODE.bound (f64, under --profile's arithmetic,\n"
+    "default cpu); then DIR/manifest.json, which names the profile.\n"
     "Rejected cases are not exported (a file cannot ask a kernel to refuse a shape).\n"
     "A candidate writes CDIR/NNNN-FAMILY.safetensors with each output under its own name;\n"
     "`ulpgate score` gates it (docs/interop.md).\n"
@@ -397,15 +415,16 @@ static int cmd_export(int argc, char **argv)
     static const struct option opts[] = {
         {"sweep", required_argument, 0, 's'},  {"out", required_argument, 0, 'o'},
         {"filter", required_argument, 0, 'f'}, {"max-case-mib", required_argument, 0, 'm'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+        {"profile", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
-    const char *sweep_path = NULL, *out = NULL, *filter = NULL;
+    const char *sweep_path = NULL, *out = NULL, *filter = NULL, *profile = NULL;
     size_t max_bytes = (size_t)1 << 30;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         if (ch == 's') sweep_path = optarg;
         else if (ch == 'o') out = optarg;
         else if (ch == 'f') filter = optarg;
+        else if (ch == 'P') profile = optarg;
         else if (ch != 'm' || !parse_max_case_mib(optarg, &max_bytes)) {
             fputs(export_usage, ch == 'h' ? stdout : stderr);
             return ch == 'h' ? EXIT_PASS : EXIT_USAGE;
@@ -417,9 +436,11 @@ static int cmd_export(int argc, char **argv)
     }
     ug_sweep sweep = {0};
     size_t exported = 0, skipped = 0;
+    ug_f32_model model;
     ug_status st = ug_sweep_load(sweep_path, &sweep);
+    if (ug_is_ok(&st)) st = load_profile(profile, &model);
     if (ug_is_ok(&st) && filter) st = ug_sweep_filter(&sweep, filter);
-    if (ug_is_ok(&st)) st = ug_export(&sweep, out, max_bytes, &exported, &skipped);
+    if (ug_is_ok(&st)) st = ug_export(&sweep, &model, out, max_bytes, &exported, &skipped);
     if (ug_is_ok(&st))
         printf("ulpgate export: %zu cases to %s/ (+ %s); %zu rejected cases not exported\n", exported, out,
                UG_FIXTURES_MANIFEST, skipped);
@@ -431,12 +452,13 @@ static int cmd_export(int argc, char **argv)
 
 static const char score_usage[] =
     "usage: ulpgate score --fixtures DIR --candidate CDIR --budgets PATH [--baseline FILE]\n"
-    "                     [--reports DIR] [--jobs N] [--max-case-mib N] [--quiet]\n"
+    "                     [--reports DIR] [--jobs N] [--max-case-mib N] [--quiet] [--profile NAME|PATH]\n"
     "Gates a kernel that ran outside ulpgate: for every case of DIR/manifest.json (written by\n"
     "`ulpgate export`), reads the outputs from CDIR/<the case's file> (each output under its\n"
     "buffer name, the manifest's dtype and shape) and measures, gates and reports them exactly as\n"
     "verify does its own kernels. Missing or malformed candidate files, and fixtures exported by\n"
     "a version of ulpgate that draws other inputs, stop it before anything is written.\n"
+    "--profile names the candidate's target arithmetic (fixtures/profiles/NAME.json; default cpu).\n"
     "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n";
 
 static int cmd_score(int argc, char **argv)
@@ -446,9 +468,9 @@ static int cmd_score(int argc, char **argv)
         {"budgets", required_argument, 0, 'b'},  {"baseline", required_argument, 0, 'B'},
         {"reports", required_argument, 0, 'r'},  {"jobs", required_argument, 0, 'j'},
         {"max-case-mib", required_argument, 0, 'm'}, {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+        {"profile", required_argument, 0, 'P'},  {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
-    const char *fixtures = NULL, *candidate = NULL;
+    const char *fixtures = NULL, *candidate = NULL, *profile = NULL;
     gate_args g = {0};
     ug_run_options run_opt = {.max_case_bytes = (size_t)1 << 30, .jobs = 1,
                               .progress = isatty(STDERR_FILENO) && !getenv("CI")};
@@ -462,6 +484,7 @@ static int cmd_score(int argc, char **argv)
         case 'B': g.baseline = optarg; break;
         case 'r': g.reports = optarg; break;
         case 'q': run_opt.progress = false; break;
+        case 'P': profile = optarg; break;
         case 'j': ok = parse_jobs(optarg, &run_opt.jobs); break;
         case 'm': ok = parse_max_case_mib(optarg, &run_opt.max_case_bytes); break;
         default:
@@ -482,7 +505,10 @@ static int cmd_score(int argc, char **argv)
     ug_kernel_source source;
     ug_run_result run = {0};
     ug_verdict verdict = {0};
+    ug_f32_model model;
     ug_status st = ug_budgets_load(g.budgets, &budgets);
+    if (ug_is_ok(&st)) st = load_profile(profile, &model);
+    run_opt.model = &model;
     if (ug_is_ok(&st)) st = ug_candidate_open(fixtures, candidate, run_opt.max_case_bytes, &sweep, &cand, &source);
     if (ug_is_ok(&st)) {
         run_opt.moderate_cond = budgets.moderate_cond;
@@ -520,6 +546,7 @@ int main(int argc, char **argv)
         return argc < 2 ? EXIT_USAGE : EXIT_PASS;
     }
     const char *verb = argv[1];
+    exe_path = argv[0];
     if (strcmp(verb, "verify") == 0) return cmd_verify(argc - 1, argv + 1);
     if (strcmp(verb, "compare") == 0) return cmd_compare(argc - 1, argv + 1);
     if (strcmp(verb, "merge") == 0 || strcmp(verb, "report") == 0) return cmd_merge(argc - 1, argv + 1);

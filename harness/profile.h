@@ -26,4 +26,9 @@ ug_status ug_profile_load(const char *path, ug_f32_model *out);
  * neither holds it; NAME must be [A-Za-z0-9_-]+. exe_path may be NULL. */
 ug_status ug_profile_resolve(const char *name_or_path, const char *exe_path, ug_f32_model *out);
 
+/* {"name", "hash", "origin", "products"}: how reports, manifests and
+ * baselines name the profile a run used. NULL when out of memory. */
+struct json_t;
+struct json_t *ug_profile_id_json(const ug_profile_id *id);
+
 #endif

@@ -245,7 +245,8 @@ static void reference_free(case_reference *cr)
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) free(cr->ref[o][m]);
 }
 
-static ug_status reference_compute(const ug_case *c, const case_buffers *cb, case_reference *cr)
+static ug_status reference_compute(const ug_case *c, const ug_f32_model *model, const case_buffers *cb,
+                                   case_reference *cr)
 {
     const ug_family *f = c->family;
     memset(cr, 0, sizeof *cr);
@@ -259,7 +260,9 @@ static ug_status reference_compute(const ug_case *c, const case_buffers *cb, cas
             if (!cr->ref[o][m]) return ug_fail(UG_ENOMEM, "reference of %s: %zu elements", f->name, n);
             outs[o] = cr->ref[o][m];
         }
-        UG_TRY(f->reference(&c->params, cb->buf, (ug_ref_mode)m, outs));
+        UG_TRY(f->reference(&c->params, cb->buf, model, (ug_ref_mode)m, outs));
+        for (size_t o = 0; o < cr->n_outputs; o++)
+            ug_ref_allow_flushed_output(model, outs[o], cb->buf[cr->out_buf[o]].count);
     }
     return ug_ok();
 }
@@ -352,7 +355,7 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
     UG_TRY(ug_case_generate(c, cb->buf));
     case_reference cr;
     double t0 = now_seconds();
-    ug_status st = reference_compute(c, cb, &cr);
+    ug_status st = reference_compute(c, opt->model, cb, &cr);
     r->reference_seconds = now_seconds() - t0;
     uint64_t input_hash = hash_buffers(cb, false);
     bool first = true;
@@ -593,10 +596,12 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
         return ug_fail(UG_EINVAL, "kernel threads (%u) must be in [1, %d]", opt->kernel_threads, UG_KERNEL_MAX_THREADS);
     if (opt->jobs > 1 && !mpfr_buildopt_tls_p())
         return ug_fail(UG_EINVAL, "jobs (%d) > 1 needs a thread-safe MPFR; this one is not", opt->jobs);
+    if (!opt->model) return ug_fail(UG_EINVAL, "no arithmetic profile: ug_run_options.model is NULL");
     if (opt->source && (!opt->source->name || !opt->source->run))
         return ug_fail(UG_EINVAL, "kernel source %s has no run function", opt->source->name ? opt->source->name : "(unnamed)");
     UG_TRY(ug_run_result_init(sw, opt->moderate_cond, out));
     out->source_name = opt->source ? opt->source->name : NULL;
+    out->profile = opt->model->id;
     ug_isa saved = ug_isa_current(); /* the calling thread runs cases on every path */
     unsigned saved_kernel_threads = ug_kernel_threads();
     size_t *order = work_order(sw);

@@ -98,9 +98,10 @@ typedef struct {
 const char *ug_subnormals_name(ug_subnormals s);
 const char *ug_products_name(ug_products p);
 
-/* gamma_n = n u / (1 - n u), rounded up (times UG_F32_SLACK): the relative
- * error of n f32 roundings in a row, e.g. of a sum of n + 1 terms in any
- * order. Independent of the profile. n u < 1 assumed (n < 2^23). */
+/* gamma_n = n u / (1 - n u) in binary64 (one rounding to nearest, within
+ * 2^-53 relative: the UG_F32_SLACK a bound multiplies by covers it): the
+ * relative error of n f32 roundings in a row, e.g. of a sum of n + 1 terms in
+ * any order. Independent of the profile. n u < 1 assumed (n < 2^23). */
 double ug_f32_gamma(size_t n);
 
 /* The same for a matmul-like dot product whose n roundings include its
@@ -129,11 +130,18 @@ bool ug_f32_flushes(const ug_f32_model *m);
  * runner reports such an element, it never passes silently. */
 ug_f32_error ug_f32_op_error(const ug_f32_model *m, ug_f32_op op, double lo, double hi);
 
+/* Error of the kernel's expf(fl32(d)) against exp(d), for a difference d
+ * known only to within its sign and magnitude (d_away: d rounded away from
+ * zero): the exp allowance over the argument's reach, rel widened by
+ * exp(u |d|) - 1 for the f32 rounding of d (and by 2^-126 when a flushing
+ * profile may zero it). d_away == 0: the allowance at argument 0. */
+ug_f32_error ug_f32_exp_of_rounded(const ug_f32_model *m, double d_away);
+
 /* Error of the kernel's expf(fl32(a - b)) against exp(a - b), for f32 a, b
  * with a - b below the f32 overflow threshold: {0, 0} when a == b and exp
  * is exact at zero; the exp allowance at a - b when the f32 difference is
- * exact; else rel widened by exp(u |a - b|) - 1 for the difference's
- * rounding (and by 2^-126 when a flushing profile may zero it). */
+ * exact; else widened by exp(u |a - b|) - 1 for the difference's rounding
+ * (and by 2^-126 when a flushing profile may zero it). */
 ug_f32_error ug_f32_exp_of_difference(const ug_f32_model *m, float a, float b);
 
 /* |op_hat - op| for |op| <= magnitude: (magnitude rel + abs) UG_F32_SLACK,

@@ -260,7 +260,7 @@ static void run_cell(case_memory *cm, const ug_case *c, size_t tensor, int col, 
         size_t n_out = 0;
         for (size_t o = 0; o < f->n_buffers; o++)
             if (f->buffers[o].is_output) outs[n_out++] = calloc(cm->bufs[o].count + 1, sizeof(ug_ref_value));
-        st = f->reference(&c->params, cm->bufs, (ug_ref_mode)m, outs);
+        st = f->reference(&c->params, cm->bufs, ug_test_cpu_model(), (ug_ref_mode)m, outs);
         if (st.code != UG_OK) {
             printf("\n    %s %s = %s: reference: %s", f->name, f->buffers[tensor].name, col_names[col], st.msg);
             CU_FAIL("the reference refused a planted value");

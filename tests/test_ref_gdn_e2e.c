@@ -354,7 +354,7 @@ static ug_ref_value **descriptor_reference(const descriptor_case *dc, ug_ref_mod
         outs[o] = calloc(dc->bufs[6 + o].count, sizeof **outs);
         CU_ASSERT_PTR_NOT_NULL_FATAL(outs[o]);
     }
-    CU_ASSERT_EQUAL_FATAL(dc->f->reference(&dc->p, dc->bufs, mode, outs).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(dc->f->reference(&dc->p, dc->bufs, ug_test_cpu_model(), mode, outs).code, UG_OK);
     return outs;
 }
 

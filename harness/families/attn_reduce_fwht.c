@@ -60,10 +60,11 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
     return attn_fwht_sign_undo(kp.nrows, kp.head_dim, &bufs[BUF_OUTPUT]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                           ug_ref_value *const *outs)
 {
     attn_reduce_fwht_shape s = {param(p, P_NROWS), param(p, P_HEAD_DIM), param(p, P_NWG)};
-    UG_TRY(attn_reduce_fwht_reference(&s, bufs[BUF_HTMP].data, mode, outs[0]));
+    UG_TRY(attn_reduce_fwht_reference(&s, bufs[BUF_HTMP].data, model, mode, outs[0]));
     /* A row's partials reach every output of the row (the transform mixes
      * it). Its (S, M) pairs are the merge's data contract, not values of its
      * math: M_w = -inf and -FLT_MAX/2 mark masked workgroups, and the

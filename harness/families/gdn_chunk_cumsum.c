@@ -45,10 +45,11 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
     return gdn_chunk_cumsum(&kp, &bufs[BUF_G_RAW], &bufs[BUF_G]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                           ug_ref_value *const *outs)
 {
     gdn_chunk_cumsum_shape s = {param(p, P_B), param(p, P_T), param(p, P_H), param(p, P_BT)};
-    UG_TRY(gdn_chunk_cumsum_reference(&s, bufs[BUF_G_RAW].data, mode, outs[0]));
+    UG_TRY(gdn_chunk_cumsum_reference(&s, bufs[BUF_G_RAW].data, model, mode, outs[0]));
     /* A scan may sum a chunk in any order (blocked, tree). */
     const size_t bt = param(p, P_BT), h = param(p, P_H);
     const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};

@@ -91,12 +91,12 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
                        &bufs[BUF_O]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode,
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
                            ug_ref_value *const *outs)
 {
     gdn_chunk_o_shape s = ref_shape(p);
     UG_TRY(gdn_chunk_o_reference(&s, scale_of(p), bufs[BUF_Q].data, bufs[BUF_K].data, bufs[BUF_V].data,
-                                 bufs[BUF_H].data, bufs[BUF_G].data, mode, outs[0]));
+                                 bufs[BUF_H].data, bufs[BUF_G].data, model, mode, outs[0]));
     /* The kernel forms whole BT x BT tiles (the masked upper triangle too). */
     const size_t bt = param(p, P_BT), hg = param(p, P_HG), h = param(p, P_H), k = param(p, P_K), v = param(p, P_V);
     const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};

@@ -48,12 +48,13 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
     return gdn_chunk_scaled_kkt(&kp, &bufs[BUF_K], &bufs[BUF_BETA], &bufs[BUF_G], &bufs[BUF_L]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                           ug_ref_value *const *outs)
 {
     gdn_chunk_scaled_kkt_shape s = {param(p, P_B), param(p, P_T), param(p, P_HG),
                                     param(p, P_H), param(p, P_K), param(p, P_BT)};
     UG_TRY(gdn_chunk_scaled_kkt_reference(&s, bufs[BUF_K].data, bufs[BUF_BETA].data, bufs[BUF_G].data,
-                                          mode, outs[0]));
+                                          model, mode, outs[0]));
     /* The kernel forms the whole BT x BT tile, the masked part too. */
     const size_t bt = param(p, P_BT), h = param(p, P_H);
     const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};

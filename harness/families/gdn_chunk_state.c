@@ -71,11 +71,12 @@ static gdn_chunk_state_shape ref_shape(const ug_params *p)
     return s;
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                           ug_ref_value *const *outs)
 {
     gdn_chunk_state_shape s = ref_shape(p);
     UG_TRY(gdn_chunk_state_reference(&s, bufs[BUF_K].data, bufs[BUF_W].data, bufs[BUF_U].data, bufs[BUF_G].data,
-                                     bufs[BUF_H0].data, mode, outs[0], outs[1], outs[2]));
+                                     bufs[BUF_H0].data, model, mode, outs[0], outs[1], outs[2]));
     /* Chunk tiles, and the state carries a chunk's wild inputs into every
      * later chunk of the head (h[c] holds the state at the start of c). */
     const size_t bt = param(p, P_BT), h = param(p, P_H), k = param(p, P_K), v = param(p, P_V);

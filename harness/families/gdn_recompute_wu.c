@@ -68,12 +68,12 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
                             &bufs[BUF_A], &bufs[BUF_W], &bufs[BUF_U]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode,
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
                            ug_ref_value *const *outs)
 {
     gdn_recompute_wu_shape s = ref_shape(p);
     UG_TRY(gdn_recompute_wu_reference(&s, bufs[BUF_K].data, bufs[BUF_V].data, bufs[BUF_BETA].data,
-                                      bufs[BUF_G].data, bufs[BUF_A].data, mode, outs[0], outs[1]));
+                                      bufs[BUF_G].data, bufs[BUF_A].data, model, mode, outs[0], outs[1]));
     /* The kernel sums whole chunk rows of A (zeros above the diagonal too). */
     const size_t bt = param(p, P_BT), hg = param(p, P_HG), h = param(p, P_H);
     const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};

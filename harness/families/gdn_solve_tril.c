@@ -51,10 +51,11 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
     return gdn_solve_tril(&kp, &bufs[BUF_L], &bufs[BUF_A]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                           ug_ref_value *const *outs)
 {
     gdn_solve_tril_shape s = {param(p, P_B), param(p, P_T), param(p, P_H), param(p, P_BT)};
-    UG_TRY(gdn_solve_tril_reference(&s, bufs[BUF_L].data, mode, outs[0]));
+    UG_TRY(gdn_solve_tril_reference(&s, bufs[BUF_L].data, model, mode, outs[0]));
     /* A kernel may solve by blocks, reaching a chunk's whole tile. */
     const size_t bt = param(p, P_BT), h = param(p, P_H);
     const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};

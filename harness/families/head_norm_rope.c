@@ -116,10 +116,13 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
                               &bufs[BUF_POSITIONS], param(p, P_HAS_FF) ? &bufs[BUF_FREQ_FACTORS] : NULL);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                           ug_ref_value *const *outs)
 {
+    (void)model; /* helper "rope" passes it to ref/head_norm_rope.h */
     const head_norm_rope_shape s = {param(p, P_N_HEADS), param(p, P_HEAD_DIM), param(p, P_HALF_ROPE_DIM), eps_of(p)};
     const bool weight = param(p, P_HAS_WEIGHT) != 0;
+    (void)model; /* helper "rope" passes it to ref/head_norm_rope.h */
     if (!is_f32(p)) /* staged == exact: no deliberate intermediate rounding */
         UG_TRY(head_norm_rope_bf16_reference(&s, bufs[BUF_INPUT_BF16].data, weight ? bufs[BUF_WEIGHT_BF16].data : NULL,
                                              bufs[BUF_COS].data, bufs[BUF_SIN].data, outs[0]));
