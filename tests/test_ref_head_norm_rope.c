@@ -87,22 +87,28 @@ static void f32_position_beyond_2_24_is_rounded(void)
 
 enum { HEADS = 2, DIM = 65, PAIRS = 24, SEQ = 3, PLAIN_PREC = 1000 };
 
+/* r = 1/sqrt(sum x_i^2 / d + eps) at the precision of r (tmp: scratch). */
+static void plain_rms_scale(mpfr_ptr r, mpfr_ptr tmp, const float *x, size_t d, float eps)
+{
+    mpfr_set_zero(r, 1);
+    for (size_t i = 0; i < d; i++) {
+        mpfr_set_flt(tmp, x[i], MPFR_RNDN);
+        mpfr_sqr(tmp, tmp, MPFR_RNDN);
+        mpfr_add(r, r, tmp, MPFR_RNDN);
+    }
+    mpfr_div_ui(r, r, d, MPFR_RNDN);
+    mpfr_add_d(r, r, eps, MPFR_RNDN);
+    mpfr_rec_sqrt(r, r, MPFR_RNDN);
+}
+
 /* out = rotation of x r w at 1000 bits, the angle pos theta^(-2i/d)/ff
  * formed with mpfr_pow. */
 static double plain_mpfr_error(const float *x, const float *w, float eps, uint32_t pos, float theta, const float *ff,
                                size_t elem, const ug_ref_value *r)
 {
-    mpfr_t ss, t, rr, lo, hi, angle, c, s, out;
-    mpfr_inits2(PLAIN_PREC, ss, t, rr, lo, hi, angle, c, s, out, (mpfr_ptr)0);
-    mpfr_set_zero(ss, 1);
-    for (size_t i = 0; i < DIM; i++) {
-        mpfr_set_flt(t, x[i], MPFR_RNDN);
-        mpfr_sqr(t, t, MPFR_RNDN);
-        mpfr_add(ss, ss, t, MPFR_RNDN);
-    }
-    mpfr_div_ui(ss, ss, DIM, MPFR_RNDN);
-    mpfr_add_d(ss, ss, eps, MPFR_RNDN);
-    mpfr_rec_sqrt(rr, ss, MPFR_RNDN);
+    mpfr_t t, rr, lo, hi, angle, c, s, out;
+    mpfr_inits2(PLAIN_PREC, t, rr, lo, hi, angle, c, s, out, (mpfr_ptr)0);
+    plain_rms_scale(rr, t, x, DIM, eps);
     const size_t span = DIM / 2;
     size_t self = elem, pair = elem < span ? elem : elem - span;
     bool rotated = pair < PAIRS && (elem < PAIRS || (elem >= span && elem < span + PAIRS));
@@ -130,7 +136,7 @@ static double plain_mpfr_error(const float *x, const float *w, float eps, uint32
     mpfr_sub_d(out, out, r->r_hi, MPFR_RNDN);
     mpfr_sub_d(out, out, r->r_lo, MPFR_RNDN);
     double err = fabs(mpfr_get_d(out, MPFR_RNDU));
-    mpfr_clears(ss, t, rr, lo, hi, angle, c, s, out, (mpfr_ptr)0);
+    mpfr_clears(t, rr, lo, hi, angle, c, s, out, (mpfr_ptr)0);
     return err;
 }
 
@@ -294,24 +300,16 @@ static void f32_rotation_by_four_deviations_exceeds_the_bound(void)
     const uint32_t pos = 500000;
     const head_norm_rope_shape shape = {1, D, ROTATED, 1e-6f};
     CU_ASSERT_EQUAL_FATAL(head_norm_rope_f32_reference(CPU, &shape, 1, 1e4f, x, NULL, &pos, NULL, out).code, UG_OK);
-    mpfr_t ss, y_lo, y_hi, c, s, o;
-    mpfr_inits2(256, ss, y_lo, y_hi, c, s, o, (mpfr_ptr)0);
-    mpfr_set_zero(ss, 1);
-    for (size_t i = 0; i < D; i++) {
-        mpfr_set_flt(o, x[i], MPFR_RNDN);
-        mpfr_sqr(o, o, MPFR_RNDN);
-        mpfr_add(ss, ss, o, MPFR_RNDN);
-    }
-    mpfr_div_ui(ss, ss, D, MPFR_RNDN);
-    mpfr_add_d(ss, ss, 1e-6f, MPFR_RNDN);
-    mpfr_rec_sqrt(ss, ss, MPFR_RNDN);
+    mpfr_t scale, y_lo, y_hi, c, s, o;
+    mpfr_inits2(256, scale, y_lo, y_hi, c, s, o, (mpfr_ptr)0);
+    plain_rms_scale(scale, o, x, D, 1e-6f);
     size_t checked = 0, caught = 0;
     for (size_t i = 1; i < ROTATED; i++) {
         head_norm_rope_angle a;
         CU_ASSERT_EQUAL_FATAL(head_norm_rope_angle_of(CPU, pos, i, D, 1e4f, NULL, &a).code, UG_OK);
         if (a.deviation < 1e-3 || a.deviation > 0.25) continue; /* where the angle term dominates */
-        mpfr_mul_d(y_lo, ss, x[i], MPFR_RNDN);
-        mpfr_mul_d(y_hi, ss, x[i + D / 2], MPFR_RNDN);
+        mpfr_mul_d(y_lo, scale, x[i], MPFR_RNDN);
+        mpfr_mul_d(y_hi, scale, x[i + D / 2], MPFR_RNDN);
         mpfr_set_d(o, a.exact + 4 * a.deviation, MPFR_RNDN);
         mpfr_sin_cos(s, c, o, MPFR_RNDN);
         /* The error vector has length 4 dev |y|: one of its components is
@@ -325,7 +323,7 @@ static void f32_rotation_by_four_deviations_exceeds_the_bound(void)
         checked++;
         caught += fmax(lo_ratio, hi_ratio) > 1;
     }
-    mpfr_clears(ss, y_lo, y_hi, c, s, o, (mpfr_ptr)0);
+    mpfr_clears(scale, y_lo, y_hi, c, s, o, (mpfr_ptr)0);
     CU_ASSERT(checked >= 4);
     CU_ASSERT_EQUAL(caught, checked);
 }
