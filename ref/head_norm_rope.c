@@ -268,7 +268,7 @@ static double via_exp(const ug_f32_model *m, ug_f32_op op, double t, double dev,
  * formula (docs/error-model-head_norm_rope.md §4): the maximum of
  *   pow:  1/powf(theta, e^) or powf(theta, -e^): exp(tau eps_e)(1 + eps_pow/(1 - eps_pow))(1 + eps_div) - 1,
  *   exp2f(-(e^ log2^ theta)) and expf(-(e^ ln^ theta)): via_exp,
- *   an f64 formula (f64 libm within 4 ulps), rounded to f32: (1 + (2 tau + 16) 2^-52)(1 + u) - 1,
+ *   an f64 formula (f64 libm within 4 ulps), rounded to f32: (1 + (2 tau + 16) 2^-52)(1 + u + nu/w) - 1,
  * with tau = |e ln theta|, log2^ / ln^ theta from the profile's log2 (assumed
  * of logf too) or an f64 log rounded once to f32. */
 static double frequency_rel_error(const ug_f32_model *m, size_t i, size_t d, float theta, double ln_theta,
@@ -293,7 +293,8 @@ static double frequency_rel_error(const ug_f32_model *m, size_t i, size_t d, flo
         const double dev = exponent_deviation(e * l, e, eps_e, lambda, mu_half);
         worst = fmax(worst, via_exp(m, base2 ? UG_F32_EXP2 : UG_F32_EXP, e * l, dev, base2 ? M_LN2 : 1, w));
     }
-    return fmax(worst, compose((2 * tau + 16) * 0x1p-52, UG_F32_U));
+    const ug_f32_error to_f32 = {UG_F32_U, mu_half}; /* the table's rounding, w possibly subnormal */
+    return fmax(worst, compose((2 * tau + 16) * 0x1p-52, rel_at_least(to_f32, w)));
 }
 
 /* Everything about the angles that does not depend on the position. */

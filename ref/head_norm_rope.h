@@ -17,8 +17,8 @@
  * bound derived in docs/error-model-head_norm_rope.md (infinite where the
  * profile states no accuracy for the kernel's sin/cos arguments) and the
  * magnitude sum. Shapes must satisfy the kernel's validation (the caller
- * checks). Assumed (not checked) for the f32 bound: eps >= 0; theta > 1 and
- * freq_factors > 0, finite (elsewhere the bound may be infinite). */
+ * checks). Assumed (not checked) by the bounds: eps >= 0; theta and
+ * freq_factors positive and finite. */
 #ifndef UG_REF_HEAD_NORM_ROPE_H
 #define UG_REF_HEAD_NORM_ROPE_H
 
