@@ -62,6 +62,24 @@ $(BUILD)/plugin-fixtures/cumsum-%.so: fixtures/plugin/cumsum.c include/ulpgate/k
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DPLUGIN_DEFECT_$* $< -o $@
 
+# The profiles' acceptance libraries (fixtures/plugin/kkt.c, tests/profiles/run.sh): every
+# exp off by the triton profile's full exp allowance, read from its file; outputs flushed.
+TRITON_PROFILE := fixtures/profiles/triton.json
+TRITON_EXP = $(shell python3 -c 'import json,sys; e = json.load(open(sys.argv[1]))["ops"]["exp"]; \
+	print("-DEXP_ULPS=%r -DEXP_ULPS_PER_ABS_X=%r" % (e.get("ulps", 0), e.get("ulps_per_abs_x", 0)))' $(TRITON_PROFILE))
+$(BUILD)/plugin-fixtures/kkt-triton-exp.so: fixtures/plugin/kkt.c include/ulpgate/kernel_abi.h $(TRITON_PROFILE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) $(TRITON_EXP) $< -o $@ -lm
+$(BUILD)/plugin-fixtures/kkt-flush.so: fixtures/plugin/kkt.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DFLUSH_OUTPUTS $< -o $@ -lm
+$(BUILD)/plugin-fixtures/kkt-exact.so: fixtures/plugin/kkt.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) $< -o $@ -lm
+.PHONY: profiles
+profiles: $(BUILD)/ulpgate $(patsubst %,$(BUILD)/plugin-fixtures/kkt-%.so,triton-exp flush exact)
+	@$(call timed,profiles,tests/profiles/run.sh $(BUILD))
+
 # tests/test_plugin.c loads these from the test binary's $(BUILD) (order-only: not linked in).
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(LIB_OBJ) | $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcunit
@@ -83,6 +101,7 @@ test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so
 	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
 	@$(call timed,plugin sweep,$(BUILD)/ulpgate verify --kernel-lib $(BUILD)/libulpgate_kernels.so \
 	    --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) --reports $(BUILD)/plugin-reports --quiet)
+	@$(MAKE) --no-print-directory profiles
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory mutants
 

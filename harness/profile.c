@@ -172,6 +172,12 @@ static ug_status parse_exact_at_zero(const loader *ld, const json_t *list)
     return ug_ok();
 }
 
+/* A profile's name: 1 or more characters of [A-Za-z0-9_-]. */
+static bool is_profile_name(const char *s)
+{
+    return s[0] && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == strlen(s);
+}
+
 static ug_status parse_profile(const loader *ld, const json_t *root)
 {
     ug_f32_model *m = ld->out;
@@ -180,8 +186,7 @@ static ug_status parse_profile(const loader *ld, const json_t *root)
                                        "exact_at_zero", NULL};
     UG_TRY(check_keys(ld, "", root, keys));
     UG_TRY(get_string(ld, root, "profile", true, m->id.name, sizeof m->id.name));
-    if (!m->id.name[0] || strspn(m->id.name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-                              strlen(m->id.name))
+    if (!is_profile_name(m->id.name))
         return bad(ld, "profile", json_object_get(root, "profile"), "expected a name of [A-Za-z0-9_-]");
     UG_TRY(get_string(ld, root, "description", false, m->description, sizeof m->description));
     UG_TRY(get_string(ld, root, "doc", false, m->doc, sizeof m->doc));
@@ -240,8 +245,7 @@ ug_status ug_profile_resolve(const char *name_or_path, const char *exe_path, ug_
     const size_t len = strlen(name_or_path);
     if (strchr(name_or_path, '/') || (len >= 5 && strcmp(name_or_path + len - 5, ".json") == 0))
         return ug_profile_load(name_or_path, out);
-    if (len == 0 || len >= UG_PROFILE_NAME_MAX ||
-        strspn(name_or_path, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != len)
+    if (len >= UG_PROFILE_NAME_MAX || !is_profile_name(name_or_path))
         return ug_fail(UG_EINVAL, "--profile '%s': a name is 1 to %d characters of [A-Za-z0-9_-] (or give a path)",
                        name_or_path, UG_PROFILE_NAME_MAX - 1);
     char here[UG_PROFILE_ORIGIN_MAX], beside[UG_PROFILE_ORIGIN_MAX] = "";

@@ -292,7 +292,7 @@ static void keep_if_worse(size_t *worst, double *ratio, size_t *n, size_t index,
  * figures do not depend on the number of worker threads); reports the first
  * failing element. */
 static ug_status measure(const ug_case *c, const case_buffers *cb, const case_reference *cr, const char *label,
-                         double moderate_cond, ug_case_result *r)
+                         double moderate_cond, const char *profile, ug_case_result *r)
 {
     if (!r->pending) {
         r->pending = calloc(cr->n_outputs * UG_REF_MODE_COUNT, sizeof *r->pending);
@@ -319,6 +319,10 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const case_re
                 ug_stats_add(&st, &e, ref[i].flagged, moderate_cond, i);
                 if (i % stride == 0) UG_TRY(keep_sample(r, b, &ref[i], &e, o, m));
                 else keep_if_worse(worst, worst_ratio, &n_worst, i, e.ratio);
+                if (ref[i].no_bound && ref[i].wild == UG_WILD_NONE)
+                    set_failure(r, "[%s] %s[%zu] %s: no bound: an operation it depends on has an argument outside "
+                                "the declared range of profile %s", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
+                                profile);
                 if (!e.class_ok || e.ratio > 1.0)
                     set_failure(r, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label,
                                 name, i, ug_ref_mode_name((ug_ref_mode)m),
@@ -388,7 +392,7 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
             r->isa_bits_agree = false;
         }
         first = false;
-        st = measure(c, cb, &cr, path->label, opt->moderate_cond, r);
+        st = measure(c, cb, &cr, path->label, opt->moderate_cond, opt->model->id.name, r);
         for (size_t o = 0; o < cr.n_outputs; o++) r->elements += cb->buf[cr.out_buf[o]].count;
     }
     reference_free(&cr);

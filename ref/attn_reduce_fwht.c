@@ -71,7 +71,7 @@ static void workspace_init(workspace *ws, size_t dv, size_t nwg)
     mpfr_sub_ui(product, product, 1, MPFR_RNDN);
     mpfr_abs(product, product, MPFR_RNDN);
     /* |c sqrt(DV) - 1| to 256 bits: zero for DV = 256, ~0.29 * 2^-24 for 512. */
-    ws->kappa = mpfr_zero_p(product) ? 0.0 : mpfr_get_d(product, MPFR_RNDU) * (1 + 0x1p-40);
+    ws->kappa = mpfr_zero_p(product) ? 0.0 : mpfr_get_d(product, MPFR_RNDU) * UG_F32_SLACK;
     mpfr_clears(c, product, (mpfr_ptr)0);
 }
 

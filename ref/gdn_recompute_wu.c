@@ -219,11 +219,13 @@ static double underflow_allowance(double scale, const gate_parts *gp) { return (
 
 /* The pre-cast error of a w operand fl(fl(k beta) expf(g)) relative to
  * k beta exp(g): two f32 roundings and expf's rel r, (1 + u)^2 (1 + r) - 1
- * <= 2^-23 + r + max(2^-44, (2^-48 + r (2^-23 + 2^-48))). */
+ * = 2u + r + (u^2 + r (2u + u^2)), the second-order part taken as at least
+ * the 2^-44 the bound had before profiles (so that cpu's is unchanged). */
 static double precast_rel_w(ug_f32_error exp)
 {
-    const double second_order = fmax(0x1p-44, (0x1p-48 + exp.rel * (0x1p-23 + 0x1p-48)) * UG_F32_SLACK);
-    return 2 * UG_F32_U + exp.rel + second_order;
+    const double u = UG_F32_U;
+    const double second_order = fmax(0x1p-44, (u * u + exp.rel * (2 * u + u * u)) * UG_F32_SLACK);
+    return 2 * u + exp.rel + second_order;
 }
 
 /* Operand x = scale * e (scale an exact double, e = exp(g) or 1), its staged

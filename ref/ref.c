@@ -73,6 +73,7 @@ void ug_ref_fill(ug_ref_value *out, double r_hi, double r_lo, uint32_t rn_bits, 
     out->flagged = flagged;
     out->abs_sum = abs_sum;
     out->wild = UG_WILD_NONE;
+    out->no_bound = isinf(pre_round_bound) && isfinite(r_hi);
     /* |RN(y) - r| <= |RN(y) - y| + |y - r| <= ulp(|r| + E)/2 + E, ulp monotone. */
     double magnitude = fabs(out->r_hi) + fabs(out->r_lo) + pre_round_bound;
     magnitude *= UG_F32_SLACK;

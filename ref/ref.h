@@ -42,6 +42,11 @@ typedef struct {
     ug_wild wild;       /* wild inputs in a kernel's dependence cone of this
                            element (docs/nonfinite.md); ug_ref_finish clears
                            it, the family's descriptor sets it */
+    bool no_bound;      /* r is finite but the bound is +inf: an operation the
+                           element depends on has an argument outside the
+                           profile's declared range (ug_f32_op_error). The
+                           runner fails such an element unless its cone is
+                           wild; ug_ref_fill sets it */
 } ug_ref_value;
 
 
