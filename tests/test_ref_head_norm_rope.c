@@ -193,8 +193,9 @@ static float angle_formula(int f, uint32_t pos, size_t i, size_t d, float theta,
     case F_EXPF_LOGF: w = expf(-(e * logf(theta))); break;
     case F_EXPF_SCALED: w = expf((float)(2 * i) * (-logf(theta) / (float)d)); break;
     case F_TWO_OVER_D: w = 1.0f / powf(theta, (float)i * (2.0f / (float)d)); break;
-    case F_F64_TABLE: w = (float)(pow((double)theta, -2.0 * (double)i / (double)d) / (ff > 0 ? ff : 1.0)); return p * w;
-    case F_F64_ANGLE: return (float)((double)pos * pow((double)theta, -2.0 * (double)i / (double)d) / (ff > 0 ? ff : 1.0));
+    case F_F64_TABLE: return p * (float)(pow((double)theta, -2.0 * (double)i / (double)d) / (ff > 0 ? ff : 1.0));
+    case F_F64_ANGLE:
+        return (float)((double)pos * pow((double)theta, -2.0 * (double)i / (double)d) / (ff > 0 ? ff : 1.0));
     case F_WRONG_POSITION: return angle_formula(F_RECIP_POWF, pos + 1, i, d, theta, ff);
     default: w = 1.0f / powf(theta, (float)(2 * i) / (float)(d - 2)); break;
     }
@@ -362,5 +363,6 @@ static void far_neighbour_exceeds_bf16_bound(void)
 UG_TEST_SUITE(ref_head_norm_rope_suite, "ref_head_norm_rope", UG_TEST(bf16_rotation_by_hand),
               UG_TEST(bf16_eps_inside_the_root), UG_TEST(f32_angle_of_pair_zero_is_the_position),
               UG_TEST(f32_position_beyond_2_24_is_rounded), UG_TEST(f32_reference_matches_plain_mpfr_loop),
-              UG_TEST(every_formula_lies_within_the_deviation), UG_TEST(sin_cos_outside_their_stated_range_give_no_bound),
+              UG_TEST(every_formula_lies_within_the_deviation),
+              UG_TEST(sin_cos_outside_their_stated_range_give_no_bound),
               UG_TEST(f32_rotation_by_four_deviations_exceeds_the_bound), UG_TEST(far_neighbour_exceeds_bf16_bound));

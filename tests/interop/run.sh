@@ -71,6 +71,7 @@ done
 
 [ "$failed" -eq 0 ] || { echo "--- right.log"; tail -5 "$work/right.log"; echo "--- wrong.log"; tail -15 "$work/wrong.log";
                          echo "--- truncated.log"; cat "$work/truncated.log";
-                         for kind in pytorch f64 wrong; do echo "--- rope-$kind.log"; tail -8 "$work/rope-$kind.log"; done; }
+                         for kind in pytorch f64 wrong; do
+                           echo "--- rope-$kind.log"; tail -8 "$work/rope-$kind.log"; done; }
 echo "interop: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
