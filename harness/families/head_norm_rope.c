@@ -105,20 +105,23 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
                               &bufs[BUF_POSITIONS], param(p, P_HAS_FF) ? &bufs[BUF_FREQ_FACTORS] : NULL);
 }
 
+/* SPEC names no deliberate intermediate rounding in either variant (the f32
+ * angle is formed as the kernel chooses): staged == exact, one reference. */
 static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
                            ug_ref_value *const *outs)
 {
-    (void)model; /* helper "rope" passes it to ref/head_norm_rope.h */
+    (void)mode;
     const head_norm_rope_shape s = {param(p, P_N_HEADS), param(p, P_HEAD_DIM), param(p, P_HALF_ROPE_DIM), eps_of(p)};
     const bool weight = param(p, P_HAS_WEIGHT) != 0;
-    (void)model; /* helper "rope" passes it to ref/head_norm_rope.h */
-    if (!is_f32(p)) /* staged == exact: no deliberate intermediate rounding */
-        UG_TRY(head_norm_rope_bf16_reference(&s, bufs[BUF_INPUT_BF16].data, weight ? bufs[BUF_WEIGHT_BF16].data : NULL,
-                                             bufs[BUF_COS].data, bufs[BUF_SIN].data, outs[0]));
+    if (!is_f32(p))
+        UG_TRY(head_norm_rope_bf16_reference(model, &s, bufs[BUF_INPUT_BF16].data,
+                                             weight ? bufs[BUF_WEIGHT_BF16].data : NULL, bufs[BUF_COS].data,
+                                             bufs[BUF_SIN].data, outs[0]));
     else
-        UG_TRY(head_norm_rope_f32_reference(&s, param(p, P_SEQ_LEN), (float)p->v[P_THETA], bufs[BUF_INPUT_F32].data,
-                                            weight ? bufs[BUF_WEIGHT_F32].data : NULL, bufs[BUF_POSITIONS].data,
-                                            param(p, P_HAS_FF) ? bufs[BUF_FREQ_FACTORS].data : NULL, mode, outs[1]));
+        UG_TRY(head_norm_rope_f32_reference(model, &s, param(p, P_SEQ_LEN), (float)p->v[P_THETA],
+                                            bufs[BUF_INPUT_F32].data, weight ? bufs[BUF_WEIGHT_F32].data : NULL,
+                                            bufs[BUF_POSITIONS].data,
+                                            param(p, P_HAS_FF) ? bufs[BUF_FREQ_FACTORS].data : NULL, outs[1]));
     /* One head of one token reads its row, the weight and the caches; the
      * sum of squares of |x| >= 2^64 overflows f32 (docs/nonfinite.md). The
      * other variant's buffers are empty, and skipped. */
