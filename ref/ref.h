@@ -101,8 +101,4 @@ bool ug_ref_fast(void);
  * reference value (all families, both modes). */
 void ug_ref_allow_flushed_output(const ug_f32_model *m, ug_ref_value *v, size_t n);
 
-/* Transitional name of UG_F32_SLACK for ref/head_norm_rope.c until it moves
- * to the model; not for new code. */
-#define UG_REF_SUM_SLACK UG_F32_SLACK
-
 #endif
