@@ -64,6 +64,37 @@ $(BUILD)/plugin-fixtures/cumsum-%.so: fixtures/plugin/cumsum.c include/ulpgate/k
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DPLUGIN_DEFECT_$* $< -o $@
 
+# The profiles' acceptance libraries (fixtures/plugin/kkt.c, tests/profiles/run.sh): every
+# exp off by the triton profile's full exp allowance, read from its file; outputs flushed.
+TRITON_PROFILE := fixtures/profiles/triton.json
+TRITON_EXP = $(shell python3 -c 'import json,sys; e = json.load(open(sys.argv[1]))["ops"]["exp"]; \
+	print("-DEXP_ULPS=%r -DEXP_ULPS_PER_ABS_X=%r" % (e.get("ulps", 0), e.get("ulps_per_abs_x", 0)))' $(TRITON_PROFILE))
+$(BUILD)/plugin-fixtures/kkt-triton-exp.so: fixtures/plugin/kkt.c include/ulpgate/kernel_abi.h $(TRITON_PROFILE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) $(TRITON_EXP) $< -o $@ -lm
+$(BUILD)/plugin-fixtures/kkt-flush.so: fixtures/plugin/kkt.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DFLUSH_OUTPUTS $< -o $@ -lm
+$(BUILD)/plugin-fixtures/kkt-exact.so: fixtures/plugin/kkt.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) $< -o $@ -lm
+.PHONY: profiles
+profiles: $(BUILD)/ulpgate $(patsubst %,$(BUILD)/plugin-fixtures/kkt-%.so,triton-exp flush exact)
+	@$(call timed,profiles,tests/profiles/run.sh $(BUILD))
+
+# A legitimate outside kernel: kkt and chunk_o with tensor-core summation
+# order (blocks of 8 or 16 products summed as a tree), which the gate must pass.
+# Its -DTIES_AWAY and -DTRUNCATE builds round bf16 outputs wrongly; the ties
+# regimes must catch them.
+TC_ORDER_PLUGINS := $(BUILD)/plugin-fixtures/tensor-core-order-8.so $(BUILD)/plugin-fixtures/tensor-core-order-16.so
+ROUNDING_BUG_PLUGINS := $(BUILD)/plugin-fixtures/rounding-TIES_AWAY.so $(BUILD)/plugin-fixtures/rounding-TRUNCATE.so
+$(BUILD)/plugin-fixtures/tensor-core-order-%.so: fixtures/plugin/tensor_core_order.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DTC_BLOCK=$* $< -o $@ -lm
+$(BUILD)/plugin-fixtures/rounding-%.so: fixtures/plugin/tensor_core_order.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -D$* $< -o $@ -lm
+
 # tests/test_plugin.c loads these from the test binary's $(BUILD) (order-only: not linked in).
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(LIB_OBJ) | $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcunit
@@ -79,13 +110,23 @@ $(BUILD)/mutants/ulpgate-%: $(BUILD)/mutants/%.o $(BUILD)/harness/main.o $(LIB_O
 
 # The README's test command: unit tests, then the end-to-end smoke sweep
 # through the gate, then the proof that the gate catches every mutant.
-test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES)
+test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES) $(TC_ORDER_PLUGINS) \
+      $(ROUNDING_BUG_PLUGINS)
 	@$(call timed,unit tests,$(BUILD)/tests/run_tests)
 	@$(call timed,smoke sweep,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke \
 	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
 	@$(call timed,plugin sweep,$(BUILD)/ulpgate verify --kernel-lib $(BUILD)/libulpgate_kernels.so \
 	    --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) --reports $(BUILD)/plugin-reports --quiet)
 	@$(call timed,hostile plugins,tests/hostile/run.sh $(BUILD))
+	@$(MAKE) --no-print-directory profiles
+
+	@$(call timed,command line,tests/cli/exit_codes.sh $(BUILD) && tests/cli/report_set.sh $(BUILD))
+	@for p in $(TC_ORDER_PLUGINS); do $(call timed,tensor-core order $$(basename $$p),$(BUILD)/ulpgate verify \
+	    --kernel-lib $$p --sweep $(SWEEP) --budgets $(BUDGETS) --reports $(BUILD)/tc-order-reports --quiet) || exit 1; done
+	@for p in $(ROUNDING_BUG_PLUGINS); do $(BUILD)/ulpgate verify --kernel-lib $$p --sweep $(SWEEP) --filter gdn_chunk_o \
+	    --budgets $(BUDGETS) --reports $(BUILD)/rounding-reports --quiet >$(BUILD)/rounding.log 2>&1; rc=$$?; \
+	    if [ $$rc -eq 1 ] && grep -q ' ties: \[plugin\]' $(BUILD)/rounding.log; then echo "ties: caught $$(basename $$p)"; \
+	    else echo "ties: NOT caught $$(basename $$p) (exit $$rc)"; cat $(BUILD)/rounding.log; exit 1; fi; done
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory mutants
 
@@ -102,9 +143,10 @@ verify: $(BUILD)/ulpgate
 	    --baseline $(BASELINE) --reports $(REPORTS) --jobs $(JOBS))
 
 # The opt-in large shapes (long sequences, bigger heads): not part of verify.
+# Their own reports directory: a report set is replaced whole (docs/report-format.md).
 verify-large: $(BUILD)/ulpgate
 	@$(call timed,verify-large,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/large --budgets $(BUDGETS) \
-	    --reports $(REPORTS)/large --jobs $(JOBS))
+	    --reports $(REPORTS)-large --jobs $(JOBS))
 
 # Accepting a new baseline is deliberate: it rewrites fixtures/baseline.json
 # from a full verify run; review and commit the diff.
@@ -150,11 +192,16 @@ fuzz:
 $(BUILD)/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
 
-# Renders reports/report.html in headless Chromium (Debian's chromium package)
-# to reports/report.png, to look at what a reader sees.
+# Renders reports/report.html in headless Chromium to $(REPORTS).png (beside
+# the report set, which is replaced whole by the next run), to look at what a
+# reader sees. Chromium is optional: nothing else needs it, and `make deps`
+# does not install it.
 screenshot:
+	@command -v chromium >/dev/null || { echo "make screenshot: needs Chromium, an optional dependency" \
+	    "(Debian: apt-get install chromium); report.html itself opens in any browser"; exit 1; }
+	@test -f $(REPORTS)/report.html || { echo "make screenshot: no $(REPORTS)/report.html: run make verify first"; exit 1; }
 	chromium --headless --no-sandbox --disable-gpu --window-size=1000,1400 \
-	    --screenshot=$(abspath $(REPORTS))/report.png file://$(abspath $(REPORTS))/report.html
+	    --screenshot=$(abspath $(REPORTS)).png file://$(abspath $(REPORTS))/report.html
 
 # Kernel speed against this machine's peaks measured in the same run, a naive
 # baseline, the MPFR reference's speed and verify --jobs 2 vs 1 (docs/performance.md).
@@ -164,6 +211,16 @@ bench: $(BUILD)/bench/bench $(BUILD)/ulpgate
 	@$(call timed,bench,$(BUILD)/bench/bench --ulpgate $(BUILD)/ulpgate)
 $(BUILD)/bench/bench: $(BENCH_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# This machine's libm in f32, over the families' argument ranges: the measured
+# maxima behind fixtures/profiles/cpu.json (docs/profiles.md#cpu). STRIDE=1: exhaustive.
+.PHONY: libm-ulp
+STRIDE ?= 7
+libm-ulp: $(BUILD)/bench/libm_ulp
+	@$(call timed,libm-ulp,$(BUILD)/bench/libm_ulp $(STRIDE))
+$(BUILD)/bench/libm_ulp: bench/libm/libm_ulp.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
 deps:
 	@ci/install-deps.sh

@@ -125,6 +125,31 @@ static ug_status same_sweep(const shard *shards, size_t n, const char **path, co
     return ug_ok();
 }
 
+/* Every shard's bounds must come from the same profile (name and hash); the
+ * merged run names it. */
+static ug_status same_profile(const shard *shards, size_t n, ug_profile_id *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_t *p = json_object_get(shards[i].root, "profile");
+        const char *name = json_string_value(json_object_get(p, "name")), *hash = json_string_value(json_object_get(p, "hash"));
+        const char *origin = json_string_value(json_object_get(p, "origin"));
+        const char *products = json_string_value(json_object_get(p, "products"));
+        if (!name || !hash || !origin || !products || strlen(name) >= sizeof out->name ||
+            strlen(hash) >= sizeof out->hash || strlen(origin) >= sizeof out->origin)
+            return bad(shards[i].path, "profile lacks name, hash, origin or products");
+        if (i == 0) {
+            snprintf(out->name, sizeof out->name, "%s", name);
+            snprintf(out->hash, sizeof out->hash, "%s", hash);
+            snprintf(out->origin, sizeof out->origin, "%s", origin);
+            out->products = strcmp(products, "tf32") == 0 ? UG_PRODUCTS_TF32 : UG_PRODUCTS_F32;
+        } else if (strcmp(name, out->name) || strcmp(hash, out->hash)) {
+            return ug_fail(UG_EINVAL, "%s (profile %s %s) and %s (profile %s %s) are shards of different runs",
+                           shards[0].path, out->name, out->hash, shards[i].path, name, hash);
+        }
+    }
+    return ug_ok();
+}
+
 static const ug_family_result *family_of(const ug_run_result *run, const ug_family *f)
 {
     for (size_t i = 0; i < run->n_families; i++)
@@ -293,7 +318,10 @@ static ug_status rebuild(shard *shards, size_t n, ug_sweep *sweep, ug_run_result
         return ug_fail(UG_EINVAL, "sweep %s changed since the shards ran (content hash %016" PRIx64 ", shards %016" PRIx64 ")",
                        path, sweep->content_hash, hash);
     if (*filter) UG_TRY(ug_sweep_filter(sweep, filter));
+    ug_profile_id profile;
+    UG_TRY(same_profile(shards, n, &profile));
     UG_TRY(ug_run_result_init(sweep, moderate, out));
+    out->profile = profile;
     bool *filled = calloc(out->n_cases ? out->n_cases : 1, sizeof *filled);
     size_t (*worst_case)[UG_MAX_BUFFERS][UG_REF_MODE_COUNT] = malloc((out->n_families ? out->n_families : 1) * sizeof *worst_case);
     ug_status st = filled && worst_case ? ug_ok() : ug_fail(UG_ENOMEM, "merge: out of memory");

@@ -70,29 +70,53 @@ static ug_status buffers_free(case_buffers *cb)
     return first;
 }
 
-/* Allocates every buffer at its expected count and dtype, with the case's
- * override applied, refusing more than max_bytes in all. */
-static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_bytes)
+/* Every buffer's expected count and dtype, with the case's override
+ * applied, refusing more than max_bytes in all. */
+static ug_status buffers_size(ug_buf *bufs, const ug_case *c, size_t max_bytes)
 {
     const ug_family *f = c->family;
-    memset(cb, 0, sizeof *cb);
-    cb->f = f;
-    size_t total = 0;
+    size_t total = 0, bytes;
+    bool overflow = false;
     for (size_t i = 0; i < f->n_buffers; i++) {
-        ug_buf *b = &cb->buf[i];
-        UG_TRY(f->buffer_count(&c->params, i, &b->count));
+        ug_buf *b = &bufs[i];
+        UG_TRY(ug_family_buffer_count(f, &c->params, i, &b->count));
         b->dtype = f->buffers[i].dtype;
         if (c->override.buffer == (int)i) {
             long long n = (long long)b->count + c->override.count_delta;
             b->count = n < 0 ? 0 : (size_t)n;
             if (c->override.dtype != UG_DTYPE_COUNT) b->dtype = c->override.dtype;
         }
-        size_t bytes = buf_bytes(b);
-        if (b->count > SIZE_MAX / 8 || bytes > max_bytes - total)
-            return ug_fail(UG_ENOMEM, "buffers of this case need more than the %zu-byte cap (at buffer %s, %zu elements)",
-                           max_bytes, f->buffers[i].name, b->count);
-        total += bytes;
+        overflow = overflow || __builtin_mul_overflow(b->count, ug_dtype_size(b->dtype), &bytes) ||
+                   __builtin_add_overflow(total, bytes, &total);
     }
+    if (overflow)
+        return ug_fail(UG_ENOMEM, "buffers of this case need more than SIZE_MAX bytes, over the %zu-byte cap",
+                       max_bytes);
+    if (total > max_bytes)
+        return ug_fail(UG_ENOMEM, "buffers of this case need %zu bytes, over the %zu-byte cap", total, max_bytes);
+    return ug_ok();
+}
+
+ug_status ug_run_check_sizes(const ug_sweep *sweep, size_t max_bytes)
+{
+    for (size_t k = 0; k < sweep->n_cases; k++) {
+        const ug_case *c = &sweep->cases[k];
+        ug_buf bufs[UG_MAX_BUFFERS];
+        ug_status st = buffers_size(bufs, c, max_bytes);
+        if (!ug_is_ok(&st))
+            return ug_fail(UG_EINVAL, "%s: case %s/%s: %s (--max-case-mib %zu); no case was run", sweep->path,
+                           c->family->name, c->label, st.msg, max_bytes >> 20);
+    }
+    return ug_ok();
+}
+
+/* Allocates every buffer (buffers_size), outputs poisoned, inputs filled. */
+static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_bytes)
+{
+    const ug_family *f = c->family;
+    memset(cb, 0, sizeof *cb);
+    cb->f = f;
+    UG_TRY(buffers_size(cb->buf, c, max_bytes));
     for (size_t i = 0; i < f->n_buffers; i++) {
         ug_status st = ug_guarded_alloc(&cb->mem[i], buf_bytes(&cb->buf[i]));
         cb->n = i + (ug_is_ok(&st) ? 1 : 0);
@@ -171,6 +195,11 @@ static uint32_t element_bits(const ug_buf *b, size_t i)
     return ((const uint32_t *)b->data)[i];
 }
 
+static double bits_value(ug_dtype t, uint32_t bits)
+{
+    return t == UG_BF16 ? (double)ug_bf16_to_f32((ug_bf16)bits) : (double)ug_f32_from_bits(bits);
+}
+
 static bool element_is_poison(const ug_buf *b, size_t i)
 {
     size_t size = ug_dtype_size(b->dtype);
@@ -247,7 +276,8 @@ static void reference_free(case_reference *cr)
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) free(cr->ref[o][m]);
 }
 
-static ug_status reference_compute(const ug_case *c, const case_buffers *cb, case_reference *cr)
+static ug_status reference_compute(const ug_case *c, const ug_f32_model *model, const case_buffers *cb,
+                                   case_reference *cr)
 {
     const ug_family *f = c->family;
     memset(cr, 0, sizeof *cr);
@@ -261,7 +291,9 @@ static ug_status reference_compute(const ug_case *c, const case_buffers *cb, cas
             if (!cr->ref[o][m]) return ug_fail(UG_ENOMEM, "reference of %s: %zu elements", f->name, n);
             outs[o] = cr->ref[o][m];
         }
-        UG_TRY(f->reference(&c->params, cb->buf, (ug_ref_mode)m, outs));
+        UG_TRY(f->reference(&c->params, cb->buf, model, (ug_ref_mode)m, outs));
+        for (size_t o = 0; o < cr->n_outputs; o++)
+            ug_ref_allow_flushed_output(model, outs[o], cb->buf[cr->out_buf[o]].count);
     }
     return ug_ok();
 }
@@ -291,7 +323,7 @@ static void keep_if_worse(size_t *worst, double *ratio, size_t *n, size_t index,
  * figures do not depend on the number of worker threads); reports the first
  * failing element. */
 static ug_status measure(const ug_case *c, const case_buffers *cb, const case_reference *cr, const char *label,
-                         double moderate_cond, ug_case_result *r)
+                         double moderate_cond, const char *profile, ug_case_result *r)
 {
     if (!r->pending) {
         r->pending = calloc(cr->n_outputs * UG_REF_MODE_COUNT, sizeof *r->pending);
@@ -313,16 +345,26 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const case_re
             size_t stride = b->count / UG_SAMPLES_SPREAD + 1, worst[UG_SAMPLES_WORST];
             double worst_ratio[UG_SAMPLES_WORST];
             size_t n_worst = 0;
+            const bool exact_inputs = m == UG_REF_STAGED && (c->family->exact_regimes >> c->regime & 1u);
             for (size_t i = 0; i < b->count; i++) {
                 ug_elem_error e = ug_measure(element_bits(b, i), b->dtype, &ref[i]);
+                if (exact_inputs && element_bits(b, i) != ref[i].rn_bits)
+                    set_failure(r, "[%s] %s[%zu] %s: y=%a is not RN(r)=%a bit for bit: on regime %s every "
+                                "intermediate is exact, so only the output's rounding (to nearest, ties to "
+                                "even) may differ from r", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
+                                bits_value(b->dtype, element_bits(b, i)), bits_value(b->dtype, ref[i].rn_bits),
+                                c->family->regimes[c->regime]);
                 ug_stats_add(&st, &e, ref[i].flagged, moderate_cond, i);
                 if (i % stride == 0) UG_TRY(keep_sample(r, b, &ref[i], &e, o, m));
                 else keep_if_worse(worst, worst_ratio, &n_worst, i, e.ratio);
+                if (ref[i].no_bound && ref[i].wild == UG_WILD_NONE)
+                    set_failure(r, "[%s] %s[%zu] %s: no bound: an operation it depends on has an argument outside "
+                                "the declared range of profile %s", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
+                                profile);
                 if (!e.class_ok || e.ratio > 1.0)
                     set_failure(r, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label,
                                 name, i, ug_ref_mode_name((ug_ref_mode)m),
-                                b->dtype == UG_BF16 ? (double)ug_bf16_to_f32((ug_bf16)element_bits(b, i))
-                                                    : (double)ug_f32_from_bits(element_bits(b, i)),
+                                bits_value(b->dtype, element_bits(b, i)),
                                 ref[i].r_hi, ref[i].bound, e.ratio, e.ulp_err,
                                 e.class_ok ? "" : " (non-finite rule)");
             }
@@ -354,7 +396,7 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
     UG_TRY(ug_case_generate(c, cb->buf));
     case_reference cr;
     double t0 = now_seconds();
-    ug_status st = reference_compute(c, cb, &cr);
+    ug_status st = reference_compute(c, opt->model, cb, &cr);
     r->reference_seconds = now_seconds() - t0;
     uint64_t input_hash = hash_buffers(cb, false);
     bool first = true;
@@ -387,7 +429,7 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
             r->isa_bits_agree = false;
         }
         first = false;
-        st = measure(c, cb, &cr, path->label, opt->moderate_cond, r);
+        st = measure(c, cb, &cr, path->label, opt->moderate_cond, opt->model->id.name, r);
         for (size_t o = 0; o < cr.n_outputs; o++) r->elements += cb->buf[cr.out_buf[o]].count;
     }
     reference_free(&cr);
@@ -483,7 +525,7 @@ static double case_weight(const ug_case *c)
     for (size_t b = 0; b < f->n_buffers; b++) {
         if (!f->buffers[b].is_output) continue;
         size_t count;
-        const ug_status st = f->buffer_count(&c->params, b, &count);
+        const ug_status st = ug_family_buffer_count(f, &c->params, b, &count);
         if (ug_is_ok(&st)) elements += (double)count;
     }
     return elements;
@@ -595,10 +637,12 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
         return ug_fail(UG_EINVAL, "kernel threads (%u) must be in [1, %d]", opt->kernel_threads, UG_KERNEL_MAX_THREADS);
     if (opt->jobs > 1 && !mpfr_buildopt_tls_p())
         return ug_fail(UG_EINVAL, "jobs (%d) > 1 needs a thread-safe MPFR; this one is not", opt->jobs);
+    if (!opt->model) return ug_fail(UG_EINVAL, "no arithmetic profile: ug_run_options.model is NULL");
     if (opt->source && (!opt->source->name || !opt->source->run))
         return ug_fail(UG_EINVAL, "kernel source %s has no run function", opt->source->name ? opt->source->name : "(unnamed)");
     UG_TRY(ug_run_result_init(sw, opt->moderate_cond, out));
     out->source_name = opt->source ? opt->source->name : NULL;
+    out->profile = opt->model->id;
     ug_isa saved = ug_isa_current(); /* the calling thread runs cases on every path */
     unsigned saved_kernel_threads = ug_kernel_threads();
     size_t *order = work_order(sw);

@@ -18,9 +18,9 @@ enum { N_CASES = 60, W = 0, U = 1 };
 static const char *const toy_params[] = {"B", "T"};
 static const char *const toy_regimes[] = {"realistic"};
 static const ug_buffer_desc toy_buffers[] = {
-    {"x", UG_BF16, false, "[B,T]"},
-    {"w", UG_BF16, true, "[B,T]"},
-    {"u", UG_BF16, true, "[B,T]"},
+    {"x", UG_BF16, false, UG_DIMS(0, 1)},
+    {"w", UG_BF16, true, UG_DIMS(0, 1)},
+    {"u", UG_BF16, true, UG_DIMS(0, 1)},
 };
 /* Never run: the gate reads only names and results. */
 static const ug_family toy = {

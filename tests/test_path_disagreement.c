@@ -40,6 +40,7 @@ static ug_run_options two_paths(void)
     opt.isa_enabled[UG_ISA_PORTABLE] = opt.isa_enabled[UG_ISA_AVX2] = true;
     opt.max_case_bytes = (size_t)1 << 30;
     opt.jobs = 1;
+    opt.model = ug_test_cpu_model();
     return opt;
 }
 
