@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/input_file.h"
 #include "../kernels/parallel.h"
 #include "gate.h"
 #include "interop.h"
@@ -23,14 +24,14 @@ enum { EXIT_PASS = 0, EXIT_GATE = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 static int fail_with(const ug_status *st)
 {
     fprintf(stderr, "ulpgate: %s\n", st->msg);
-    return st->code == UG_EPARSE || st->code == UG_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
+    return st->code == UG_EPARSE || st->code == UG_EINVAL || st->code == UG_EINPUT ? EXIT_USAGE : EXIT_INTERNAL;
 }
 
 static void usage_verify(FILE *out)
 {
     fputs("usage: ulpgate verify --sweep FILE --budgets FILE [--baseline FILE] [--reports DIR]\n"
           "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--jobs N] [--shard I/N] [--quiet]\n"
-          "                      [--kernel-threads N] [--kernel-lib PATH]\n"
+          "                      [--kernel-threads N] [--kernel-lib PATH] [--enforce-stat-budgets]\n"
           "Runs every case of the sweep on every ISA path of this CPU, measures each output\n"
           "element against the MPFR reference (exact and staged modes), gates the figures\n"
           "against the budgets and the baseline, prints a summary and writes the reports.\n"
@@ -49,6 +50,8 @@ static void usage_verify(FILE *out)
           "  --quiet                no progress line even on a terminal\n"
           "  --kernel-lib PATH      verify the kernels of this shared library (include/ulpgate/kernel_abi.h)\n"
           "                         instead of the built-in ones, on the sweep's families it provides\n"
+          "  --enforce-stat-budgets the budgets' ULP statistics (measured on the built-in kernels) gate\n"
+          "                         a --kernel-lib library too, not only advise (README \"Budgets\")\n"
           "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n",
           out);
 }
@@ -129,6 +132,7 @@ static bool parse_kernel_threads(const char *arg, unsigned *threads)
 
 typedef struct {
     const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter, *kernel_lib;
+    bool enforce_stats;
     size_t shard_index, shard_count;
     ug_run_options run;
 } verify_args;
@@ -143,7 +147,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         {"quiet", no_argument, 0, 'q'},          {"help", no_argument, 0, 'h'},
         {"jobs", required_argument, 0, 'j'},    {"shard", required_argument, 0, 'S'},
         {"kernel-lib", required_argument, 0, 'k'}, {"kernel-threads", required_argument, 0, 'K'},
-        {0, 0, 0, 0},
+        {"enforce-stat-budgets", no_argument, 0, 'E'}, {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
     for (int i = 0; i < UG_ISA_COUNT; i++) a->run.isa_enabled[i] = true;
@@ -160,6 +164,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         case 'w': a->write_baseline = optarg; break;
         case 'f': a->filter = optarg; break;
         case 'k': a->kernel_lib = optarg; break;
+        case 'E': a->enforce_stats = true; break;
         case 'q': a->run.progress = false; break;
         case 'i':
             if (!parse_isa_list(optarg, a->run.isa_enabled)) return EXIT_USAGE;
@@ -225,8 +230,15 @@ static ug_status gate_and_report(const gate_args *g, const ug_run_result *run, c
 
 /* Loads the library and keeps the sweep's cases of its families (before
  * --filter and --shard, which then apply to what it runs). */
-static ug_status open_kernel_lib(const char *path, ug_sweep *sweep, ug_plugin **plugin, ug_run_options *run)
+static ug_status open_kernel_lib(const char *path, ug_sweep *sweep, ug_plugin **plugin, ug_run_options *run,
+                                 uint64_t *content_hash)
 {
+    unsigned char *bytes;
+    size_t size;
+    /* The baseline records which build of the library it measured. */
+    UG_TRY(ug_input_read("kernel library", path, UG_INPUT_MAX_LIBRARY, &bytes, &size));
+    *content_hash = ug_fnv1a(UG_FNV1A_INIT, bytes, size);
+    free(bytes);
     UG_TRY(ug_plugin_open(path, plugin));
     char skipped[1024];
     UG_TRY(ug_plugin_restrict_sweep(*plugin, sweep, skipped, sizeof skipped));
@@ -246,9 +258,11 @@ static int cmd_verify(int argc, char **argv)
     ug_run_result run = {0};
     ug_verdict verdict = {0};
     ug_plugin *plugin = NULL;
+    uint64_t lib_hash = 0;
     ug_status st = ug_budgets_load(a.budgets, &budgets);
+    budgets.enforce_stats = a.enforce_stats;
     if (ug_is_ok(&st)) st = ug_sweep_load(a.sweep, &sweep);
-    if (ug_is_ok(&st) && a.kernel_lib) st = open_kernel_lib(a.kernel_lib, &sweep, &plugin, &a.run);
+    if (ug_is_ok(&st) && a.kernel_lib) st = open_kernel_lib(a.kernel_lib, &sweep, &plugin, &a.run, &lib_hash);
     if (ug_is_ok(&st) && a.filter) {
         st = ug_sweep_filter(&sweep, a.filter);
         if (ug_is_ok(&st) && sweep.n_cases == 0)
@@ -258,7 +272,11 @@ static int cmd_verify(int argc, char **argv)
     if (ug_is_ok(&st)) {
         a.run.moderate_cond = budgets.moderate_cond;
         st = ug_run_sweep(&sweep, &a.run, &run);
-        if (plugin) snprintf(run.source_detail, sizeof run.source_detail, "%s", ug_plugin_basename(plugin));
+        if (plugin) {
+            snprintf(run.source_detail, sizeof run.source_detail, "%s", ug_plugin_basename(plugin));
+            run.has_source_hash = true;
+            run.source_hash = lib_hash;
+        }
     }
     gate_args g = {a.budgets, a.baseline, a.reports, a.write_baseline};
     if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &verdict);
@@ -277,9 +295,10 @@ static int cmd_merge(int argc, char **argv)
     static const struct option opts[] = {
         {"budgets", required_argument, 0, 'b'}, {"baseline", required_argument, 0, 'B'},
         {"reports", required_argument, 0, 'r'}, {"write-baseline", required_argument, 0, 'w'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+        {"enforce-stat-budgets", no_argument, 0, 'E'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     gate_args g = {0};
+    bool enforce_stats = false;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (ch) {
@@ -287,8 +306,10 @@ static int cmd_merge(int argc, char **argv)
         case 'B': g.baseline = optarg; break;
         case 'r': g.reports = optarg; break;
         case 'w': g.write_baseline = optarg; break;
+        case 'E': enforce_stats = true; break;
         default:
             fputs("usage: ulpgate merge --budgets PATH [--baseline FILE] [--reports DIR] [--write-baseline FILE]\n"
+                  "                     [--enforce-stat-budgets]\n"
                   "                     SHARD_REPORT.json...\n"
                   "       ulpgate report (same options) REPORT.json\n"
                   "Combines the report.json files of `verify --shard I/N` runs (all N of them) into the\n"
@@ -308,6 +329,7 @@ static int cmd_merge(int argc, char **argv)
     ug_run_result run = {0};
     ug_verdict verdict = {0};
     ug_status st = ug_budgets_load(g.budgets, &budgets);
+    budgets.enforce_stats = enforce_stats;
     if (ug_is_ok(&st)) st = ug_merge_shards((const char *const *)argv + optind, (size_t)(argc - optind), &sweep, &run);
     if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &verdict);
     int rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
@@ -431,12 +453,16 @@ static int cmd_export(int argc, char **argv)
 
 static const char score_usage[] =
     "usage: ulpgate score --fixtures DIR --candidate CDIR --budgets PATH [--baseline FILE]\n"
+    "                     [--write-baseline FILE] [--enforce-stat-budgets]\n"
     "                     [--reports DIR] [--jobs N] [--max-case-mib N] [--quiet]\n"
     "Gates a kernel that ran outside ulpgate: for every case of DIR/manifest.json (written by\n"
     "`ulpgate export`), reads the outputs from CDIR/<the case's file> (each output under its\n"
     "buffer name, the manifest's dtype and shape) and measures, gates and reports them exactly as\n"
     "verify does its own kernels. Missing or malformed candidate files, and fixtures exported by\n"
     "a version of ulpgate that draws other inputs, stop it before anything is written.\n"
+    "  --write-baseline FILE  record this candidate's figures and bits (source: candidate CDIR)\n"
+    "  --baseline FILE        gate against this candidate's own earlier baseline\n"
+    "  --enforce-stat-budgets the budgets' ULP statistics gate the candidate, not only advise\n"
     "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n";
 
 static int cmd_score(int argc, char **argv)
@@ -446,9 +472,11 @@ static int cmd_score(int argc, char **argv)
         {"budgets", required_argument, 0, 'b'},  {"baseline", required_argument, 0, 'B'},
         {"reports", required_argument, 0, 'r'},  {"jobs", required_argument, 0, 'j'},
         {"max-case-mib", required_argument, 0, 'm'}, {"quiet", no_argument, 0, 'q'},
+        {"write-baseline", required_argument, 0, 'w'}, {"enforce-stat-budgets", no_argument, 0, 'E'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *fixtures = NULL, *candidate = NULL;
+    bool enforce_stats = false;
     gate_args g = {0};
     ug_run_options run_opt = {.max_case_bytes = (size_t)1 << 30, .jobs = 1,
                               .progress = isatty(STDERR_FILENO) && !getenv("CI")};
@@ -461,6 +489,8 @@ static int cmd_score(int argc, char **argv)
         case 'b': g.budgets = optarg; break;
         case 'B': g.baseline = optarg; break;
         case 'r': g.reports = optarg; break;
+        case 'w': g.write_baseline = optarg; break;
+        case 'E': enforce_stats = true; break;
         case 'q': run_opt.progress = false; break;
         case 'j': ok = parse_jobs(optarg, &run_opt.jobs); break;
         case 'm': ok = parse_max_case_mib(optarg, &run_opt.max_case_bytes); break;
@@ -483,6 +513,7 @@ static int cmd_score(int argc, char **argv)
     ug_run_result run = {0};
     ug_verdict verdict = {0};
     ug_status st = ug_budgets_load(g.budgets, &budgets);
+    budgets.enforce_stats = enforce_stats;
     if (ug_is_ok(&st)) st = ug_candidate_open(fixtures, candidate, run_opt.max_case_bytes, &sweep, &cand, &source);
     if (ug_is_ok(&st)) {
         run_opt.moderate_cond = budgets.moderate_cond;

@@ -51,6 +51,9 @@ typedef struct {
     const ug_sweep *sweep;
     const char *source_name;    /* the kernel source's label ("plugin"); NULL: built-in kernels */
     char source_detail[256];    /* what the source is, for reports ("libmine.so"); may be empty */
+    bool has_source_hash;       /* source_hash: content hash of the source's file (a kernel library) */
+    uint64_t source_hash;
+    const char *profile;        /* the target arithmetic profile's name; NULL: "cpu", the default */
     double moderate_cond;
     size_t n_cases;
     ug_case_result *cases;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/input_file.h"
+#include "../core/json.h"
 #include "../core/json_dir.h"
 #include "gen.h"
 
@@ -39,14 +41,13 @@ static ug_status push_case(loader *ld, const ug_case *c)
     return ug_ok();
 }
 
-/* Shapes are non-negative integers below 2^32 (the kernels' u32 params). */
+/* Shapes are JSON integers in [0, 2^32) (the kernels' u32 params): 1.5,
+ * 2.0 and -0.0 are refused, a label never reads "-0". */
 static ug_status param_value(const loader *ld, const char *where, json_t *j, double *out)
 {
-    if (!json_is_number(j)) return bad(ld, where, "expected a number");
-    double x = json_number_value(j);
-    if (!(x >= 0 && x <= 4294967295.0 && x == floor(x)))
-        return ug_fail(UG_EPARSE, "%s: %s: %g is not an integer in [0, 2^32)", ld->path, where, x);
-    *out = x;
+    json_int_t v;
+    UG_TRY(ug_json_int_value(ld->path, where, j, 0, 4294967295LL, &v));
+    *out = (double)v;
     return ug_ok();
 }
 
@@ -63,15 +64,8 @@ static void make_label(const ug_family *f, const ug_params *p, const char *regim
 /* A misspelt key would silently drop cases: every key must be known. */
 static ug_status check_keys(const loader *ld, const char *where, json_t *obj, const char *const *known)
 {
-    if (!json_is_object(obj)) return bad(ld, where, "expected an object");
-    const char *key;
-    json_t *value;
-    json_object_foreach(obj, key, value) {
-        bool ok = false;
-        for (const char *const *k = known; *k && !ok; k++) ok = strcmp(*k, key) == 0;
-        if (!ok) return ug_fail(UG_EPARSE, "%s: %s: unknown key '%s'", ld->path, where[0] ? where : "(top level)", key);
-    }
-    return ug_ok();
+    UG_TRY(ug_json_check_object(ld->path, where, "", obj));
+    return ug_json_keys(ld->path, where, obj, known);
 }
 
 /* One axis of a grid: a parameter, a "p1/p2" tuple, or "regime". */
@@ -135,6 +129,30 @@ static ug_status apply_axis_value(const loader *ld, const ug_family *f, const ax
     return ug_ok();
 }
 
+/* Whether parameter p is a whole axis of one of f's buffer layouts ("K" in
+ * "[B,T,Hg,K]"; not "cache_extra" in "[half_rope_dim+cache_extra]"): a
+ * dimension, which an accepted case must give as a positive integer. */
+static bool is_dimension(const ug_family *f, size_t p)
+{
+    size_t n = strlen(f->param_names[p]);
+    for (size_t b = 0; b < f->n_buffers; b++) {
+        const char *layout = f->buffers[b].layout, *end = strchr(layout, ']');
+        for (const char *at = strstr(layout, f->param_names[p]); at && at < end; at = strstr(at + 1, f->param_names[p]))
+            if (at > layout && (at[-1] == '[' || at[-1] == ',') && (at[n] == ',' || at[n] == ']')) return true;
+    }
+    return false;
+}
+
+static ug_status positive_dimensions(const loader *ld, const ug_family *f, const ug_case *c, const char *where)
+{
+    for (size_t p = 0; p < f->n_params; p++)
+        if (c->params.v[p] == 0 && is_dimension(f, p))
+            return ug_fail(UG_EPARSE, "%s: %s: accepted case '%s': dimension %s is 0 (dimensions of accepted "
+                           "cases are positive; a zero shape belongs under \"rejected\")", ld->path, where,
+                           c->label, f->param_names[p]);
+    return ug_ok();
+}
+
 static ug_status expand_grid(loader *ld, const ug_family *f, json_t *grid, const char *where)
 {
     axis axes[UG_MAX_PARAMS + 1];
@@ -163,6 +181,7 @@ static ug_status expand_grid(loader *ld, const ug_family *f, json_t *grid, const
         c.override.buffer = -1;
         for (size_t a = 0; a < n_axes; a++) UG_TRY(apply_axis_value(ld, f, &axes[a], odometer[a], &c));
         make_label(f, &c.params, f->regimes[c.regime], c.label);
+        UG_TRY(positive_dimensions(ld, f, &c, where));
         c.seed = ug_gen_case_seed(ld->out->seed, f->name, c.label);
         UG_TRY(push_case(ld, &c));
         size_t a = n_axes;
@@ -229,9 +248,15 @@ static ug_status parse_rejected(loader *ld, const ug_family *f, json_t *j, const
     json_t *expect = json_object_get(j, "expect");
     if (!json_is_array(expect) || json_array_size(expect) == 0 || json_array_size(expect) > UG_MAX_EXPECT)
         return ug_fail(UG_EPARSE, "%s: %s.expect: expected 1 to %d message substrings", ld->path, where, UG_MAX_EXPECT);
+    snprintf(at, sizeof at, "%s.expect", where);
     for (size_t i = 0; i < json_array_size(expect); i++) {
-        const char *s = json_string_value(json_array_get(expect, i));
-        if (!s || strlen(s) >= UG_EXPECT_LEN) return bad(ld, where, "expect entries must be strings under 96 bytes");
+        char index[32];
+        const char *s;
+        snprintf(index, sizeof index, "[%zu]", i);
+        UG_TRY(ug_json_string(ld->path, at, expect, index, &s));
+        /* "" is a substring of every message: it would accept any rejection. */
+        if (!*s || strlen(s) >= UG_EXPECT_LEN)
+            return ug_json_fail(ld->path, at, index, "expected 1 to %d bytes, found \"%s\"", UG_EXPECT_LEN - 1, s);
         snprintf(c.expect[c.n_expect++], UG_EXPECT_LEN, "%s", s);
     }
     return push_case(ld, &c);
@@ -259,37 +284,28 @@ static ug_status parse_family(loader *ld, const char *name, json_t *j)
     return ug_ok();
 }
 
-/* Folds the file's bytes into the running FNV-1a hash h. */
-static ug_status hash_file(const char *path, uint64_t *h)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return ug_fail(UG_EIO, "cannot open sweep '%s'", path);
-    for (int ch; (ch = getc(fp)) != EOF;) *h = (*h ^ (uint64_t)ch) * 0x100000001b3ull;
-    fclose(fp);
-    return ug_ok();
-}
-
-/* Appends the cases of one sweep file to out. */
+/* Appends the cases of one sweep file to out; its bytes, read once (capped,
+ * core/input_file), are folded into the content hash and parsed. */
 static ug_status load_file(const char *path, ug_sweep *out)
 {
-    UG_TRY(hash_file(path, &out->content_hash));
-    ug_status st = ug_ok();
-    json_error_t err;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-    if (!root) return ug_fail(UG_EPARSE, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+    unsigned char *bytes;
+    size_t size;
+    UG_TRY(ug_input_read("sweep", path, UG_INPUT_MAX_JSON, &bytes, &size));
+    out->content_hash = ug_fnv1a(out->content_hash, bytes, size);
+    json_t *root;
+    ug_status st = ug_json_parse(path, bytes, size, &root);
+    free(bytes);
+    UG_TRY(st);
     loader ld = {path, out, out->n_cases};
-    const char *schema = json_string_value(json_object_get(root, "schema"));
-    json_t *seed = json_object_get(root, "seed"), *families = json_object_get(root, "families");
     static const char *const keys[] = {"schema", "seed", "families", "comment", NULL};
-    st = check_keys(&ld, "", root, keys);
-    if (ug_is_ok(&st) && (!schema || strcmp(schema, "ulpgate-sweep/1") != 0))
-        st = bad(&ld, "schema", "expected \"ulpgate-sweep/1\"");
-    if (ug_is_ok(&st) && (!json_is_integer(seed) || json_integer_value(seed) < 0))
-        st = bad(&ld, "seed", "expected a non-negative integer");
-    if (ug_is_ok(&st) && (!json_is_object(families) || json_object_size(families) == 0))
-        st = bad(&ld, "families", "expected a non-empty object");
+    json_t *families = NULL;
+    uint64_t seed = 0;
+    st = ug_json_schema(path, root, "ulpgate-sweep/1", keys);
+    if (ug_is_ok(&st)) st = ug_json_uint(path, "", root, "seed", UINT64_MAX, &seed);
+    if (ug_is_ok(&st)) st = ug_json_object(path, "", root, "families", &families);
+    if (ug_is_ok(&st) && json_object_size(families) == 0) st = bad(&ld, "families", "expected a non-empty object");
     if (ug_is_ok(&st)) {
-        if (out->n_cases == 0) out->seed = (uint64_t)json_integer_value(seed);
+        if (out->n_cases == 0) out->seed = seed;
         const char *name;
         json_t *fam;
         json_object_foreach(families, name, fam) {
@@ -309,7 +325,7 @@ static ug_status add_sweep_file(const char *path, int index, void *ctx)
 ug_status ug_sweep_load(const char *path, ug_sweep *out)
 {
     memset(out, 0, sizeof *out);
-    out->content_hash = 0xcbf29ce484222325ull;
+    out->content_hash = UG_FNV1A_INIT;
     if (strlen(path) >= sizeof out->path) return ug_fail(UG_EIO, "sweep path is too long: %s", path);
     snprintf(out->path, sizeof out->path, "%s", path);
     /* A directory holds one sweep file per family, read in name order. */
