@@ -15,18 +15,13 @@
 
 enum { N_CASES = 60, W = 0, U = 1 };
 
-static const char *const toy_params[] = {"B", "T"};
-static const char *const toy_regimes[] = {"realistic"};
-static const ug_buffer_desc toy_buffers[] = {
-    {"x", UG_BF16, false, "[B,T]"},
-    {"w", UG_BF16, true, "[B,T]"},
-    {"u", UG_BF16, true, "[B,T]"},
-};
-/* Never run: the gate reads only names and results. */
-static const ug_family toy = {
-    .name = "toyfam", .spec_section = "SPEC 0", .n_params = 2, .param_names = toy_params,
-    .n_buffers = 3, .buffers = toy_buffers, .n_regimes = 1, .regimes = toy_regimes,
-};
+/* A real family with two outputs (w, u): budgets and baselines name only
+ * registered families and their outputs. */
+#define FAMILY "gdn_recompute_wu"
+static const ug_family *toy(void)
+{
+    return ug_family_find(FAMILY);
+}
 
 #define BUDGET "{\"max_ratio\": 1, \"max_ulp_dist\": 4, \"p99_ulp_dist\": 1, \"min_share_cr\": 0.9}"
 #define U_BUDGETS "\"u\": {\"exact\": " BUDGET ", \"staged\": " BUDGET "}"
@@ -35,9 +30,9 @@ static const char budgets_text[] =
     " \"regression_tolerance\": {\"max_ulp_dist\": 0, \"p99_ulp_dist\": 0, \"share_cr\": 0.002,\n"
     "                          \"max_ratio\": 0.05},\n"
     " \"families\": {\n"
-    "  \"toyfam\": {\"w\": {\"exact\": " BUDGET ", \"staged\": " BUDGET "},\n"
+    "  \"gdn_recompute_wu\": {\"w\": {\"exact\": " BUDGET ", \"staged\": " BUDGET "},\n"
     "             " U_BUDGETS "},\n"
-    "  \"otherfam\": {\"y\": {\"exact\": " BUDGET "}}}}\n";
+    "  \"gdn_chunk_cumsum\": {\"g\": {\"exact\": " BUDGET "}}}}\n";
 
 typedef struct {
     char dir[64], budgets_path[96], baseline_path[96];
@@ -97,7 +92,7 @@ static void write_budgets_edited(fixture *fx, const char *from, const char *to)
 static void init_case(fixture *fx, size_t i)
 {
     ug_case *c = &fx->cases[i];
-    c->family = &toy;
+    c->family = toy();
     snprintf(c->label, sizeof c->label, "B=1 T=%zu", 64 * (i + 1));
     c->params.v[0] = 1;
     c->params.v[1] = 64.0 * (double)(i + 1);
@@ -110,10 +105,10 @@ static void init_case(fixture *fx, size_t i)
 static void init_family(fixture *fx)
 {
     ug_family_result *fr = &fx->fam;
-    fr->family = &toy;
+    fr->family = toy();
     fr->n_outputs = 2;
-    fr->output_buffer[W] = 1;
-    fr->output_buffer[U] = 2;
+    fr->output_buffer[W] = ug_family_buffer_index(toy(), "w");
+    fr->output_buffer[U] = ug_family_buffer_index(toy(), "u");
     for (int o = 0; o < 2; o++) {
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
             stats_init(&fr->agg[o][m]);
@@ -218,11 +213,11 @@ static void test_budgets_load_every_field(void)
     CU_ASSERT_EQUAL(fx->budgets.moderate_cond, 64);
     CU_ASSERT_EQUAL(fx->budgets.tolerance.share_cr, 0.002);
     CU_ASSERT_EQUAL(fx->budgets.tolerance.max_ratio, 0.05);
-    const ug_budget *b = ug_budgets_find(&fx->budgets, "toyfam", "u", UG_REF_STAGED);
+    const ug_budget *b = ug_budgets_find(&fx->budgets, "gdn_recompute_wu", "u", UG_REF_STAGED);
     CU_ASSERT_FATAL(b != NULL);
     CU_ASSERT(b->max_ratio == 1 && b->max_ulp_dist == 4 && b->p99_ulp_dist == 1);
     CU_ASSERT_EQUAL(b->min_share_cr, 0.9);
-    CU_ASSERT_PTR_NULL(ug_budgets_find(&fx->budgets, "otherfam", "y", UG_REF_STAGED));
+    CU_ASSERT_PTR_NULL(ug_budgets_find(&fx->budgets, "gdn_chunk_cumsum", "g", UG_REF_STAGED));
     fixture_free(fx);
 }
 
@@ -234,13 +229,13 @@ static void test_budgets_bad_json(void)
 
 static void test_budgets_wrong_schema(void)
 {
-    expect_budgets_error("ulpgate-budgets/1", "ulpgate-budgets/2", "schema: 'ulpgate-budgets/2'",
-                         "ulpgate-budgets/1");
+    expect_budgets_error("ulpgate-budgets/1", "ulpgate-budgets/2", "schema: expected \"ulpgate-budgets/1\"",
+                         "found \"ulpgate-budgets/2\"");
 }
 
 static void test_budgets_missing_field(void)
 {
-    expect_budgets_error("\"p99_ulp_dist\": 1, ", "", "families.toyfam.w.exact.p99_ulp_dist",
+    expect_budgets_error("\"p99_ulp_dist\": 1, ", "", "families.gdn_recompute_wu.w.exact.p99_ulp_dist",
                          "missing");
 }
 
@@ -252,39 +247,39 @@ static void test_budgets_missing_moderate_condition(void)
 static void test_budgets_ratio_above_one(void)
 {
     expect_budgets_error("\"max_ratio\": 1,", "\"max_ratio\": 1.5,",
-                         "families.toyfam.w.exact.max_ratio", "1.5 exceeds the maximum 1");
+                         "families.gdn_recompute_wu.w.exact.max_ratio", "1.5 is above the maximum 1");
 }
 
 static void test_budgets_unknown_mode(void)
 {
-    expect_budgets_error("\"staged\"", "\"fast\"", "families.toyfam.w.fast",
-                         "unknown mode 'fast'");
+    expect_budgets_error("\"staged\"", "\"fast\"", "families.gdn_recompute_wu.w.fast",
+                         "unknown mode \"fast\"");
 }
 
 static void test_budgets_negative(void)
 {
     expect_budgets_error("\"max_ulp_dist\": 4", "\"max_ulp_dist\": -1",
-                         "families.toyfam.w.exact.max_ulp_dist", "non-negative integer");
+                         "families.gdn_recompute_wu.w.exact.max_ulp_dist", "found -1");
 }
 
 static void test_budgets_not_a_number(void)
 {
     expect_budgets_error("\"max_ratio\": 1,", "\"max_ratio\": \"1\",",
-                         "families.toyfam.w.exact.max_ratio", "expected a number");
+                         "families.gdn_recompute_wu.w.exact.max_ratio", "expected a number");
 }
 
 static void test_budgets_unknown_key(void)
 {
-    expect_budgets_error("\"min_share_cr\"", "\"min_share\"", "families.toyfam.w.exact.min_share",
+    expect_budgets_error("\"min_share_cr\"", "\"min_share\"", "families.gdn_recompute_wu.w.exact.min_share",
                          "unknown key");
 }
 
-static void test_budgets_missing_file_is_eio(void)
+static void test_budgets_missing_file_is_einput(void)
 {
     fixture *fx = fixture_new();
     unlink(fx->budgets_path);
     ug_status s = load_budgets(fx);
-    CU_ASSERT_EQUAL(s.code, UG_EIO);
+    CU_ASSERT_EQUAL(s.code, UG_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, fx->budgets_path));
     fixture_free(fx);
 }
@@ -307,7 +302,7 @@ static void test_fail_max_ratio(void)
     evaluate(fx, false);
     CU_ASSERT_FALSE(fx->verdict.pass);
     CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
-                   "toyfam w exact: max_ratio 1.25 exceeds budget 1") >= 0);
+                   "gdn_recompute_wu w exact: max_ratio 1.25 exceeds budget 1") >= 0);
     fixture_free(fx);
 }
 
@@ -328,7 +323,7 @@ static void test_fail_max_ulp_dist(void)
     evaluate(fx, false);
     CU_ASSERT_FALSE(fx->verdict.pass);
     CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
-                   "toyfam u staged: max_ulp_dist 5 exceeds budget 4") >= 0);
+                   "gdn_recompute_wu u staged: max_ulp_dist 5 exceeds budget 4") >= 0);
     fixture_free(fx);
 }
 
@@ -339,7 +334,7 @@ static void test_fail_p99_ulp_dist(void)
     evaluate(fx, false);
     CU_ASSERT_FALSE(fx->verdict.pass);
     CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
-                   "toyfam u exact: p99_ulp_dist 2 exceeds budget 1") >= 0);
+                   "gdn_recompute_wu u exact: p99_ulp_dist 2 exceeds budget 1") >= 0);
     fixture_free(fx);
 }
 
@@ -350,7 +345,7 @@ static void test_fail_share_cr(void)
     evaluate(fx, false);
     CU_ASSERT_FALSE(fx->verdict.pass);
     CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
-                   "toyfam w staged: share_cr 0.85 is below budget 0.9") >= 0);
+                   "gdn_recompute_wu w staged: share_cr 0.85 is below budget 0.9") >= 0);
     fixture_free(fx);
 }
 
@@ -361,7 +356,7 @@ static void test_fail_missing_budget(void)
     evaluate(fx, false);
     CU_ASSERT_FALSE(fx->verdict.pass);
     CU_ASSERT_EQUAL(count(&fx->verdict, UG_FINDING_FAIL), 1);
-    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "toyfam u staged: no budget") >= 0);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "gdn_recompute_wu u staged: no budget") >= 0);
     fixture_free(fx);
 }
 
@@ -370,7 +365,7 @@ static void test_budget_of_unmeasured_output_ignored(void)
     fixture *fx = fixture_new();
     evaluate(fx, false);
     for (size_t i = 0; i < fx->verdict.n; i++)
-        CU_ASSERT_PTR_NULL(strstr(fx->verdict.items[i].text, "otherfam"));
+        CU_ASSERT_PTR_NULL(strstr(fx->verdict.items[i].text, "gdn_chunk_cumsum"));
     fixture_free(fx);
 }
 
@@ -382,9 +377,9 @@ static void test_findings_in_family_output_mode_order(void)
     agg(fx, W, UG_REF_EXACT)->sum.max_ratio = 2;
     evaluate(fx, false);
     CU_ASSERT_EQUAL_FATAL(fx->verdict.n, 3);
-    CU_ASSERT_PTR_NOT_NULL(strstr(fx->verdict.items[0].text, "toyfam w exact:"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(fx->verdict.items[1].text, "toyfam w staged:"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(fx->verdict.items[2].text, "toyfam u exact:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fx->verdict.items[0].text, "gdn_recompute_wu w exact:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fx->verdict.items[1].text, "gdn_recompute_wu w staged:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fx->verdict.items[2].text, "gdn_recompute_wu u exact:"));
     fixture_free(fx);
 }
 
@@ -395,7 +390,7 @@ static void test_failed_case_is_a_finding(void)
     strcpy(fx->results[1].failure, "w[3]: ratio 7 > 1");
     evaluate(fx, false);
     CU_ASSERT_FALSE(fx->verdict.pass);
-    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "toyfam/B=1 T=128: w[3]: ratio 7 > 1") >= 0);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "gdn_recompute_wu/B=1 T=128: w[3]: ratio 7 > 1") >= 0);
     fixture_free(fx);
 }
 
@@ -431,7 +426,7 @@ static void test_regression_beyond_tolerance_fails(void)
     evaluate(fx, true);
     CU_ASSERT_FALSE(fx->verdict.pass);
     CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
-                   "toyfam w exact: p99_ulp_dist worsened 0 -> 1 (tolerance 0)") >= 0);
+                   "gdn_recompute_wu w exact: p99_ulp_dist worsened 0 -> 1 (tolerance 0)") >= 0);
     fixture_free(fx);
 }
 
@@ -443,7 +438,7 @@ static void test_ratio_regression_is_relative(void)
     evaluate(fx, true);
     CU_ASSERT_FALSE(fx->verdict.pass);
     CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
-                   "toyfam u staged: max_ratio worsened 0.5 -> 0.53 (tolerance 0.05 relative)") >= 0);
+                   "gdn_recompute_wu u staged: max_ratio worsened 0.5 -> 0.53 (tolerance 0.05 relative)") >= 0);
     fixture_free(fx);
 }
 
@@ -467,7 +462,7 @@ static void test_improvement_reported_better(void)
     evaluate(fx, true);
     CU_ASSERT_TRUE(fx->verdict.pass);
     CU_ASSERT(find(&fx->verdict, UG_FINDING_BETTER,
-                   "toyfam w exact: max_ulp_dist improved 2 -> 1") >= 0);
+                   "gdn_recompute_wu w exact: max_ulp_dist improved 2 -> 1") >= 0);
     fixture_free(fx);
 }
 
@@ -479,7 +474,7 @@ static void test_bits_change_is_info_not_failure(void)
     evaluate(fx, true);
     CU_ASSERT_TRUE(fx->verdict.pass);
     CU_ASSERT(find(&fx->verdict, UG_FINDING_INFO,
-                   "toyfam: bits changed on avx2 (baseline 0123456789abcdef, now "
+                   "gdn_recompute_wu: bits changed on avx2 (baseline 0123456789abcdef, now "
                    "4567456745674567)") >= 0);
     fixture_free(fx);
 }
@@ -493,7 +488,7 @@ static void test_new_output_mode_is_info(void)
     set_figures(agg(fx, U, UG_REF_STAGED), 2, 1, 950, 0.5);
     evaluate(fx, true);
     CU_ASSERT_TRUE(fx->verdict.pass);
-    CU_ASSERT(find(&fx->verdict, UG_FINDING_INFO, "toyfam u staged: not in the baseline") >= 0);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_INFO, "gdn_recompute_wu u staged: not in the baseline") >= 0);
     fixture_free(fx);
 }
 
@@ -516,7 +511,7 @@ static void test_baseline_of_other_cases_fails(void)
     evaluate(fx, true);
     CU_ASSERT_FALSE(fx->verdict.pass);
     CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL,
-                   "toyfam w exact: 500 elements measured, the baseline has 1000") >= 0);
+                   "gdn_recompute_wu w exact: 500 elements measured, the baseline has 1000") >= 0);
     fixture_free(fx);
 }
 
@@ -532,7 +527,7 @@ static void test_baseline_round_trips_every_figure(void)
     CU_ASSERT_EQUAL_FATAL(fx->baseline.n, 4);
     for (size_t i = 0; i < fx->baseline.n; i++) {
         const ug_baseline_entry *e = &fx->baseline.entries[i];
-        CU_ASSERT_STRING_EQUAL(e->family, "toyfam");
+        CU_ASSERT_STRING_EQUAL(e->family, "gdn_recompute_wu");
         ug_summary s = ug_stats_summary(agg(fx, strcmp(e->output, "w") ? U : W, e->mode));
         CU_ASSERT(e->elements == s.elements && e->max_ulp_dist == s.max_ulp_dist &&
                   e->p99_ulp_dist == s.p99_ulp_dist);
@@ -553,7 +548,7 @@ static void test_baseline_bad_hash_is_parse_error(void)
                                   " \"sweep\": {\"path\": \"s.json\", \"content_hash\": \"12g4\"}}");
     ug_status s = ug_baseline_load(fx->baseline_path, &fx->baseline);
     CU_ASSERT_EQUAL(s.code, UG_EPARSE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, "sweep.content_hash: '12g4' is not 16 hex digits"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, "sweep.content_hash: expected 16 hex digits, found \"12g4\""));
     fixture_free(fx);
 }
 
@@ -570,7 +565,7 @@ static void test_fail_rel_rms(void)
     agg(fx, W, UG_REF_EXACT)->sum.sum_sq_ref = 1;
     evaluate(fx, false);
     CU_ASSERT_FALSE(fx->verdict.pass);
-    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "toyfam w exact: rel_rms 0.01 exceeds budget 0.005") >= 0);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "gdn_recompute_wu w exact: rel_rms 0.01 exceeds budget 0.005") >= 0);
     fixture_free(fx);
 }
 
@@ -606,8 +601,8 @@ static void test_compare_worse_fails_better_reported(void)
     write_figures(fx, "after.json", after, sizeof after);
     compare_files(fx, before, after);
     CU_ASSERT_FALSE(fx->verdict.pass);
-    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "toyfam w exact: p99_ulp_dist worsened 0 -> 1") >= 0);
-    CU_ASSERT(find(&fx->verdict, UG_FINDING_BETTER, "toyfam w exact: max_ratio improved 0.5 -> 0.4") >= 0);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "gdn_recompute_wu w exact: p99_ulp_dist worsened 0 -> 1") >= 0);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_BETTER, "gdn_recompute_wu w exact: max_ratio improved 0.5 -> 0.4") >= 0);
     ug_verdict_free(&fx->verdict);
     compare_files(fx, after, after);
     CU_ASSERT_TRUE(fx->verdict.pass);
@@ -643,20 +638,20 @@ static void test_budgets_directory_merges_files(void)
     CU_ASSERT_FATAL(mkdir(sub, 0755) == 0);
     snprintf(a, sizeof a, "%s/a.json", sub);
     snprintf(b, sizeof b, "%s/b.json", sub);
-    write_text(a, POLICY(64) "\"toyfam\": {" U_BUDGETS "}}}");
-    write_text(b, POLICY(64) "\"otherfam\": {\"y\": {\"exact\": " BUDGET "}}}}");
+    write_text(a, POLICY(64) "\"gdn_recompute_wu\": {" U_BUDGETS "}}}");
+    write_text(b, POLICY(64) "\"gdn_chunk_cumsum\": {\"g\": {\"exact\": " BUDGET "}}}}");
     ug_budgets merged;
     ug_status st = ug_budgets_load(sub, &merged);
     CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
     CU_ASSERT_EQUAL(merged.n, 3);
-    CU_ASSERT_PTR_NOT_NULL(ug_budgets_find(&merged, "otherfam", "y", UG_REF_EXACT));
-    CU_ASSERT_PTR_NOT_NULL(ug_budgets_find(&merged, "toyfam", "u", UG_REF_STAGED));
+    CU_ASSERT_PTR_NOT_NULL(ug_budgets_find(&merged, "gdn_chunk_cumsum", "g", UG_REF_EXACT));
+    CU_ASSERT_PTR_NOT_NULL(ug_budgets_find(&merged, "gdn_recompute_wu", "u", UG_REF_STAGED));
     ug_budgets_free(&merged);
-    write_text(b, POLICY(16) "\"otherfam\": {\"y\": {\"exact\": " BUDGET "}}}}");
+    write_text(b, POLICY(16) "\"gdn_chunk_cumsum\": {\"g\": {\"exact\": " BUDGET "}}}}");
     st = ug_budgets_load(sub, &merged);
     CU_ASSERT_EQUAL(st.code, UG_EPARSE);
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "moderate_condition"));
-    write_text(b, POLICY(64) "\"toyfam\": {" U_BUDGETS "}}}");
+    write_text(b, POLICY(64) "\"gdn_recompute_wu\": {" U_BUDGETS "}}}");
     st = ug_budgets_load(sub, &merged);
     CU_ASSERT_EQUAL(st.code, UG_EPARSE);
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "budgeted in another file"));
@@ -671,7 +666,7 @@ UG_TEST_SUITE(gate_suite, "gate",
               UG_TEST(test_budgets_missing_moderate_condition),
               UG_TEST(test_budgets_ratio_above_one), UG_TEST(test_budgets_unknown_mode),
               UG_TEST(test_budgets_negative), UG_TEST(test_budgets_not_a_number),
-              UG_TEST(test_budgets_unknown_key), UG_TEST(test_budgets_missing_file_is_eio),
+              UG_TEST(test_budgets_unknown_key), UG_TEST(test_budgets_missing_file_is_einput),
               UG_TEST(test_pass_within_budget), UG_TEST(test_fail_max_ratio),
               UG_TEST(test_fail_nan_ratio), UG_TEST(test_fail_max_ulp_dist),
               UG_TEST(test_fail_p99_ulp_dist), UG_TEST(test_fail_share_cr),

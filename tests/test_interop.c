@@ -275,8 +275,8 @@ static void test_missing_candidate_file(void)
     CU_ASSERT_FATAL(unlink(path) == 0);
     ug_run_result run;
     ug_status st = score(&fx, &run);
-    CU_ASSERT_EQUAL(st.code, UG_EIO);
-    ASSERT_CONTAINS(st.msg, "cannot open");
+    CU_ASSERT_EQUAL(st.code, UG_EINPUT);
+    ASSERT_CONTAINS(st.msg, "does not exist");
     ASSERT_CONTAINS(st.msg, "0001-gdn_chunk_cumsum.safetensors");
     teardown(&fx);
 }
@@ -301,12 +301,14 @@ static void test_bad_manifest(void)
     static const struct {
         const char *key, *value, *expect;
     } edits[] = {
-        {"family", "\"gdn_nonesuch\"", "case 1: unknown family 'gdn_nonesuch'"},
-        {"regime", "\"sunny\"", "case 1: gdn_chunk_cumsum has no regime 'sunny'"},
-        {"seed", "\"12\"", "case 1: seed '12' is not a 0x-prefixed 64-bit hex number"},
-        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2}", "case 1: 3 params, gdn_chunk_cumsum has 4"},
-        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2, \"BT\": \"64\"}", "case 1: param BT missing or not a number"},
-        {"file", "\"../x.safetensors\"", "case 1: label or file name too long, or the file name has a '/'"},
+        {"family", "\"gdn_nonesuch\"", "cases[1].family: unknown family \"gdn_nonesuch\""},
+        {"regime", "\"sunny\"", "cases[1].regime: gdn_chunk_cumsum has no regime \"sunny\""},
+        {"seed", "\"12\"", "cases[1].seed: \"12\" is not a 0x-prefixed 64-bit hex number"},
+        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2}", "cases[1].params: 3 params, gdn_chunk_cumsum has 4"},
+        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2, \"BT\": \"64\"}", "cases[1].params.BT: expected an integer"},
+        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2, \"BT\": 64.5}", "cases[1].params.BT: expected an integer"},
+        {"file", "\"../x.safetensors\"", "cases[1].file: \"../x.safetensors\" is empty"},
+        {"file", "\"0000-gdn_chunk_cumsum.safetensors\"", "repeats cases[0]"},
         {"params", "{\"B\": 1, \"T\": 128, \"H\": 3, \"BT\": 64}", "fixture/tool version mismatch: the manifest lists"},
     };
     for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
