@@ -56,7 +56,7 @@ $(BUILD)/libulpgate_kernels.so: $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(wil
 # Broken kernel libraries for the tests: fixtures/plugin/cumsum.c built once
 # per planted defect (-DPLUGIN_DEFECT_<NAME>; "none" is the working control).
 PLUGIN_DEFECTS  := none wrong_version no_entry unknown_family duplicate_family null_run wrong_values \
-                   out_of_bounds bad_status
+                   out_of_bounds bad_status backward
 PLUGIN_FIXTURES := $(PLUGIN_DEFECTS:%=$(BUILD)/plugin-fixtures/cumsum-%.so)
 $(BUILD)/plugin-fixtures/cumsum-%.so: fixtures/plugin/cumsum.c include/ulpgate/kernel_abi.h plugin/exports.map
 	@mkdir -p $(dir $@)
@@ -83,6 +83,7 @@ test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so
 	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
 	@$(call timed,plugin sweep,$(BUILD)/ulpgate verify --kernel-lib $(BUILD)/libulpgate_kernels.so \
 	    --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) --reports $(BUILD)/plugin-reports --quiet)
+	@$(call timed,plugin baseline,tests/plugin_baseline.sh $(BUILD))
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory mutants
 
