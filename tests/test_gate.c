@@ -2,6 +2,7 @@
  * synthetic run of one family with two outputs. Every run figure starts within
  * the budgets below; each test changes one thing. */
 #include <ftw.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -569,6 +570,185 @@ static void test_fail_rel_rms(void)
     fixture_free(fx);
 }
 
+/* ---- semantic checks of budgets and baselines ---- */
+
+static void test_budgets_unknown_family_or_output(void)
+{
+    expect_budgets_error("\"gdn_chunk_cumsum\": {\"g\"", "\"gdn_chunk_cumsun\": {\"g\"",
+                         "families.gdn_chunk_cumsun", "no kernel family \"gdn_chunk_cumsun\"");
+    expect_budgets_error("\"gdn_chunk_cumsum\": {\"g\"", "\"gdn_chunk_cumsum\": {\"G\"", "families.gdn_chunk_cumsum.G",
+                         "gdn_chunk_cumsum has no output \"G\"");
+    /* an input buffer is not an output */
+    expect_budgets_error("\"gdn_chunk_cumsum\": {\"g\"", "\"gdn_chunk_cumsum\": {\"g_raw\"",
+                         "families.gdn_chunk_cumsum.g_raw", "has no output");
+    expect_budgets_error("\"families\"", "\"stat_budgets\": \"builtin\", \"families\"", "stat_budgets",
+                         "expected \"built-in\" or \"all\", found \"builtin\"");
+    expect_budgets_error("\"min_share_cr\": 0.9}", "\"min_share_cr\": 0.9, \"always_enforced\": [\"p95\"]}",
+                         "families.gdn_recompute_wu.w.exact.always_enforced[0]", "unknown statistic \"p95\"");
+}
+
+/* The recorded baseline with the first occurrence of from replaced by to; expects UG_EPARSE naming needle. */
+static void expect_baseline_error(const char *from, const char *to, const char *needle)
+{
+    fixture *fx = fixture_new();
+    record_baseline(fx);
+    ug_baseline_free(&fx->baseline);
+    json_t *root = json_load_file(fx->baseline_path, 0, NULL);
+    CU_ASSERT_FATAL(root != NULL);
+    char *text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(root);
+    CU_ASSERT_FATAL(text != NULL);
+    const char *at = strstr(text, from);
+    CU_ASSERT_FATAL(at != NULL);
+    char edited[8192];
+    snprintf(edited, sizeof edited, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    free(text);
+    write_text(fx->baseline_path, edited);
+    ug_status s = ug_baseline_load(fx->baseline_path, &fx->baseline);
+    CU_ASSERT_EQUAL(s.code, UG_EPARSE);
+    CU_assertImplementation(strstr(s.msg, needle) != NULL, __LINE__, s.msg, __FILE__, "", CU_FALSE);
+    fixture_free(fx);
+}
+
+/* Figures out of range, or an empty baseline (a regression check silently off), are refused. */
+static void test_baseline_semantic_checks(void)
+{
+    expect_baseline_error("\"max_ratio\":0.5", "\"max_ratio\":-1",
+                          "families.gdn_recompute_wu.outputs.u.exact.max_ratio: -1 is below the minimum 0");
+    expect_baseline_error("\"share_cr\":0.94999999999999996", "\"share_cr\":1.5",
+                          "families.gdn_recompute_wu.outputs.u.exact.share_cr: 1.5 is above the maximum 1");
+    expect_baseline_error("\"share_cr\":0.94999999999999996", "\"share_cr\":\"nan\"", "share_cr: \"nan\" is not allowed here");
+    expect_baseline_error("\"p99_ulp_dist\":1", "\"p99_ulp_dist\":7", "p99_ulp_dist: 7 is above max_ulp_dist 2");
+    expect_baseline_error("\"elements\":1000", "\"elements\":0", "elements: 0 elements: not a measurement");
+    expect_baseline_error("\"families\":{", "\"families\":{},\"x\":{", "families: empty: the baseline measures nothing");
+    expect_baseline_error("\"gdn_recompute_wu\":", "\"gdn_recompute_wx\":",
+                          "families.gdn_recompute_wx: no kernel family \"gdn_recompute_wx\"");
+    expect_baseline_error("\"avx2\":", "\"neon\":", "families.gdn_recompute_wu.bits.neon: unknown bits key \"neon\"");
+    expect_baseline_error("\"kind\":\"built-in\"", "\"kind\":\"builtin\"", "source.kind: expected \"built-in\"");
+}
+
+/* ---- the budget policy: statistics budgets of the built-in kernels advise other sources ---- */
+
+static void policy_budgets(fixture *fx, const char *scope_and_families)
+{
+    write_budgets_edited(fx, "\"families\": {", scope_and_families);
+}
+
+static void test_stat_budgets_advise_outside_kernels(void)
+{
+    fixture *fx = fixture_new();
+    policy_budgets(fx, "\"stat_budgets\": \"built-in\", \"families\": {");
+    set_figures(agg(fx, U, UG_REF_STAGED), 111, 1, 950, 0.104); /* the Triton kkt case: 111 ULP at ratio 0.104 */
+    fx->run.source_name = "plugin";
+    evaluate(fx, false);
+    CU_ASSERT_TRUE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_INFO, "u staged: max_ulp_dist 111 exceeds budget 4 (advisory") >= 0);
+    /* the same figures from the built-in kernels fail */
+    ug_verdict_free(&fx->verdict);
+    ug_budgets_free(&fx->budgets);
+    fx->run.source_name = NULL;
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "u staged: max_ulp_dist 111 exceeds budget 4") >= 0);
+    /* --enforce-stat-budgets makes them gate an outside kernel */
+    ug_verdict_free(&fx->verdict);
+    ug_budgets_free(&fx->budgets);
+    fx->run.source_name = "candidate";
+    CU_ASSERT_FATAL(load_budgets(fx).code == UG_OK);
+    fx->budgets.enforce_stats = true;
+    CU_ASSERT_FATAL(ug_gate_evaluate(&fx->run, &fx->budgets, NULL, &fx->verdict).code == UG_OK);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    fixture_free(fx);
+}
+
+static void test_ratio_gates_every_source(void)
+{
+    fixture *fx = fixture_new();
+    policy_budgets(fx, "\"stat_budgets\": \"built-in\", \"families\": {");
+    set_figures(agg(fx, W, UG_REF_EXACT), 2, 1, 950, 1.25);
+    fx->run.source_name = "plugin";
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "w exact: max_ratio 1.25 exceeds budget 1") >= 0);
+    fixture_free(fx);
+}
+
+/* A file without "stat_budgets" is the user's own policy: it gates every source. */
+static void test_own_budgets_gate_outside_kernels(void)
+{
+    fixture *fx = fixture_new();
+    set_figures(agg(fx, U, UG_REF_STAGED), 5, 1, 950, 0.5);
+    fx->run.source_name = "plugin";
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "u staged: max_ulp_dist 5 exceeds budget 4") >= 0);
+    fixture_free(fx);
+}
+
+/* gdn_e2e's relative RMS is its accuracy criterion: "always_enforced" gates every source. */
+static void test_always_enforced_statistic(void)
+{
+    fixture *fx = fixture_new();
+    policy_budgets(fx, "\"stat_budgets\": \"built-in\", \"families\": {");
+    write_budgets_edited(fx, "\"min_share_cr\": 0.9}",
+                         "\"min_share_cr\": 0.9, \"max_rel_rms\": 0.005, \"always_enforced\": [\"max_rel_rms\"]}");
+    agg(fx, W, UG_REF_EXACT)->sum.sum_sq_err = 1e-4;
+    agg(fx, W, UG_REF_EXACT)->sum.sum_sq_ref = 1;
+    fx->run.source_name = "plugin";
+    evaluate(fx, false);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "w exact: rel_rms 0.01 exceeds budget 0.005") >= 0);
+    fixture_free(fx);
+}
+
+/* ---- a baseline of an outside kernel ---- */
+
+static void test_outside_kernel_baseline(void)
+{
+    fixture *fx = fixture_new();
+    fx->run.source_name = "plugin";
+    snprintf(fx->run.source_detail, sizeof fx->run.source_detail, "libmine.so");
+    fx->run.has_source_hash = true;
+    fx->run.source_hash = 0x1111;
+    fx->fam.source_ran = true;
+    fx->fam.source_bits_hash = 0xabcdef;
+    record_baseline(fx);
+    CU_ASSERT_STRING_EQUAL(fx->baseline.source.kind, "plugin");
+    CU_ASSERT_STRING_EQUAL(fx->baseline.source.name, "libmine.so");
+    CU_ASSERT_TRUE(fx->baseline.source.has_hash && fx->baseline.source.hash == 0x1111);
+    CU_ASSERT_STRING_EQUAL(fx->baseline.profile.name, "cpu");
+    CU_ASSERT_TRUE(fx->baseline.bits[0].has_source && fx->baseline.bits[0].source_hash == 0xabcdef);
+    /* a new build of the same library: its figures and bits are compared */
+    fx->run.source_hash = 0x2222;
+    fx->fam.source_bits_hash = 0xabcdee;
+    set_figures(agg(fx, U, UG_REF_EXACT), 3, 1, 950, 0.5);
+    evaluate(fx, true);
+    CU_ASSERT_FALSE(fx->verdict.pass);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "u exact: max_ulp_dist worsened 2 -> 3") >= 0);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_INFO, "bits of the plugin changed") >= 0);
+    CU_ASSERT(find(&fx->verdict, UG_FINDING_INFO, "content changed since the baseline") >= 0);
+    /* another library, the built-in kernels or another profile: refused, uncompared */
+    static const struct {
+        const char *source, *detail, *profile, *needle;
+    } others[] = {
+        {"plugin", "libother.so", NULL, "the baseline measured the kernels of plugin libmine.so, this result those of plugin libother.so"},
+        {NULL, "", NULL, "this result those of built-in"},
+        {"plugin", "libmine.so", "triton", "the baseline was measured under profile cpu, this result under triton"},
+    };
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        ug_verdict_free(&fx->verdict);
+        ug_budgets_free(&fx->budgets);
+        fx->run.source_name = others[i].source;
+        snprintf(fx->run.source_detail, sizeof fx->run.source_detail, "%s", others[i].detail);
+        fx->run.profile = others[i].profile;
+        evaluate(fx, true);
+        CU_ASSERT_FALSE(fx->verdict.pass);
+        CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, others[i].needle) >= 0);
+        CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, "worsened") < 0);
+    }
+    fixture_free(fx);
+}
+
 /* ---- compare ---- */
 
 static void write_figures(fixture *fx, const char *name, char *path, size_t size)
@@ -682,4 +862,7 @@ UG_TEST_SUITE(gate_suite, "gate",
               UG_TEST(test_other_sweep_baseline_fails),
               UG_TEST(test_baseline_of_other_cases_fails),
               UG_TEST(test_baseline_round_trips_every_figure),
-              UG_TEST(test_baseline_bad_hash_is_parse_error));
+              UG_TEST(test_baseline_bad_hash_is_parse_error), UG_TEST(test_budgets_unknown_family_or_output),
+              UG_TEST(test_baseline_semantic_checks), UG_TEST(test_stat_budgets_advise_outside_kernels),
+              UG_TEST(test_ratio_gates_every_source), UG_TEST(test_own_budgets_gate_outside_kernels),
+              UG_TEST(test_always_enforced_statistic), UG_TEST(test_outside_kernel_baseline));
