@@ -118,14 +118,17 @@ static ug_status regime_index(const loader *ld, const ug_family *f, const char *
 static ug_status apply_axis_value(const loader *ld, const ug_family *f, const axis *ax, size_t vi,
                                   ug_case *c)
 {
-    const char *where = ax->where;
+    char where[UG_JSON_WHERE], at[UG_JSON_WHERE];
+    ug_json_join_index(where, ax->where, vi);
     json_t *val = json_array_get(ax->values, vi);
     if (ax->regime) return regime_index(ld, f, where, val, &c->regime);
     if (ax->width == 1) return param_value(ld, where, val, &c->params.v[ax->params[0]]);
     if (!json_is_array(val) || json_array_size(val) != ax->width)
         return ug_fail(UG_EPARSE, "%s: %s: expected tuples of %zu numbers", ld->path, where, ax->width);
-    for (size_t k = 0; k < ax->width; k++)
-        UG_TRY(param_value(ld, where, json_array_get(val, k), &c->params.v[ax->params[k]]));
+    for (size_t k = 0; k < ax->width; k++) {
+        ug_json_join_index(at, where, k);
+        UG_TRY(param_value(ld, at, json_array_get(val, k), &c->params.v[ax->params[k]]));
+    }
     return ug_ok();
 }
 
