@@ -207,17 +207,23 @@ static int parse_verify(int argc, char **argv, verify_args *a)
 
 typedef struct {
     const char *budgets, *baseline, *reports, *write_baseline;
+    bool enforce_stats;
 } gate_args;
+
+/* The gate's input files, read before any case runs: a bad budgets or
+ * baseline file stops the run at once. */
+static ug_status load_gate_inputs(const gate_args *g, ug_budgets *budgets, ug_baseline *baseline)
+{
+    UG_TRY(ug_budgets_load(g->budgets, budgets));
+    budgets->enforce_stats = g->enforce_stats;
+    return g->baseline ? ug_baseline_load(g->baseline, baseline) : ug_ok();
+}
 
 /* The gate and the reports over a run's result (verify and merge). */
 static ug_status gate_and_report(const gate_args *g, const ug_run_result *run, const ug_budgets *budgets,
-                                 ug_verdict *verdict)
+                                 const ug_baseline *baseline, ug_verdict *verdict)
 {
-    ug_baseline baseline = {0};
-    ug_status st = g->baseline ? ug_baseline_load(g->baseline, &baseline) : ug_ok();
-    if (ug_is_ok(&st)) st = ug_gate_evaluate(run, budgets, g->baseline ? &baseline : NULL, verdict);
-    ug_baseline_free(&baseline);
-    UG_TRY(st);
+    UG_TRY(ug_gate_evaluate(run, budgets, g->baseline ? baseline : NULL, verdict));
     ug_report_print_summary(stdout, run, budgets, verdict);
     if (g->reports) UG_TRY(ug_report_write_all(g->reports, run, budgets, verdict));
     if (!g->write_baseline) return ug_ok();
@@ -257,10 +263,11 @@ static int cmd_verify(int argc, char **argv)
     ug_sweep sweep = {0};
     ug_run_result run = {0};
     ug_verdict verdict = {0};
+    ug_baseline baseline = {0};
     ug_plugin *plugin = NULL;
     uint64_t lib_hash = 0;
-    ug_status st = ug_budgets_load(a.budgets, &budgets);
-    budgets.enforce_stats = a.enforce_stats;
+    gate_args g = {a.budgets, a.baseline, a.reports, a.write_baseline, a.enforce_stats};
+    ug_status st = load_gate_inputs(&g, &budgets, &baseline);
     if (ug_is_ok(&st)) st = ug_sweep_load(a.sweep, &sweep);
     if (ug_is_ok(&st) && a.kernel_lib) st = open_kernel_lib(a.kernel_lib, &sweep, &plugin, &a.run, &lib_hash);
     if (ug_is_ok(&st) && a.filter) {
@@ -278,12 +285,12 @@ static int cmd_verify(int argc, char **argv)
             run.source_hash = lib_hash;
         }
     }
-    gate_args g = {a.budgets, a.baseline, a.reports, a.write_baseline};
-    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &verdict);
+    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &baseline, &verdict);
     rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
     ug_verdict_free(&verdict);
     ug_run_result_free(&run);
     ug_sweep_free(&sweep);
+    ug_baseline_free(&baseline);
     ug_budgets_free(&budgets);
     ug_plugin_close(plugin);
     mpfr_free_cache();
@@ -298,7 +305,6 @@ static int cmd_merge(int argc, char **argv)
         {"enforce-stat-budgets", no_argument, 0, 'E'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     gate_args g = {0};
-    bool enforce_stats = false;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (ch) {
@@ -306,7 +312,7 @@ static int cmd_merge(int argc, char **argv)
         case 'B': g.baseline = optarg; break;
         case 'r': g.reports = optarg; break;
         case 'w': g.write_baseline = optarg; break;
-        case 'E': enforce_stats = true; break;
+        case 'E': g.enforce_stats = true; break;
         default:
             fputs("usage: ulpgate merge --budgets PATH [--baseline FILE] [--reports DIR] [--write-baseline FILE]\n"
                   "                     [--enforce-stat-budgets]\n"
@@ -328,14 +334,15 @@ static int cmd_merge(int argc, char **argv)
     ug_sweep sweep = {0};
     ug_run_result run = {0};
     ug_verdict verdict = {0};
-    ug_status st = ug_budgets_load(g.budgets, &budgets);
-    budgets.enforce_stats = enforce_stats;
+    ug_baseline baseline = {0};
+    ug_status st = load_gate_inputs(&g, &budgets, &baseline);
     if (ug_is_ok(&st)) st = ug_merge_shards((const char *const *)argv + optind, (size_t)(argc - optind), &sweep, &run);
-    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &verdict);
+    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &baseline, &verdict);
     int rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
     ug_verdict_free(&verdict);
     ug_run_result_free(&run);
     ug_sweep_free(&sweep);
+    ug_baseline_free(&baseline);
     ug_budgets_free(&budgets);
     return rc;
 }
@@ -465,6 +472,18 @@ static const char score_usage[] =
     "  --enforce-stat-budgets the budgets' ULP statistics gate the candidate, not only advise\n"
     "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n";
 
+/* The candidate's label in reports and baselines: its directory's last
+ * component ("cand" for cand/, ./cand or /ci/work/cand), so that a baseline
+ * does not depend on where CI unpacks the candidate. */
+static void candidate_label(const char *dir, char *out, size_t size)
+{
+    size_t end = strlen(dir);
+    while (end > 1 && dir[end - 1] == '/') end--;
+    size_t start = end;
+    while (start > 0 && dir[start - 1] != '/') start--;
+    snprintf(out, size, "%.*s", (int)(end - start), dir + start);
+}
+
 static int cmd_score(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -476,7 +495,6 @@ static int cmd_score(int argc, char **argv)
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *fixtures = NULL, *candidate = NULL;
-    bool enforce_stats = false;
     gate_args g = {0};
     ug_run_options run_opt = {.max_case_bytes = (size_t)1 << 30, .jobs = 1,
                               .progress = isatty(STDERR_FILENO) && !getenv("CI")};
@@ -490,7 +508,7 @@ static int cmd_score(int argc, char **argv)
         case 'B': g.baseline = optarg; break;
         case 'r': g.reports = optarg; break;
         case 'w': g.write_baseline = optarg; break;
-        case 'E': enforce_stats = true; break;
+        case 'E': g.enforce_stats = true; break;
         case 'q': run_opt.progress = false; break;
         case 'j': ok = parse_jobs(optarg, &run_opt.jobs); break;
         case 'm': ok = parse_max_case_mib(optarg, &run_opt.max_case_bytes); break;
@@ -512,21 +530,22 @@ static int cmd_score(int argc, char **argv)
     ug_kernel_source source;
     ug_run_result run = {0};
     ug_verdict verdict = {0};
-    ug_status st = ug_budgets_load(g.budgets, &budgets);
-    budgets.enforce_stats = enforce_stats;
+    ug_baseline baseline = {0};
+    ug_status st = load_gate_inputs(&g, &budgets, &baseline);
     if (ug_is_ok(&st)) st = ug_candidate_open(fixtures, candidate, run_opt.max_case_bytes, &sweep, &cand, &source);
     if (ug_is_ok(&st)) {
         run_opt.moderate_cond = budgets.moderate_cond;
         run_opt.source = &source;
         st = ug_run_sweep(&sweep, &run_opt, &run);
-        snprintf(run.source_detail, sizeof run.source_detail, "%s", candidate);
+        candidate_label(candidate, run.source_detail, sizeof run.source_detail);
     }
-    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &verdict);
+    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &baseline, &verdict);
     int rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
     ug_verdict_free(&verdict);
     ug_run_result_free(&run);
     ug_candidate_free(cand);
     ug_sweep_free(&sweep);
+    ug_baseline_free(&baseline);
     ug_budgets_free(&budgets);
     mpfr_free_cache();
     return rc;
