@@ -296,7 +296,9 @@ static ug_status load_shards(const char *const *paths, size_t n, shard *shards)
     return st;
 }
 
-/* Every shard must describe the same sweep file, content and filter. */
+#define PLUGIN_PREFIX "plugin: "
+
+/* Every shard must describe the same kernels, sweep file, content and filter. */
 static ug_status same_sweep(const shard *shards, size_t n, const char **path, const char **filter, uint64_t *hash,
                             double *moderate)
 {
@@ -306,13 +308,17 @@ static ug_status same_sweep(const shard *shards, size_t n, const char **path, co
     *moderate = real_of(json_object_get(run0, "moderate_condition"));
     if (!*path || !*filter || !hex_of(json_object_get(sweep0, "content_hash"), hash))
         return bad(shards[0].path, "run.sweep lacks path, filter or content_hash");
+    const char *kernels0 = json_string_value(json_object_get(run0, "kernels"));
     for (size_t i = 0; i < n; i++) {
-        /* A kernel library's run covers only its families, and the baseline
-         * does not hold its bits: its reports are not rebuilt here. */
+        /* A candidate's cases are the manifest's, not the sweep's: its report is not rebuilt from the sweep. */
         const char *kernels = json_string_value(json_object_get(json_object_get(shards[i].root, "run"), "kernels"));
-        if (kernels && strcmp(kernels, "built-in") != 0)
+        if (strcmp(kernels, "built-in") != 0 && strncmp(kernels, PLUGIN_PREFIX, strlen(PLUGIN_PREFIX)) != 0)
             return ug_fail(UG_EINVAL, "%s: a run of \"%s\": merge and report rebuild runs of the built-in kernels "
-                           "only (re-run verify --kernel-lib for its report)", shards[i].path, kernels);
+                           "or of a --kernel-lib library (re-run score for its report; compare reads it)",
+                           shards[i].path, kernels);
+        if (strcmp(kernels, kernels0) != 0)
+            return ug_fail(UG_EINVAL, "%s and %s are shards of different runs (kernels \"%s\", \"%s\")",
+                           shards[0].path, shards[i].path, kernels0, kernels);
     }
     for (size_t i = 1; i < n; i++) {
         json_t *run = json_object_get(shards[i].root, "run"), *sweep = json_object_get(run, "sweep");
@@ -382,6 +388,10 @@ static ug_status read_case(const char *path, const json_t *j, ug_run_result *out
     json_t *hash;
     json_object_foreach(json_object_get(j, "isa_bits"), isa_name, hash) {
         ug_isa isa;
+        if (out->source_name && strcmp(isa_name, out->source_name) == 0) {
+            r->source_ran = true; /* its bits are bits_hash */
+            continue;
+        }
         if (!ug_isa_parse(isa_name, &isa) || !hex_of(hash, &r->isa_bits[isa]))
             return ug_fail(UG_EPARSE, "%s: case %zu: bad isa_bits entry '%s'", path, idx, isa_name);
         r->isa_ran[isa] = true;
@@ -484,6 +494,15 @@ static void refold_square_sums(ug_run_result *out)
     }
 }
 
+static bool family_in_report(const ug_case *c, const void *root)
+{
+    size_t i;
+    json_t *family;
+    json_array_foreach(json_object_get(root, "families"), i, family)
+        if (strcmp(json_string_value(json_object_get(family, "name")), c->family->name) == 0) return true;
+    return false;
+}
+
 static ug_status rebuild(shard *shards, size_t n, ug_sweep *sweep, ug_run_result *out)
 {
     const char *path, *filter;
@@ -494,8 +513,16 @@ static ug_status rebuild(shard *shards, size_t n, ug_sweep *sweep, ug_run_result
     if (sweep->content_hash != hash)
         return ug_fail(UG_EINVAL, "sweep %s changed since the shards ran (content hash %016" PRIx64 ", shards %016" PRIx64 ")",
                        path, sweep->content_hash, hash);
+    /* A library's run holds the sweep's cases of its families, renumbered before the filter (verify's order). */
+    const char *kernels = json_string_value(json_object_get(json_object_get(shards[0].root, "run"), "kernels"));
+    bool plugin = strcmp(kernels, "built-in") != 0;
+    if (plugin) ug_sweep_keep(sweep, family_in_report, shards[0].root);
     if (*filter) UG_TRY(ug_sweep_filter(sweep, filter));
     UG_TRY(ug_run_result_init(sweep, moderate, out));
+    if (plugin) {
+        out->source_name = "plugin";
+        snprintf(out->source_detail, sizeof out->source_detail, "%s", kernels + strlen(PLUGIN_PREFIX));
+    }
     bool *filled = calloc(out->n_cases ? out->n_cases : 1, sizeof *filled);
     size_t (*worst_case)[UG_MAX_BUFFERS][UG_REF_MODE_COUNT] = malloc((out->n_families ? out->n_families : 1) * sizeof *worst_case);
     ug_status st = filled && worst_case ? ug_ok() : ug_fail(UG_ENOMEM, "merge: out of memory");

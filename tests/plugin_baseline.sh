@@ -47,5 +47,8 @@ check "compare of the two reports finds the regression" 1 $? "$work/compare.log"
 check "compare of baseline and report finds it too" 1 $? "$work/compare2.log" "max_ulp_dist worsened 5 -> 6"
 "$ulpgate" compare fixtures/baseline.json "$work/baseline.json" >"$work/compare3.log" 2>&1
 check "compare refuses results of two sources" 1 $? "$work/compare3.log" "a baseline gates one kernel source"
+"$ulpgate" report --budgets fixtures/budgets --baseline "$work/baseline.json" "$work/r-pr/report.json" \
+  >"$work/report.log" 2>&1
+check "report re-gates the library's run against its baseline" 1 $? "$work/report.log" "max_ulp_dist worsened 5 -> 6"
 echo "plugin-baseline: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
