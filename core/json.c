@@ -31,6 +31,16 @@ ug_status ug_json_load(const char *what, const char *path, json_t **root)
     return st;
 }
 
+ug_status ug_json_read(const char *what, const char *path, ug_status (*parse)(const char *file, const json_t *root, void *out),
+                       void *out)
+{
+    json_t *root;
+    UG_TRY(ug_json_load(what, path, &root));
+    ug_status st = parse(path, root, out);
+    json_decref(root);
+    return st;
+}
+
 void ug_json_join(char out[UG_JSON_WHERE], const char *where, const char *key)
 {
     const char *dot = *where && *key && *key != '[' ? "." : "";
@@ -277,4 +287,17 @@ ug_status ug_json_schema(const char *file, const json_t *root, const char *schem
     UG_TRY(ug_json_string(file, "", root, "schema", &s));
     if (strcmp(s, schema) != 0) return ug_json_fail(file, "", "schema", "expected \"%s\", found \"%s\"", schema, s);
     return keys ? ug_json_keys(file, "", root, keys) : ug_ok();
+}
+
+json_t *ug_json_from_real(double x)
+{
+    if (isfinite(x)) return json_real(x);
+    return json_string(isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
+}
+
+json_t *ug_json_from_hex64(uint64_t h)
+{
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016" PRIx64, h);
+    return json_string(hex);
 }

@@ -27,6 +27,10 @@ enum { UG_JSON_WHERE = 256 };
 
 /* Reads and parses a file (what: its role, for messages). */
 ug_status ug_json_load(const char *what, const char *path, json_t **root);
+/* Loads a file and hands its root to parse(file, root, out); the root is
+ * released after. */
+ug_status ug_json_read(const char *what, const char *path, ug_status (*parse)(const char *file, const json_t *root, void *out),
+                       void *out);
 /* Parses size bytes already read from path. */
 ug_status ug_json_parse(const char *path, const unsigned char *bytes, size_t size, json_t **root);
 
@@ -76,6 +80,11 @@ void *ug_append(void **items, size_t *n, size_t size);
 /* Shortest "%.*g" text that reads back as x, for messages. */
 enum { UG_NUM_LEN = 32 };
 void ug_fmt_num(char out[UG_NUM_LEN], double x);
+
+/* The writers' side of the conventions above: a real as a JSON number, or
+ * "inf"/"-inf"/"nan"; a hash as 16 lower-case hex digits. */
+json_t *ug_json_from_real(double x);
+json_t *ug_json_from_hex64(uint64_t h);
 
 /* A short description of a value for messages: "\"text\"", "1.5", "null", "an object". */
 void ug_json_describe(const json_t *v, char *out, size_t size);

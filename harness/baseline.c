@@ -59,9 +59,7 @@ static ug_status parse_output(const char *file, const char *where, const ug_fami
         if (!e) return out_of_memory(file);
         snprintf(e->family, sizeof e->family, "%s", f->name);
         snprintf(e->output, sizeof e->output, "%s", output);
-        if (!ug_mode_parse(mode, &e->mode))
-            return ug_json_fail(file, item, mode, "unknown mode \"%s\" (expected exact or staged)", mode);
-        UG_TRY(ug_json_check_object(file, item, mode, obj));
+        UG_TRY(ug_json_mode(file, item, mode, obj, &e->mode));
         UG_TRY(parse_entry(file, mode_item, obj, e));
     }
     return ug_ok();
@@ -151,8 +149,9 @@ static ug_status parse_profile(const char *file, const json_t *root, ug_profile_
     return p->has_hash ? ug_json_hex64(file, "profile", obj, "content_hash", &p->hash) : ug_ok();
 }
 
-static ug_status parse_baseline(const char *file, const json_t *root, ug_baseline *out)
+static ug_status parse_baseline(const char *file, const json_t *root, void *ctx)
 {
+    ug_baseline *out = ctx;
     static const char *const keys[] = {"schema", "sweep", "source", "profile", "families", NULL};
     static const char *const sweep_keys[] = {"path", "content_hash", NULL};
     UG_TRY(ug_json_schema(file, root, BASELINE_SCHEMA, keys));
@@ -177,10 +176,7 @@ static ug_status parse_baseline(const char *file, const json_t *root, ug_baselin
 ug_status ug_baseline_load(const char *path, ug_baseline *out)
 {
     memset(out, 0, sizeof *out);
-    json_t *root;
-    UG_TRY(ug_json_load("baseline", path, &root));
-    ug_status s = parse_baseline(path, root, out);
-    json_decref(root);
+    ug_status s = ug_json_read("baseline", path, parse_baseline, out);
     if (!ug_is_ok(&s)) ug_baseline_free(out);
     return s;
 }
@@ -287,27 +283,13 @@ void ug_run_identity(const ug_run_result *run, ug_kernel_identity *source, ug_pr
 /* ------------------------------------------------------------------------
  * Writing the baseline */
 
-/* JSON has no literal for inf/NaN: those are written as strings (ug_json_real). */
-static json_t *real_json(double x)
-{
-    if (isfinite(x)) return json_real(x);
-    return json_string(isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
-}
-
-static json_t *hex_json(uint64_t h)
-{
-    char hex[17];
-    snprintf(hex, sizeof hex, "%016" PRIx64, h);
-    return json_string(hex);
-}
-
 static json_t *entry_json(const ug_summary *s)
 {
     return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o}", "elements", (json_int_t)s->elements,
                      "max_ulp_dist", (json_int_t)s->max_ulp_dist, "p99_ulp_dist",
-                     (json_int_t)s->p99_ulp_dist, "share_cr", real_json(ug_summary_share_cr(s)),
-                     "max_ratio", real_json(s->max_ratio), "max_ulp_err",
-                     real_json(s->max_ulp_err));
+                     (json_int_t)s->p99_ulp_dist, "share_cr", ug_json_from_real(ug_summary_share_cr(s)),
+                     "max_ratio", ug_json_from_real(s->max_ratio), "max_ulp_err",
+                     ug_json_from_real(s->max_ulp_err));
 }
 
 static const char *output_name(const ug_family_result *fr, size_t o)
@@ -344,11 +326,11 @@ static json_t *bits_json(const ug_run_result *run, const ug_family_result *fr)
 {
     json_t *bits = json_object();
     for (int i = 0; bits && i < UG_ISA_COUNT; i++)
-        if (fr->isa_ran[i] && json_object_set_new(bits, ug_isa_name((ug_isa)i), hex_json(fr->bits_hash[i])) != 0) {
+        if (fr->isa_ran[i] && json_object_set_new(bits, ug_isa_name((ug_isa)i), ug_json_from_hex64(fr->bits_hash[i])) != 0) {
             json_decref(bits);
             bits = NULL;
         }
-    if (bits && fr->source_ran && json_object_set_new(bits, run->source_name, hex_json(fr->source_bits_hash)) != 0) {
+    if (bits && fr->source_ran && json_object_set_new(bits, run->source_name, ug_json_from_hex64(fr->source_bits_hash)) != 0) {
         json_decref(bits);
         bits = NULL;
     }
@@ -359,14 +341,14 @@ static json_t *source_json(const ug_kernel_identity *s)
 {
     json_t *j = json_pack("{s:s}", "kind", s->kind);
     if (j && strcmp(s->kind, "built-in") != 0) json_object_set_new(j, "name", json_string(s->name));
-    if (j && s->has_hash) json_object_set_new(j, "content_hash", hex_json(s->hash));
+    if (j && s->has_hash) json_object_set_new(j, "content_hash", ug_json_from_hex64(s->hash));
     return j;
 }
 
 static json_t *profile_json(const ug_profile_identity *p)
 {
     json_t *j = json_pack("{s:s}", "name", p->name);
-    if (j && p->has_hash) json_object_set_new(j, "content_hash", hex_json(p->hash));
+    if (j && p->has_hash) json_object_set_new(j, "content_hash", ug_json_from_hex64(p->hash));
     return j;
 }
 
@@ -390,7 +372,7 @@ static json_t *baseline_json(const ug_run_result *run)
     ug_profile_identity profile;
     ug_run_identity(run, &source, &profile);
     return json_pack("{s:s, s:{s:s, s:o}, s:o, s:o, s:o}", "schema", BASELINE_SCHEMA, "sweep", "path",
-                     run->sweep->path, "content_hash", hex_json(run->sweep->content_hash), "source",
+                     run->sweep->path, "content_hash", ug_json_from_hex64(run->sweep->content_hash), "source",
                      source_json(&source), "profile", profile_json(&profile), "families", families);
 }
 

@@ -58,14 +58,14 @@ static ug_status parse_budget(const char *file, const char *where, const json_t 
     return ug_json_number(file, where, obj, "min_share_cr", 0, 1, &b->min_share_cr);
 }
 
-bool ug_mode_parse(const char *name, ug_ref_mode *out)
+ug_status ug_json_mode(const char *file, const char *where, const char *name, const json_t *v, ug_ref_mode *out)
 {
     for (int m = 0; m < UG_REF_MODE_COUNT; m++)
         if (strcmp(name, ug_ref_mode_name((ug_ref_mode)m)) == 0) {
             *out = (ug_ref_mode)m;
-            return true;
+            return ug_json_check_object(file, where, name, v);
         }
-    return false;
+    return ug_json_fail(file, where, name, "unknown mode \"%s\" (expected exact or staged)", name);
 }
 
 static bool is_output_of(const ug_family *f, const char *output)
@@ -87,9 +87,7 @@ static ug_status parse_output_budgets(const char *file, const char *where, const
         char mode_item[UG_JSON_WHERE];
         ug_json_join(mode_item, item, mode);
         ug_ref_mode m;
-        if (!ug_mode_parse(mode, &m))
-            return ug_json_fail(file, item, mode, "unknown mode \"%s\" (expected exact or staged)", mode);
-        UG_TRY(ug_json_check_object(file, item, mode, obj));
+        UG_TRY(ug_json_mode(file, item, mode, obj, &m));
         ug_budget_entry *e = ug_append((void **)&out->entries, &out->n, sizeof *e);
         if (!e) return ug_fail(UG_ENOMEM, "%s: out of memory while loading", file);
         snprintf(e->family, sizeof e->family, "%s", f->name);
@@ -125,8 +123,9 @@ static ug_status parse_scope(const char *file, const json_t *root, bool *builtin
     return ug_ok();
 }
 
-static ug_status parse_budgets(const char *file, const json_t *root, ug_budgets *out)
+static ug_status parse_budgets(const char *file, const json_t *root, void *ctx)
 {
+    ug_budgets *out = ctx;
     static const char *const keys[] = {"schema", "moderate_condition", "regression_tolerance", "stat_budgets",
                                        "families", NULL};
     UG_TRY(ug_json_schema(file, root, BUDGETS_SCHEMA, keys));
@@ -153,10 +152,7 @@ static ug_status parse_budgets(const char *file, const json_t *root, ug_budgets 
 static ug_status load_budgets_file(const char *path, ug_budgets *out)
 {
     memset(out, 0, sizeof *out);
-    json_t *root;
-    UG_TRY(ug_json_load("budgets", path, &root));
-    ug_status s = parse_budgets(path, root, out);
-    json_decref(root);
+    ug_status s = ug_json_read("budgets", path, parse_budgets, out);
     if (!ug_is_ok(&s)) ug_budgets_free(out);
     return s;
 }

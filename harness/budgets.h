@@ -36,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "results.h"
 
 /* The statistics a budget limits besides max_ratio (bit flags). */
@@ -83,7 +85,8 @@ bool ug_budget_met(const ug_budget *b, const ug_summary *s);
  * (NULL: the built-in kernels). */
 bool ug_budget_enforces(const ug_budgets *all, const ug_budget *b, ug_stat_flag stat, const char *source_name);
 
-/* A mode's name as files write it ("exact", "staged"); false for another text. */
-bool ug_mode_parse(const char *name, ug_ref_mode *out);
+/* A "<mode>": {...} member found at JSON path where: its name must be a mode
+ * ("exact", "staged") and its value an object (core/json messages). */
+ug_status ug_json_mode(const char *file, const char *where, const char *name, const json_t *v, ug_ref_mode *out);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,34 @@ static ug_status check_member(const char *file, const char *where, const json_t 
     return check_fields(file, item, v, fields);
 }
 
+/* One element of a tuple: 'U' an integer in [0, max], 'R' a real. */
+typedef struct {
+    char type;
+    json_int_t max;
+} tuple_item;
+
+/* Every element of array (at JSON path where) is an array of the items given. */
+static ug_status check_tuples(const char *file, const char *where, const json_t *array, const tuple_item *items)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(array, i, x) {
+        char key[32], item[UG_JSON_WHERE];
+        snprintf(key, sizeof key, "[%zu]", i);
+        ug_json_join(item, where, key);
+        UG_TRY(ug_json_array(file, where, array, key, &x));
+        for (size_t k = 0; items[k].type; k++) {
+            char index[32];
+            json_int_t n;
+            double d;
+            snprintf(index, sizeof index, "[%zu]", k);
+            UG_TRY(items[k].type == 'U' ? ug_json_int(file, item, x, index, 0, items[k].max, &n)
+                                        : ug_json_real(file, item, x, index, -INFINITY, INFINITY, true, &d));
+        }
+    }
+    return ug_ok();
+}
+
 /* {mode: summary} for every mode present; aggregates carry histogram and worst case too. */
 static ug_status check_modes(const char *file, const char *where, const json_t *modes, bool aggregate)
 {
@@ -152,25 +181,16 @@ static ug_status check_modes(const char *file, const char *where, const json_t *
         char item[UG_JSON_WHERE];
         ug_json_join(item, where, mode);
         ug_ref_mode m;
-        if (!ug_mode_parse(mode, &m)) return ug_json_fail(file, where, mode, "unknown mode \"%s\"", mode);
-        UG_TRY(ug_json_check_object(file, where, mode, s));
+        UG_TRY(ug_json_mode(file, where, mode, s, &m));
         UG_TRY(check_fields(file, item, s, summary_fields));
         if (!aggregate) continue;
         UG_TRY(check_fields(file, item, s, aggregate_fields));
         UG_TRY(check_member(file, item, s, "worst_case", worst_case_fields));
-        json_t *bins = json_object_get(s, "dist_histogram"), *bin;
-        size_t i;
+        /* [[bin, count], ...] */
+        static const tuple_item bin[] = {{'U', UG_DIST_BINS - 1}, {'U', LLONG_MAX}, {0, 0}};
         char at[UG_JSON_WHERE];
         ug_json_join(at, item, "dist_histogram");
-        json_array_foreach(bins, i, bin) {
-            char key[32], bin_at[UG_JSON_WHERE];
-            uint64_t x;
-            snprintf(key, sizeof key, "[%zu]", i);
-            ug_json_join(bin_at, at, key);
-            UG_TRY(ug_json_array(file, at, bins, key, &bin));
-            UG_TRY(ug_json_uint(file, bin_at, bin, "[0]", UG_DIST_BINS - 1, &x));
-            UG_TRY(ug_json_uint(file, bin_at, bin, "[1]", UINT64_MAX, &x));
-        }
+        UG_TRY(check_tuples(file, at, json_object_get(s, "dist_histogram"), bin));
     }
     return ug_ok();
 }
@@ -214,21 +234,12 @@ static ug_status check_case(const char *file, const char *where, const json_t *c
     char at[UG_JSON_WHERE];
     ug_json_join(at, where, "isa_bits");
     UG_TRY(check_hashes(file, at, json_object_get(c, "isa_bits")));
-    json_t *samples = json_object_get(c, "samples"), *x;
-    size_t i;
+    /* [[output ordinal, mode, cond, ulp_err, bound_ulps], ...] */
+    static const tuple_item sample[] = {
+        {'U', UG_MAX_BUFFERS - 1}, {'U', UG_REF_MODE_COUNT - 1}, {'R', 0}, {'R', 0}, {'R', 0}, {0, 0},
+    };
     ug_json_join(at, where, "samples");
-    json_array_foreach(samples, i, x) {
-        char key[32], item[UG_JSON_WHERE];
-        json_int_t k;
-        double d;
-        snprintf(key, sizeof key, "[%zu]", i);
-        ug_json_join(item, at, key);
-        UG_TRY(ug_json_array(file, at, samples, key, &x));
-        UG_TRY(ug_json_int(file, item, x, "[0]", 0, UG_MAX_BUFFERS - 1, &k));
-        UG_TRY(ug_json_int(file, item, x, "[1]", 0, UG_REF_MODE_COUNT - 1, &k));
-        for (const char *const *r = (const char *const[]){"[2]", "[3]", "[4]", NULL}; *r; r++)
-            UG_TRY(ug_json_real(file, item, x, *r, -INFINITY, INFINITY, true, &d));
-    }
+    UG_TRY(check_tuples(file, at, json_object_get(c, "samples"), sample));
     const char *output;
     json_t *modes, *outputs = json_object_get(c, "outputs");
     ug_json_join(at, where, "outputs");

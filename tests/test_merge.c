@@ -38,6 +38,19 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+/* A fresh directory (template for mkdtemp) holding the sweep and budgets above, the budgets loaded. */
+static void fixture_open(fixture *fx, const char *dir_template)
+{
+    memset(fx, 0, sizeof *fx);
+    snprintf(fx->dir, sizeof fx->dir, "%s", dir_template);
+    CU_ASSERT_FATAL(mkdtemp(fx->dir) != NULL);
+    snprintf(fx->sweep, sizeof fx->sweep, "%s/sweep.json", fx->dir);
+    snprintf(fx->budgets, sizeof fx->budgets, "%s/budgets.json", fx->dir);
+    write_file(fx->sweep, sweep_text);
+    write_file(fx->budgets, budgets_text);
+    CU_ASSERT_FATAL(ug_budgets_load(fx->budgets, &fx->b).code == UG_OK);
+}
+
 /* Runs the sweep (optionally one shard) and writes its reports to DIR/name. */
 static void run_and_report(fixture *fx, size_t shard, size_t shards, const char *name)
 {
@@ -87,14 +100,8 @@ static json_t *load_report(const fixture *fx, const char *name)
 
 static void test_merged_shards_equal_unsharded_run(void)
 {
-    fixture fx = {0};
-    snprintf(fx.dir, sizeof fx.dir, "/tmp/ug_test_merge_XXXXXX");
-    CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
-    snprintf(fx.sweep, sizeof fx.sweep, "%s/sweep.json", fx.dir);
-    snprintf(fx.budgets, sizeof fx.budgets, "%s/budgets.json", fx.dir);
-    write_file(fx.sweep, sweep_text);
-    write_file(fx.budgets, budgets_text);
-    CU_ASSERT_FATAL(ug_budgets_load(fx.budgets, &fx.b).code == UG_OK);
+    fixture fx;
+    fixture_open(&fx, "/tmp/ug_test_merge_XXXXXX");
     run_and_report(&fx, 0, 0, "full");
     run_and_report(&fx, 1, 2, "shard1");
     run_and_report(&fx, 0, 2, "shard0");
@@ -133,14 +140,8 @@ static void test_merged_shards_equal_unsharded_run(void)
  * the same bits whatever the thread count (determinism). */
 static void test_two_runs_give_identical_reports(void)
 {
-    fixture fx = {0};
-    snprintf(fx.dir, sizeof fx.dir, "/tmp/ug_test_repeat_XXXXXX");
-    CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
-    snprintf(fx.sweep, sizeof fx.sweep, "%s/sweep.json", fx.dir);
-    snprintf(fx.budgets, sizeof fx.budgets, "%s/budgets.json", fx.dir);
-    write_file(fx.sweep, sweep_text);
-    write_file(fx.budgets, budgets_text);
-    CU_ASSERT_FATAL(ug_budgets_load(fx.budgets, &fx.b).code == UG_OK);
+    fixture fx;
+    fixture_open(&fx, "/tmp/ug_test_repeat_XXXXXX");
     run_and_report(&fx, 0, 0, "first");
     run_and_report(&fx, 0, 0, "second");
     json_t *a = load_report(&fx, "first"), *b = load_report(&fx, "second");
@@ -180,14 +181,8 @@ static void expect_both_refuse(const char *path, const char *needle)
 
 static void test_report_and_compare_accept_the_same_files(void)
 {
-    fixture fx = {0};
-    snprintf(fx.dir, sizeof fx.dir, "/tmp/ug_test_strict_XXXXXX");
-    CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
-    snprintf(fx.sweep, sizeof fx.sweep, "%s/sweep.json", fx.dir);
-    snprintf(fx.budgets, sizeof fx.budgets, "%s/budgets.json", fx.dir);
-    write_file(fx.sweep, sweep_text);
-    write_file(fx.budgets, budgets_text);
-    CU_ASSERT_FATAL(ug_budgets_load(fx.budgets, &fx.b).code == UG_OK);
+    fixture fx;
+    fixture_open(&fx, "/tmp/ug_test_strict_XXXXXX");
     run_and_report(&fx, 0, 0, "full");
     char src[200], path[200];
     snprintf(src, sizeof src, "%s/full/report.json", fx.dir);
