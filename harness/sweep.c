@@ -1,6 +1,7 @@
 #include "sweep.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,8 +85,8 @@ static ug_status parse_axis(const loader *ld, const ug_family *f, const char *ke
     snprintf(ax->where, sizeof ax->where, "%s", where);
     ax->regime = strcmp(key, "regime") == 0;
     ax->width = 0;
-    if (!json_is_array(values) || json_array_size(values) == 0)
-        return bad(ld, where, "expected a non-empty array of values");
+    UG_TRY(ug_json_check_array(ld->path, where, "", values));
+    if (json_array_size(values) == 0) return bad(ld, where, "expected a non-empty array of values, found []");
     if (ax->regime) return ug_ok();
     char names[256];
     snprintf(names, sizeof names, "%s", key);
@@ -164,7 +165,7 @@ static ug_status expand_grid(loader *ld, const ug_family *f, json_t *grid, const
     const char *key;
     json_t *values;
     char at[256];
-    if (!json_is_object(grid)) return bad(ld, where, "expected an object of axes");
+    UG_TRY(ug_json_check_object(ld->path, where, "", grid));
     json_object_foreach(grid, key, values) {
         snprintf(at, sizeof at, "%s.%s", where, key);
         if (n_axes == UG_MAX_PARAMS + 1) return bad(ld, at, "too many axes");
@@ -196,18 +197,23 @@ static ug_status expand_grid(loader *ld, const ug_family *f, json_t *grid, const
 static ug_status parse_override(const loader *ld, const ug_family *f, json_t *j, const char *where,
                                 ug_buffer_override *o)
 {
-    const char *name = json_string_value(json_object_get(j, "name"));
-    o->buffer = name ? ug_family_buffer_index(f, name) : -1;
+    static const char *const keys[] = {"name", "count_delta", "dtype", NULL};
+    const char *name, *dtype_name;
+    UG_TRY(check_keys(ld, where, j, keys));
+    UG_TRY(ug_json_string(ld->path, where, j, "name", &name));
+    o->buffer = ug_family_buffer_index(f, name);
     if (o->buffer < 0)
-        return ug_fail(UG_EPARSE, "%s: %s.name: '%s' is not a buffer of %s", ld->path, where,
-                       name ? name : "(missing)", f->name);
+        return ug_json_fail(ld->path, where, "name", "\"%s\" is not a buffer of %s", name, f->name);
     json_t *delta = json_object_get(j, "count_delta"), *dtype = json_object_get(j, "dtype");
-    if (delta && !json_is_integer(delta)) return bad(ld, where, "count_delta must be an integer");
-    o->count_delta = delta ? json_integer_value(delta) : 0;
+    json_int_t count_delta = 0;
+    if (delta) UG_TRY(ug_json_int(ld->path, where, j, "count_delta", -LLONG_MAX, LLONG_MAX, &count_delta));
+    o->count_delta = count_delta;
     o->dtype = UG_DTYPE_COUNT;
     if (dtype) {
-        o->dtype = json_is_string(dtype) ? ug_dtype_parse(json_string_value(dtype)) : UG_DTYPE_COUNT;
-        if (o->dtype == UG_DTYPE_COUNT) return bad(ld, where, "dtype must be one of bf16, f32, f64, u32");
+        UG_TRY(ug_json_string(ld->path, where, j, "dtype", &dtype_name));
+        o->dtype = ug_dtype_parse(dtype_name);
+        if (o->dtype == UG_DTYPE_COUNT)
+            return ug_json_fail(ld->path, where, "dtype", "expected bf16, f32, f64 or u32, found \"%s\"", dtype_name);
     }
     if (!delta && !dtype) return bad(ld, where, "give count_delta or dtype");
     return ug_ok();
@@ -222,18 +228,19 @@ static ug_status parse_rejected(loader *ld, const ug_family *f, json_t *j, const
     c.family = f;
     c.expect_reject = true;
     c.override.buffer = -1;
-    const char *name = json_string_value(json_object_get(j, "name"));
-    if (!name || !*name) return bad(ld, where, "a rejected case needs a non-empty \"name\"");
-    if (strlen(name) >= UG_LABEL_LEN) return bad(ld, where, "name is too long");
+    const char *name;
+    UG_TRY(ug_json_string(ld->path, where, j, "name", &name));
+    if (!*name || strlen(name) >= UG_LABEL_LEN)
+        return ug_json_fail(ld->path, where, "name", "expected 1 to %d bytes, found \"%s\"", UG_LABEL_LEN - 1, name);
     snprintf(c.label, sizeof c.label, "%s", name);
     c.seed = ug_gen_case_seed(ld->out->seed, f->name, c.label);
-    json_t *params = json_object_get(j, "params");
-    if (!json_is_object(params)) return bad(ld, where, "\"params\" must be an object");
-    char at[256];
+    json_t *params, *v;
+    UG_TRY(ug_json_object(ld->path, where, j, "params", &params));
+    char at[256], params_at[UG_JSON_WHERE];
+    ug_json_join(params_at, where, "params");
     for (size_t i = 0; i < f->n_params; i++) {
         snprintf(at, sizeof at, "%s.params.%s", where, f->param_names[i]);
-        json_t *v = json_object_get(params, f->param_names[i]);
-        if (!v) return bad(ld, at, "missing");
+        UG_TRY(ug_json_get(ld->path, params_at, params, f->param_names[i], &v));
         UG_TRY(param_value(ld, at, v, &c.params.v[i]));
     }
     const char *key;
@@ -248,9 +255,11 @@ static ug_status parse_rejected(loader *ld, const ug_family *f, json_t *j, const
         snprintf(at, sizeof at, "%s.buffer", where);
         UG_TRY(parse_override(ld, f, buffer, at, &c.override));
     }
-    json_t *expect = json_object_get(j, "expect");
-    if (!json_is_array(expect) || json_array_size(expect) == 0 || json_array_size(expect) > UG_MAX_EXPECT)
-        return ug_fail(UG_EPARSE, "%s: %s.expect: expected 1 to %d message substrings", ld->path, where, UG_MAX_EXPECT);
+    json_t *expect;
+    UG_TRY(ug_json_array(ld->path, where, j, "expect", &expect));
+    if (json_array_size(expect) == 0 || json_array_size(expect) > UG_MAX_EXPECT)
+        return ug_json_fail(ld->path, where, "expect", "expected 1 to %d message substrings, found %zu", UG_MAX_EXPECT,
+                            json_array_size(expect));
     snprintf(at, sizeof at, "%s.expect", where);
     for (size_t i = 0; i < json_array_size(expect); i++) {
         char index[32];
@@ -273,9 +282,9 @@ static ug_status parse_family(loader *ld, const char *name, json_t *j)
     char at[256];
     snprintf(at, sizeof at, "families.%s", name);
     UG_TRY(check_keys(ld, at, j, keys));
-    json_t *accepted = json_object_get(j, "accepted"), *rejected = json_object_get(j, "rejected");
-    if ((accepted && !json_is_array(accepted)) || (rejected && !json_is_array(rejected)))
-        return ug_fail(UG_EPARSE, "%s: families.%s: accepted/rejected must be arrays", ld->path, name);
+    json_t *accepted = NULL, *rejected = NULL;
+    if (json_object_get(j, "accepted")) UG_TRY(ug_json_array(ld->path, at, j, "accepted", &accepted));
+    if (json_object_get(j, "rejected")) UG_TRY(ug_json_array(ld->path, at, j, "rejected", &rejected));
     for (size_t i = 0; i < json_array_size(accepted); i++) {
         snprintf(at, sizeof at, "families.%s.accepted[%zu]", name, i);
         UG_TRY(expand_grid(ld, f, json_array_get(accepted, i), at));

@@ -526,7 +526,7 @@ static void test_error_unknown_buffer_in_override(void)
 {
     expect_parse_error(HEAD "{\"rejected\": [{\"name\": \"x\", \"params\": " PARAMS_OK
                        ", \"buffer\": {\"name\": \"zz\", \"count_delta\": 1}, \"expect\": [\"K\"]}]}" TAIL,
-                       "'zz'", "rejected[0].buffer");
+                       "rejected[0].buffer.name: \"zz\" is not a buffer of gdn_recompute_wu", NULL);
 }
 
 static void test_error_bad_dtype_in_override(void)
