@@ -206,7 +206,8 @@ static bool same_sweep(findings *fs, const ug_run_result *run, const ug_baseline
     if (baseline->sweep_hash == run->sweep->content_hash) return true;
     add(fs, UG_FINDING_FAIL,
         "the baseline was recorded on sweep %s (content hash %016" PRIx64 "), this run used %s "
-        "(content hash %016" PRIx64 "): review the change and re-baseline (make baseline)",
+        "(content hash %016" PRIx64 "): review the change and re-baseline (make baseline; for your own kernel, "
+        "--write-baseline)",
         baseline->sweep_path, baseline->sweep_hash, run->sweep->path, run->sweep->content_hash);
     return false;
 }
