@@ -62,6 +62,19 @@ $(BUILD)/plugin-fixtures/cumsum-%.so: fixtures/plugin/cumsum.c include/ulpgate/k
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DPLUGIN_DEFECT_$* $< -o $@
 
+# A legitimate outside kernel: kkt and chunk_o with tensor-core summation
+# order (blocks of 8 or 16 products summed as a tree), which the gate must pass.
+# Its -DTIES_AWAY and -DTRUNCATE builds round bf16 outputs wrongly; the ties
+# regimes must catch them.
+TC_ORDER_PLUGINS := $(BUILD)/plugin-fixtures/tensor-core-order-8.so $(BUILD)/plugin-fixtures/tensor-core-order-16.so
+ROUNDING_BUG_PLUGINS := $(BUILD)/plugin-fixtures/rounding-TIES_AWAY.so $(BUILD)/plugin-fixtures/rounding-TRUNCATE.so
+$(BUILD)/plugin-fixtures/tensor-core-order-%.so: fixtures/plugin/tensor_core_order.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DTC_BLOCK=$* $< -o $@ -lm
+$(BUILD)/plugin-fixtures/rounding-%.so: fixtures/plugin/tensor_core_order.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -D$* $< -o $@ -lm
+
 # tests/test_plugin.c loads these from the test binary's $(BUILD) (order-only: not linked in).
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(LIB_OBJ) | $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcunit
@@ -77,13 +90,20 @@ $(BUILD)/mutants/ulpgate-%: $(BUILD)/mutants/%.o $(BUILD)/harness/main.o $(LIB_O
 
 # The README's test command: unit tests, then the end-to-end smoke sweep
 # through the gate, then the proof that the gate catches every mutant.
-test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so
+test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $(TC_ORDER_PLUGINS) $(ROUNDING_BUG_PLUGINS)
 	@$(call timed,unit tests,$(BUILD)/tests/run_tests)
 	@$(call timed,smoke sweep,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke \
 	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
 	@$(call timed,plugin sweep,$(BUILD)/ulpgate verify --kernel-lib $(BUILD)/libulpgate_kernels.so \
 	    --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) --reports $(BUILD)/plugin-reports --quiet)
 	@$(call timed,plugin baseline,tests/plugin_baseline.sh $(BUILD))
+	@$(call timed,command line,tests/cli/exit_codes.sh $(BUILD) && tests/cli/report_set.sh $(BUILD))
+	@for p in $(TC_ORDER_PLUGINS); do $(call timed,tensor-core order $$(basename $$p),$(BUILD)/ulpgate verify \
+	    --kernel-lib $$p --sweep $(SWEEP) --budgets $(BUDGETS) --reports $(BUILD)/tc-order-reports --quiet) || exit 1; done
+	@for p in $(ROUNDING_BUG_PLUGINS); do $(BUILD)/ulpgate verify --kernel-lib $$p --sweep $(SWEEP) --filter gdn_chunk_o \
+	    --budgets $(BUDGETS) --reports $(BUILD)/rounding-reports --quiet >$(BUILD)/rounding.log 2>&1; rc=$$?; \
+	    if [ $$rc -eq 1 ] && grep -q ' ties: \[plugin\]' $(BUILD)/rounding.log; then echo "ties: caught $$(basename $$p)"; \
+	    else echo "ties: NOT caught $$(basename $$p) (exit $$rc)"; cat $(BUILD)/rounding.log; exit 1; fi; done
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory mutants
 
@@ -100,9 +120,10 @@ verify: $(BUILD)/ulpgate
 	    --baseline $(BASELINE) --reports $(REPORTS) --jobs $(JOBS))
 
 # The opt-in large shapes (long sequences, bigger heads): not part of verify.
+# Their own reports directory: a report set is replaced whole (docs/report-format.md).
 verify-large: $(BUILD)/ulpgate
 	@$(call timed,verify-large,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/large --budgets $(BUDGETS) \
-	    --reports $(REPORTS)/large --jobs $(JOBS))
+	    --reports $(REPORTS)-large --jobs $(JOBS))
 
 # Accepting a new baseline is deliberate: it rewrites fixtures/baseline.json
 # from a full verify run; review and commit the diff.
@@ -148,11 +169,16 @@ fuzz:
 $(BUILD)/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
 
-# Renders reports/report.html in headless Chromium (Debian's chromium package)
-# to reports/report.png, to look at what a reader sees.
+# Renders reports/report.html in headless Chromium to $(REPORTS).png (beside
+# the report set, which is replaced whole by the next run), to look at what a
+# reader sees. Chromium is optional: nothing else needs it, and `make deps`
+# does not install it.
 screenshot:
+	@command -v chromium >/dev/null || { echo "make screenshot: needs Chromium, an optional dependency" \
+	    "(Debian: apt-get install chromium); report.html itself opens in any browser"; exit 1; }
+	@test -f $(REPORTS)/report.html || { echo "make screenshot: no $(REPORTS)/report.html: run make verify first"; exit 1; }
 	chromium --headless --no-sandbox --disable-gpu --window-size=1000,1400 \
-	    --screenshot=$(abspath $(REPORTS))/report.png file://$(abspath $(REPORTS))/report.html
+	    --screenshot=$(abspath $(REPORTS)).png file://$(abspath $(REPORTS))/report.html
 
 # Kernel speed against this machine's peaks measured in the same run, a naive
 # baseline, the MPFR reference's speed and verify --jobs 2 vs 1 (docs/performance.md).

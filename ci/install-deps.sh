@@ -36,4 +36,9 @@ else
   $sudo_cmd apt-get update -qq
   $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# Optional, not installed here (large; nothing in verify or test needs them).
+command -v chromium >/dev/null 2>&1 ||
+  echo "install-deps: optional chromium not installed: only \`make screenshot\` needs it (apt-get install chromium)"
+command -v clang >/dev/null 2>&1 ||
+  echo "install-deps: optional clang not installed: only \`make fuzz\` needs it (apt-get install clang)"
 python_venv

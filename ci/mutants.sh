@@ -11,6 +11,11 @@ build=$1 sweep=$2 budgets=$3
 tool=$build/ulpgate
 log=$build/mutants
 mkdir -p "$log"
+# At most $2 characters, cut at a word boundary (marked " ...").
+shorten() { # TEXT MAX
+  local text=$1 max=$2
+  if [ ${#text} -le "$max" ]; then printf '%s' "$text"; else text=${text:0:max}; printf '%s ...' "${text% *}"; fi
+}
 run_gate() { # binary logfile [filter]
   "$1" verify --sweep "$sweep" --budgets "$budgets" --quiet ${3:+--filter "$3"} >"$2" 2>&1
 }
@@ -33,7 +38,7 @@ while IFS=$' \t' read -r family id name what; do
   rc=$?
   if [ $rc -eq 1 ]; then
     caught=$((caught + 1))
-    reason=$(grep -m1 -E '^FAIL' "$log/$family-$id.log" | cut -c1-150)
+    reason=$(shorten "$(grep -m1 -E '^FAIL' "$log/$family-$id.log")" 150)
     printf 'mutants: caught  %-18s %-22s %s\n' "$family" "$name" "$reason"
   else
     escaped+=("$family/$name (exit $rc)")

@@ -58,6 +58,13 @@ typedef struct ug_family {
     const ug_buffer_desc *buffers;   /* inputs first, then outputs */
     size_t n_regimes;
     const char *const *regimes;      /* input distributions, see generate */
+    /* Bit r set: regime r draws inputs on which every intermediate of the
+     * family's math is exact in f32 whatever the order of its sums (small
+     * dyadic grids, zero gates, powers of two), so the only rounding a
+     * correct kernel commits is the output's: every output element must then
+     * equal the staged reference's round-to-nearest-even value bit for bit,
+     * exact midpoints included (docs/ties.md). */
+    uint32_t exact_regimes;
     size_t n_mutants;
     const ug_mutant_desc *mutants;      /* broken builds: the gate must fail */
     size_t n_variants;

@@ -11,6 +11,7 @@ const char *const gdn_regime_names[GDN_REGIME_COUNT] = {
     [GDN_REGIME_REALISTIC] = "realistic",       [GDN_REGIME_LOGSIGMOID] = "logsigmoid",
     [GDN_REGIME_GATES_ZERO] = "gates_zero",     [GDN_REGIME_STRONG_DECAY] = "strong_decay",
     [GDN_REGIME_BETA_NEAR_ONE] = "beta_near_one", [GDN_REGIME_PARALLEL_KEYS] = "parallel_keys",
+    [GDN_REGIME_TIES] = "ties",
 };
 
 /* [B,T,heads,width], width innermost. */
@@ -33,8 +34,12 @@ ug_status gdn_gen_keys(const gdn_gen_shape *s, gdn_regime r, gsl_rng *rng, ug_bf
     for (size_t b = 0; b < s->b; b++)
         for (size_t kh = 0; kh < s->hg; kh++)
             for (size_t t = 0; t < s->t; t++) {
-                if (parallel && t % s->bt == 0) ug_gen_unit_vector(rng, NULL, 0, s->k, base);
-                ug_gen_unit_vector(rng, parallel ? base : NULL, 1e-3, s->k, key);
+                if (r == GDN_REGIME_TIES) {
+                    for (size_t d = 0; d < s->k; d++) key[d] = ug_gen_grid(rng, 63, 6);
+                } else {
+                    if (parallel && t % s->bt == 0) ug_gen_unit_vector(rng, NULL, 0, s->k, base);
+                    ug_gen_unit_vector(rng, parallel ? base : NULL, 1e-3, s->k, key);
+                }
                 ug_gen_to_bf16(key, s->k, k + at4(s, b, t, s->hg, kh, s->k));
             }
     free(key);
@@ -44,6 +49,7 @@ ug_status gdn_gen_keys(const gdn_gen_shape *s, gdn_regime r, gsl_rng *rng, ug_bf
 static double draw_beta(gdn_regime r, gsl_rng *rng)
 {
     double x = gsl_ran_gaussian(rng, 1.0);
+    if (r == GDN_REGIME_TIES) return 0.5;
     return ug_gen_sigmoid(r == GDN_REGIME_BETA_NEAR_ONE ? x + 7.0 : x);
 }
 
@@ -51,7 +57,8 @@ static double draw_beta(gdn_regime r, gsl_rng *rng)
 static double draw_gate(gdn_regime r, gsl_rng *rng, double a_log, double dt_bias, double divisor)
 {
     switch (r) {
-    case GDN_REGIME_GATES_ZERO: return 0.0;
+    case GDN_REGIME_GATES_ZERO:
+    case GDN_REGIME_TIES: return 0.0;
     case GDN_REGIME_STRONG_DECAY: return -gsl_ran_flat(rng, 2.0, 20.0);
     case GDN_REGIME_LOGSIGMOID:
         return gsl_rng_uniform(rng) < 0.1 ? 0.0 : ug_gen_logsigmoid(gsl_ran_gaussian(rng, 1.0)) / divisor;
@@ -79,7 +86,9 @@ void gdn_gen_tokens(const gdn_gen_shape *s, gdn_regime r, gsl_rng *rng, float *g
                 if (beta) beta[at3(s, b, t, h)] = beta_t;
                 if (!v) continue;
                 for (size_t col = 0; col < s->v; col++) {
-                    double x = r == GDN_REGIME_LOGSIGMOID ? gsl_rng_uniform(rng) : gsl_ran_gaussian(rng, 1.0);
+                    double x = r == GDN_REGIME_LOGSIGMOID ? gsl_rng_uniform(rng)
+                               : r == GDN_REGIME_TIES     ? ug_gen_grid(rng, 63, 6)
+                                                          : gsl_ran_gaussian(rng, 1.0);
                     v[at4(s, b, t, s->h, h, s->v) + col] = ug_bf16_from_f32((float)x);
                 }
             }
@@ -214,4 +223,15 @@ ug_status gdn_gen_wy(const gdn_gen_shape *s, const ug_bf16 *k, const ug_bf16 *v,
     chunk c = {.s = s, .k = k, .v = v, .beta = beta, .g = g};
     wy_out out = {w, u};
     return for_each_chunk(&c, true, store_wy, &out);
+}
+
+void gdn_gen_dyadic_a(const gdn_gen_shape *s, gsl_rng *rng, float *a)
+{
+    for (size_t b = 0; b < s->b; b++)
+        for (size_t t = 0; t < s->t; t++)
+            for (size_t h = 0; h < s->h; h++) {
+                float *row = a + at4(s, b, t, s->h, h, s->bt);
+                const size_t i = t % s->bt;
+                for (size_t j = 0; j < s->bt; j++) row[j] = j < i ? (float)ug_gen_grid(rng, 8, 3) : j == i ? 1.0f : 0.0f;
+            }
 }

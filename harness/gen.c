@@ -32,6 +32,21 @@ void ug_gen_to_bf16(const double *x, size_t n, ug_bf16 *out)
     for (size_t i = 0; i < n; i++) out[i] = ug_bf16_from_f32((float)x[i]);
 }
 
+double ug_gen_grid(gsl_rng *rng, unsigned max_m, int scale_log2)
+{
+    long m = (long)gsl_rng_uniform_int(rng, 2ul * max_m + 1) - (long)max_m;
+    return ldexp((double)m, -scale_log2);
+}
+
+void ug_gen_grid_fill(gsl_rng *rng, unsigned max_m, int scale_log2, ug_buf *b)
+{
+    for (size_t i = 0; i < b->count; i++) {
+        float x = (float)ug_gen_grid(rng, max_m, scale_log2);
+        if (b->dtype == UG_BF16) ((ug_bf16 *)b->data)[i] = ug_bf16_from_f32(x);
+        else ((float *)b->data)[i] = x;
+    }
+}
+
 static unsigned long fnv1a(unsigned long h, const void *data, size_t n)
 {
     const unsigned char *p = data;

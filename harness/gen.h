@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "../core/bf16.h"
+#include "../core/buf.h"
 
 double ug_gen_sigmoid(double x);
 /* log(sigmoid(x)), accurate for large |x|. */
@@ -21,6 +22,13 @@ double ug_gen_mamba_gate(gsl_rng *rng, double a_log, double dt_bias);
  * direction (base NULL: isotropic; else base + spread * noise). Doubles out. */
 void ug_gen_unit_vector(gsl_rng *rng, const double *base, double spread, size_t n, double *out);
 void ug_gen_to_bf16(const double *x, size_t n, ug_bf16 *out);
+/* m 2^-scale_log2 with m uniform in [-max_m, max_m]: a small dyadic grid.
+ * With max_m < 256 the value is exact in bf16, so sums and products of such
+ * values stay exact in f32 while their magnitudes stay small (the ties
+ * regimes, docs/ties.md). */
+double ug_gen_grid(gsl_rng *rng, unsigned max_m, int scale_log2);
+/* Every element of a bf16 or f32 buffer from that grid. */
+void ug_gen_grid_fill(gsl_rng *rng, unsigned max_m, int scale_log2, ug_buf *b);
 /* Seed of a case: FNV-1a over the sweep seed, family and label. */
 unsigned long ug_gen_case_seed(unsigned long sweep_seed, const char *family, const char *label);
 

@@ -303,7 +303,7 @@ static ug_status export_case(const ug_case *c, const char *dir, size_t max_bytes
     return st;
 }
 
-ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, size_t *n_exported,
+ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, bool progress, size_t *n_exported,
                     size_t *n_rejected_skipped)
 {
     *n_exported = *n_rejected_skipped = 0;
@@ -326,9 +326,11 @@ ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, 
             ++*n_rejected_skipped;
             continue;
         }
+        if (progress) fprintf(stderr, "\r[%zu/%zu] export %s/%s\033[K", i + 1, sw->n_cases, c->family->name, c->label);
         st = export_case(c, dir, max_case_bytes, cases);
         *n_exported += ug_is_ok(&st);
     }
+    if (progress) fprintf(stderr, "\r\033[K");
     json_object_set_new(root, "rejected_cases_not_exported", json_integer((json_int_t)*n_rejected_skipped));
     if (ug_is_ok(&st) && *n_exported == 0)
         st = ug_fail(UG_EINVAL, "%s has no accepted case to export", sw->path);

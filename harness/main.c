@@ -1,16 +1,24 @@
 /* ulpgate command line: verbs over the registered kernel families.
  *
- * Exit codes: 0 pass; 1 the gate failed (a kernel out of budget, a case
- * failed, a regression); 2 bad usage or bad input file; 3 an internal error
- * (out of memory, I/O, the reference could not compute). */
+ * Exit codes (README "Exit codes" lists every path): 0 pass; 1 the gate
+ * failed (a kernel out of budget, a case failed, a regression); 2 bad usage
+ * or a bad input (a missing, unreadable or malformed file, a sweep case over
+ * the memory cap, an unusable reports directory), found before anything runs;
+ * 3 an internal error (out of memory, I/O after the start, the reference
+ * could not compute). The verdict is printed last: a run that exits 2 or 3
+ * prints none. */
 #include <getopt.h>
 #include <mpfr.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/input_file.h"
+#include "../core/json_dir.h"
+#include "../include/ulpgate/kernel_abi.h"
 #include "../kernels/parallel.h"
 #include "gate.h"
 #include "interop.h"
@@ -24,8 +32,49 @@ enum { EXIT_PASS = 0, EXIT_GATE = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 static int fail_with(const ug_status *st)
 {
     fprintf(stderr, "ulpgate: %s\n", st->msg);
-    return st->code == UG_EPARSE || st->code == UG_EINVAL || st->code == UG_EINPUT ? EXIT_USAGE : EXIT_INTERNAL;
+    switch (st->code) {
+    case UG_EPARSE:
+    case UG_EINVAL:
+    case UG_EINPUT: return EXIT_USAGE;
+    default: return EXIT_INTERNAL;
+    }
 }
+
+/* An input file or directory named on the command line, before any work:
+ * missing or unreadable is an input error (exit 2) naming the option. */
+static ug_status input_path(const char *option, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || access(path, R_OK) != 0)
+        return ug_fail(UG_EINPUT, "%s %s: %s", option, path, strerror(errno));
+    return ug_ok();
+}
+
+/* The directory of an output file must exist and be writable before the run. */
+static ug_status output_file_dir(const char *option, const char *path)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) strcpy(dir, ".");
+    else if (slash == dir) slash[1] = '\0';
+    else *slash = '\0';
+    if (!ug_is_directory(dir) || access(dir, W_OK | X_OK) != 0)
+        return ug_fail(UG_EINVAL, "%s %s: the directory %s does not exist or is not writable", option, path, dir);
+    return ug_ok();
+}
+
+static const char version_text[] = "ulpgate (unreleased; kernel ABI %u, reports ulpgate-report/1)\n";
+
+static int print_version(void)
+{
+    printf(version_text, (unsigned)ULPGATE_KERNEL_ABI_VERSION);
+    return EXIT_PASS;
+}
+
+/* -h, --help and --version of every verb (getopt_long values). */
+enum { OPT_HELP = 'h', OPT_VERSION = 0x100 };
+#define COMMON_OPTIONS {"help", no_argument, 0, OPT_HELP}, {"version", no_argument, 0, OPT_VERSION}
 
 static void usage_verify(FILE *out)
 {
@@ -38,7 +87,8 @@ static void usage_verify(FILE *out)
           "  --sweep PATH           shape grid: a file or a directory of files (fixtures/sweeps/default/)\n"
           "  --budgets PATH         error budgets: a file or a directory of files (fixtures/budgets/)\n"
           "  --baseline FILE        compare against this baseline (fixtures/baseline.json)\n"
-          "  --reports DIR          write report.md, report.json, cases.csv there\n"
+          "  --reports DIR          write the report set there (report.md, .json, .html, cases.csv, junit.xml),\n"
+          "                         replacing the previous set whole (docs/report-format.md)\n"
           "  --write-baseline FILE  accept this run's figures as the new baseline\n"
           "  --filter TEXT          only cases whose family/label contains TEXT\n"
           "  --isa LIST             comma-separated paths to run (portable,avx2,avx512; default all supported)\n"
@@ -51,8 +101,9 @@ static void usage_verify(FILE *out)
           "  --kernel-lib PATH      verify the kernels of this shared library (include/ulpgate/kernel_abi.h)\n"
           "                         instead of the built-in ones, on the sweep's families it provides\n"
           "  --enforce-stat-budgets the budgets' ULP statistics (measured on the built-in kernels) gate\n"
-          "                         a --kernel-lib library too, not only advise (README \"Budgets\")\n"
-          "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n",
+          "                         a --kernel-lib library too, not only advise (docs/budgets.md)\n"
+          "  -h, --help, --version  this text; the version\n"
+          "exit: 0 pass, 1 gate failed, 2 usage or input error (before anything runs), 3 internal error\n",
           out);
 }
 
@@ -68,7 +119,9 @@ static void usage(FILE *out)
           "  score    gate a candidate's outputs read from safetensors files (docs/interop.md)\n"
           "  list     the kernel families: parameters, buffers, regimes, mutants\n"
           "  mutants  the deliberately broken kernel builds, one per line: FAMILY ID NAME\n"
-          "  variants the numerically legitimate rewrites the gate must accept: FAMILY ID NAME\n",
+          "  variants the numerically legitimate rewrites the gate must accept: FAMILY ID NAME\n"
+          "ulpgate -h | --help | --version; every verb takes -h, --help and --version too.\n"
+          "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error (README: every exit path)\n",
           out);
 }
 
@@ -144,7 +197,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         {"baseline", required_argument, 0, 'B'}, {"reports", required_argument, 0, 'r'},
         {"write-baseline", required_argument, 0, 'w'}, {"filter", required_argument, 0, 'f'},
         {"isa", required_argument, 0, 'i'},      {"max-case-mib", required_argument, 0, 'm'},
-        {"quiet", no_argument, 0, 'q'},          {"help", no_argument, 0, 'h'},
+        {"quiet", no_argument, 0, 'q'},          COMMON_OPTIONS,
         {"jobs", required_argument, 0, 'j'},    {"shard", required_argument, 0, 'S'},
         {"kernel-lib", required_argument, 0, 'k'}, {"kernel-threads", required_argument, 0, 'K'},
         {"enforce-stat-budgets", no_argument, 0, 'E'}, {0, 0, 0, 0},
@@ -155,7 +208,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
     a->run.jobs = 1;
     a->run.progress = isatty(STDERR_FILENO) && !getenv("CI");
     optind = 1;
-    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
         switch (ch) {
         case 's': a->sweep = optarg; break;
         case 'b': a->budgets = optarg; break;
@@ -189,7 +242,8 @@ static int parse_verify(int argc, char **argv, verify_args *a)
             a->shard_count = n;
             break;
         }
-        case 'h': usage_verify(stdout); return -1;
+        case OPT_HELP: usage_verify(stdout); return -1;
+        case OPT_VERSION: print_version(); return -1;
         default: usage_verify(stderr); return EXIT_USAGE;
         }
     }
@@ -207,31 +261,55 @@ static int parse_verify(int argc, char **argv, verify_args *a)
 
 typedef struct {
     const char *budgets, *baseline, *reports, *write_baseline;
-    bool enforce_stats;
+    bool enforce_stats;     /* --enforce-stat-budgets */
 } gate_args;
 
-/* The gate's input files, read before any case runs: a bad budgets or
- * baseline file stops the run at once. */
-static ug_status load_gate_inputs(const gate_args *g, ug_budgets *budgets, ug_baseline *baseline)
-{
-    UG_TRY(ug_budgets_load(g->budgets, budgets));
-    budgets->enforce_stats = g->enforce_stats;
-    return g->baseline ? ug_baseline_load(g->baseline, baseline) : ug_ok();
-}
+/* A verb's own part of a gated run, between the loading of the budgets and
+ * the gate: it fills the sweep and the run's result. */
+typedef ug_status run_step(void *ctx, const ug_budgets *budgets, ug_sweep *sweep, ug_run_result *run);
 
-/* The gate and the reports over a run's result (verify and merge). */
-static ug_status gate_and_report(const gate_args *g, const ug_run_result *run, const ug_budgets *budgets,
-                                 const ug_baseline *baseline, ug_verdict *verdict)
+/* The tail every gating verb shares (verify, merge, report, score). Before
+ * anything runs: the budgets and the baseline are loaded and the reports
+ * directory is checked and locked; then the verb's run; the gate; the report
+ * set and the baseline are written; the summary and the verdict are printed
+ * last, so that a run that exits 2 or 3 never shows a verdict. */
+static int gate_run(const gate_args *g, run_step *run_cases, void *ctx)
 {
-    UG_TRY(ug_gate_evaluate(run, budgets, g->baseline ? baseline : NULL, verdict));
-    ug_report_print_summary(stdout, run, budgets, verdict);
-    if (g->reports) UG_TRY(ug_report_write_all(g->reports, run, budgets, verdict));
-    if (!g->write_baseline) return ug_ok();
-    if (!verdict->pass)
-        return ug_fail(UG_EINVAL, "refusing to write baseline %s from a run that fails the gate", g->write_baseline);
-    UG_TRY(ug_baseline_write(g->write_baseline, run));
-    printf("ulpgate: wrote baseline %s\n", g->write_baseline);
-    return ug_ok();
+    ug_budgets budgets = {0};
+    ug_baseline baseline = {0};
+    ug_report_dir reports = {0};
+    ug_sweep sweep = {0};
+    ug_run_result run = {0};
+    ug_verdict verdict = {0};
+    ug_status st = input_path("--budgets", g->budgets);
+    if (ug_is_ok(&st) && g->baseline) st = input_path("--baseline", g->baseline);
+    if (ug_is_ok(&st)) st = ug_budgets_load(g->budgets, &budgets);
+    budgets.enforce_stats = g->enforce_stats;
+    if (ug_is_ok(&st) && g->baseline) st = ug_baseline_load(g->baseline, &baseline);
+    if (ug_is_ok(&st) && g->write_baseline) st = output_file_dir("--write-baseline", g->write_baseline);
+    if (ug_is_ok(&st) && g->reports) st = ug_report_open(g->reports, &reports);
+    if (ug_is_ok(&st)) st = run_cases(ctx, &budgets, &sweep, &run);
+    if (ug_is_ok(&st)) st = ug_gate_evaluate(&run, &budgets, g->baseline ? &baseline : NULL, &verdict);
+    if (ug_is_ok(&st) && g->reports) st = ug_report_write(&reports, &run, &budgets, &verdict);
+    bool write_baseline = ug_is_ok(&st) && g->write_baseline && verdict.pass;
+    if (write_baseline) st = ug_baseline_write(g->write_baseline, &run);
+    int rc;
+    if (ug_is_ok(&st)) {
+        ug_report_print_summary(stdout, &run, &budgets, &verdict);
+        if (write_baseline) printf("ulpgate: wrote baseline %s\n", g->write_baseline);
+        else if (g->write_baseline) printf("ulpgate: baseline %s not written: the run fails the gate\n", g->write_baseline);
+        rc = verdict.pass ? EXIT_PASS : EXIT_GATE;
+    } else {
+        rc = fail_with(&st);
+    }
+    ug_report_dir_close(&reports);
+    ug_verdict_free(&verdict);
+    ug_run_result_free(&run);
+    ug_sweep_free(&sweep);
+    ug_baseline_free(&baseline);
+    ug_budgets_free(&budgets);
+    mpfr_free_cache();
+    return rc;
 }
 
 /* Loads the library and keeps the sweep's cases of its families (before
@@ -254,115 +332,151 @@ static ug_status open_kernel_lib(const char *path, ug_sweep *sweep, ug_plugin **
     return ug_ok();
 }
 
+/* --filter matched nothing: with a library, say whether the sweep has such
+ * cases that the library cannot run. */
+static ug_status filter_matched_nothing(const verify_args *a)
+{
+    if (!a->kernel_lib) return ug_fail(UG_EINVAL, "--filter '%s' matches no case of %s", a->filter, a->sweep);
+    ug_sweep all = {0};
+    ug_status st = ug_sweep_load(a->sweep, &all);
+    if (ug_is_ok(&st)) st = ug_sweep_filter(&all, a->filter);
+    char families[256] = "";
+    for (size_t i = 0, len = 0; ug_is_ok(&st) && i < all.n_cases && len < sizeof families; i++)
+        if (i == 0 || all.cases[i].family != all.cases[i - 1].family)
+            len += (size_t)snprintf(families + len, sizeof families - len, "%s%s", len ? ", " : "",
+                                    all.cases[i].family->name);
+    ug_sweep_free(&all);
+    if (families[0])
+        return ug_fail(UG_EINVAL, "--filter '%s': the library %s has no kernel of family %s, which the matching "
+                       "cases of %s belong to", a->filter, a->kernel_lib, families, a->sweep);
+    return ug_fail(UG_EINVAL, "--filter '%s' matches no case of %s", a->filter, a->sweep);
+}
+
+typedef struct {
+    verify_args *a;
+    ug_plugin *plugin;
+    uint64_t lib_hash;
+} verify_ctx;
+
+static ug_status verify_run(void *ctx, const ug_budgets *budgets, ug_sweep *sweep, ug_run_result *run)
+{
+    verify_ctx *v = ctx;
+    verify_args *a = v->a;
+    UG_TRY(ug_sweep_load(a->sweep, sweep));
+    if (a->kernel_lib) UG_TRY(open_kernel_lib(a->kernel_lib, sweep, &v->plugin, &a->run, &v->lib_hash));
+    if (a->filter) {
+        UG_TRY(ug_sweep_filter(sweep, a->filter));
+        if (sweep->n_cases == 0) return filter_matched_nothing(a);
+    }
+    if (a->shard_count) UG_TRY(ug_sweep_shard(sweep, a->shard_index, a->shard_count));
+    UG_TRY(ug_run_check_sizes(sweep, a->run.max_case_bytes));
+    a->run.moderate_cond = budgets->moderate_cond;
+    UG_TRY(ug_run_sweep(sweep, &a->run, run));
+    if (v->plugin) {
+        snprintf(run->source_detail, sizeof run->source_detail, "%s", ug_plugin_basename(v->plugin));
+        run->has_source_hash = true;
+        run->source_hash = v->lib_hash;
+    }
+    return ug_ok();
+}
+
 static int cmd_verify(int argc, char **argv)
 {
     verify_args a;
     int rc = parse_verify(argc, argv, &a);
     if (rc) return rc < 0 ? EXIT_PASS : rc;
-    ug_budgets budgets = {0};
-    ug_sweep sweep = {0};
-    ug_run_result run = {0};
-    ug_verdict verdict = {0};
-    ug_baseline baseline = {0};
-    ug_plugin *plugin = NULL;
-    uint64_t lib_hash = 0;
+    ug_status st = input_path("--sweep", a.sweep);
+    if (ug_is_ok(&st) && a.kernel_lib) st = input_path("--kernel-lib", a.kernel_lib);
+    if (!ug_is_ok(&st)) return fail_with(&st);
+    verify_ctx v = {&a, NULL, 0};
     gate_args g = {a.budgets, a.baseline, a.reports, a.write_baseline, a.enforce_stats};
-    ug_status st = load_gate_inputs(&g, &budgets, &baseline);
-    if (ug_is_ok(&st)) st = ug_sweep_load(a.sweep, &sweep);
-    if (ug_is_ok(&st) && a.kernel_lib) st = open_kernel_lib(a.kernel_lib, &sweep, &plugin, &a.run, &lib_hash);
-    if (ug_is_ok(&st) && a.filter) {
-        st = ug_sweep_filter(&sweep, a.filter);
-        if (ug_is_ok(&st) && sweep.n_cases == 0)
-            st = ug_fail(UG_EINVAL, "--filter '%s' matches no case of %s", a.filter, a.sweep);
-    }
-    if (ug_is_ok(&st) && a.shard_count) st = ug_sweep_shard(&sweep, a.shard_index, a.shard_count);
-    if (ug_is_ok(&st)) {
-        a.run.moderate_cond = budgets.moderate_cond;
-        st = ug_run_sweep(&sweep, &a.run, &run);
-        if (plugin) {
-            snprintf(run.source_detail, sizeof run.source_detail, "%s", ug_plugin_basename(plugin));
-            run.has_source_hash = true;
-            run.source_hash = lib_hash;
-        }
-    }
-    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &baseline, &verdict);
-    rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
-    ug_verdict_free(&verdict);
-    ug_run_result_free(&run);
-    ug_sweep_free(&sweep);
-    ug_baseline_free(&baseline);
-    ug_budgets_free(&budgets);
-    ug_plugin_close(plugin);
-    mpfr_free_cache();
+    rc = gate_run(&g, verify_run, &v);
+    ug_plugin_close(v.plugin);
     return rc;
 }
 
-static int cmd_merge(int argc, char **argv)
+typedef struct {
+    const char *const *shards;
+    size_t n;
+} merge_ctx;
+
+static ug_status merge_run(void *ctx, const ug_budgets *budgets, ug_sweep *sweep, ug_run_result *run)
+{
+    const merge_ctx *m = ctx;
+    for (size_t i = 0; i < m->n; i++) UG_TRY(input_path("report file", m->shards[i]));
+    return ug_merge_shards(m->shards, m->n, sweep, run);
+}
+
+static const char merge_usage[] =
+    "usage: ulpgate merge --budgets PATH [--baseline FILE] [--reports DIR] [--write-baseline FILE]\n"
+    "                     [--enforce-stat-budgets] SHARD_REPORT.json...\n"
+    "Combines the report.json files of `verify --shard I/N` runs (all N of them) into the\n"
+    "result of the unsharded run, then gates and reports it exactly as verify does.\n"
+    "  -h, --help, --version  this text; the version\n"
+    "exit: 0 pass, 1 gate failed, 2 usage or input error (before anything is written), 3 internal error\n";
+
+static const char report_usage[] =
+    "usage: ulpgate report --budgets PATH [--baseline FILE] [--reports DIR] [--write-baseline FILE]\n"
+    "                      [--enforce-stat-budgets] REPORT.json\n"
+    "Re-gates one unsharded run's report.json (e.g. against other budgets or another baseline)\n"
+    "and re-renders its reports.\n"
+    "  -h, --help, --version  this text; the version\n"
+    "exit: 0 pass, 1 gate failed, 2 usage or input error (before anything is written), 3 internal error\n";
+
+/* merge SHARD... and report RUN.json: the same rebuild of a run from report.json files. */
+static int cmd_merge(const char *verb, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"budgets", required_argument, 0, 'b'}, {"baseline", required_argument, 0, 'B'},
         {"reports", required_argument, 0, 'r'}, {"write-baseline", required_argument, 0, 'w'},
-        {"enforce-stat-budgets", no_argument, 0, 'E'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"enforce-stat-budgets", no_argument, 0, 'E'}, COMMON_OPTIONS, {0, 0, 0, 0},
     };
+    bool is_report = strcmp(verb, "report") == 0;
+    const char *text = is_report ? report_usage : merge_usage;
     gate_args g = {0};
     optind = 1;
-    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
         switch (ch) {
         case 'b': g.budgets = optarg; break;
         case 'B': g.baseline = optarg; break;
         case 'r': g.reports = optarg; break;
         case 'w': g.write_baseline = optarg; break;
         case 'E': g.enforce_stats = true; break;
+        case OPT_VERSION: return print_version();
         default:
-            fputs("usage: ulpgate merge --budgets PATH [--baseline FILE] [--reports DIR] [--write-baseline FILE]\n"
-                  "                     [--enforce-stat-budgets]\n"
-                  "                     SHARD_REPORT.json...\n"
-                  "       ulpgate report (same options) REPORT.json\n"
-                  "Combines the report.json files of `verify --shard I/N` runs (all N of them) into the\n"
-                  "result of the unsharded run, then gates and reports it exactly as verify does; with\n"
-                  "one unsharded report.json, re-gates and re-renders that run.\n"
-                  "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n",
-                  ch == 'h' ? stdout : stderr);
-            return ch == 'h' ? EXIT_PASS : EXIT_USAGE;
+            fputs(text, ch == OPT_HELP ? stdout : stderr);
+            return ch == OPT_HELP ? EXIT_PASS : EXIT_USAGE;
         }
     }
-    if (!g.budgets || optind >= argc) {
-        fprintf(stderr, "ulpgate merge: --budgets and at least one shard report are required\n");
+    size_t n = (size_t)(argc - optind);
+    if (!g.budgets || n == 0 || (is_report && n != 1)) {
+        fprintf(stderr, "ulpgate %s: --budgets and %s are required\n%s", verb,
+                is_report ? "exactly one report.json" : "at least one shard report", text);
         return EXIT_USAGE;
     }
-    ug_budgets budgets = {0};
-    ug_sweep sweep = {0};
-    ug_run_result run = {0};
-    ug_verdict verdict = {0};
-    ug_baseline baseline = {0};
-    ug_status st = load_gate_inputs(&g, &budgets, &baseline);
-    if (ug_is_ok(&st)) st = ug_merge_shards((const char *const *)argv + optind, (size_t)(argc - optind), &sweep, &run);
-    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &baseline, &verdict);
-    int rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
-    ug_verdict_free(&verdict);
-    ug_run_result_free(&run);
-    ug_sweep_free(&sweep);
-    ug_baseline_free(&baseline);
-    ug_budgets_free(&budgets);
-    return rc;
+    merge_ctx m = {(const char *const *)argv + optind, n};
+    return gate_run(&g, merge_run, &m);
 }
+
+static const char compare_usage[] =
+    "usage: ulpgate compare OLD NEW [--budgets PATH]\n"
+    "Compares two results (report.json of two runs, or baseline.json files), e.g. before\n"
+    "and after a kernel change: prints what got worse, what got better and what changed\n"
+    "bits. Worse beyond the budgets' regression_tolerance (zero without --budgets) fails.\n"
+    "  -h, --help, --version  this text; the version\n"
+    "exit: 0 no regression, 1 regression, 2 usage or input error, 3 internal error\n";
 
 static int cmd_compare(int argc, char **argv)
 {
-    static const struct option opts[] = {{"budgets", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"budgets", required_argument, 0, 'b'}, COMMON_OPTIONS, {0, 0, 0, 0}};
     const char *budgets_path = NULL;
     optind = 1;
-    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
         if (ch == 'b') budgets_path = optarg;
+        else if (ch == OPT_VERSION) return print_version();
         else {
-            FILE *out = ch == 'h' ? stdout : stderr;
-            fputs("usage: ulpgate compare OLD NEW [--budgets PATH]\n"
-                  "Compares two results (report.json of two runs, or baseline.json files), e.g. before\n"
-                  "and after a kernel change: prints what got worse, what got better and what changed\n"
-                  "bits. Worse beyond the budgets' regression_tolerance (zero without --budgets) fails.\n"
-                  "exit: 0 no regression, 1 regression, 2 usage or input error\n",
-                  out);
-            return ch == 'h' ? EXIT_PASS : EXIT_USAGE;
+            fputs(compare_usage, ch == OPT_HELP ? stdout : stderr);
+            return ch == OPT_HELP ? EXIT_PASS : EXIT_USAGE;
         }
     }
     if (argc - optind != 2) {
@@ -372,7 +486,10 @@ static int cmd_compare(int argc, char **argv)
     ug_budgets budgets = {0};
     ug_baseline old = {0}, new = {0};
     ug_verdict verdict = {0};
-    ug_status st = budgets_path ? ug_budgets_load(budgets_path, &budgets) : ug_ok();
+    ug_status st = budgets_path ? input_path("--budgets", budgets_path) : ug_ok();
+    if (ug_is_ok(&st)) st = input_path("OLD", argv[optind]);
+    if (ug_is_ok(&st)) st = input_path("NEW", argv[optind + 1]);
+    if (ug_is_ok(&st) && budgets_path) st = ug_budgets_load(budgets_path, &budgets);
     if (ug_is_ok(&st)) st = ug_figures_load(argv[optind], &old);
     if (ug_is_ok(&st)) st = ug_figures_load(argv[optind + 1], &new);
     if (ug_is_ok(&st)) st = ug_compare(&old, &new, &budgets, &verdict);
@@ -388,8 +505,29 @@ static int cmd_compare(int argc, char **argv)
     return rc;
 }
 
-static int cmd_list(void)
+/* Options of a verb that takes none but -h, --help and --version. */
+static int parse_no_options(const char *usage_text, int argc, char **argv)
 {
+    static const struct option opts[] = {COMMON_OPTIONS, {0, 0, 0, 0}};
+    optind = 1;
+    for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+        if (ch == OPT_VERSION) return print_version(), -1;
+        fputs(usage_text, ch == OPT_HELP ? stdout : stderr);
+        return ch == OPT_HELP ? -1 : EXIT_USAGE;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ulpgate %s: unexpected argument '%s'\n%s", argv[0], argv[optind], usage_text);
+        return EXIT_USAGE;
+    }
+    return EXIT_PASS;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    int rc = parse_no_options("usage: ulpgate list\n"
+                              "The kernel families: parameters, buffers (-> outputs), regimes, mutants; the ISA paths.\n",
+                              argc, argv);
+    if (rc) return rc < 0 ? EXIT_PASS : rc;
     for (size_t i = 0; i < ug_family_count(); i++) {
         const ug_family *f = ug_family_at(i);
         printf("%s (%s)\n  params:", f->name, f->spec_section);
@@ -412,32 +550,38 @@ static int cmd_list(void)
 }
 
 static const char export_usage[] =
-    "usage: ulpgate export --sweep PATH --out DIR [--filter TEXT] [--max-case-mib N]\n"
+    "usage: ulpgate export --sweep PATH --out DIR [--filter TEXT] [--max-case-mib N] [--quiet]\n"
     "Writes, for every accepted case of the sweep, DIR/NNNN-FAMILY.safetensors with the case's\n"
     "inputs and, per output and reference mode, OUT.MODE.ref (the correctly rounded reference in\n"
     "the output's dtype), OUT.MODE.ref_f64 and OUT.MODE.bound (f64); then DIR/manifest.json.\n"
     "Rejected cases are not exported (a file cannot ask a kernel to refuse a shape).\n"
     "A candidate writes CDIR/NNNN-FAMILY.safetensors with each output under its own name;\n"
-    "`ulpgate score` gates it (docs/interop.md).\n"
-    "exit: 0 written, 2 usage or input error, 3 internal error\n";
+    "`ulpgate score` gates it (docs/interop.md). Progress on stderr when it is a terminal\n"
+    "and CI is not set (--quiet: never).\n"
+    "  -h, --help, --version  this text; the version\n"
+    "exit: 0 written, 2 usage or input error (before anything is written), 3 internal error\n";
 
 static int cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"sweep", required_argument, 0, 's'},  {"out", required_argument, 0, 'o'},
         {"filter", required_argument, 0, 'f'}, {"max-case-mib", required_argument, 0, 'm'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+        {"quiet", no_argument, 0, 'q'},        COMMON_OPTIONS,
+        {0, 0, 0, 0},
     };
     const char *sweep_path = NULL, *out = NULL, *filter = NULL;
     size_t max_bytes = (size_t)1 << 30;
+    bool progress = isatty(STDERR_FILENO) && !getenv("CI");
     optind = 1;
-    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
         if (ch == 's') sweep_path = optarg;
         else if (ch == 'o') out = optarg;
         else if (ch == 'f') filter = optarg;
+        else if (ch == 'q') progress = false;
+        else if (ch == OPT_VERSION) return print_version();
         else if (ch != 'm' || !parse_max_case_mib(optarg, &max_bytes)) {
-            fputs(export_usage, ch == 'h' ? stdout : stderr);
-            return ch == 'h' ? EXIT_PASS : EXIT_USAGE;
+            fputs(export_usage, ch == OPT_HELP ? stdout : stderr);
+            return ch == OPT_HELP ? EXIT_PASS : EXIT_USAGE;
         }
     }
     if (!sweep_path || !out || optind < argc) {
@@ -446,9 +590,17 @@ static int cmd_export(int argc, char **argv)
     }
     ug_sweep sweep = {0};
     size_t exported = 0, skipped = 0;
-    ug_status st = ug_sweep_load(sweep_path, &sweep);
+    ug_status st = input_path("--sweep", sweep_path);
+    if (ug_is_ok(&st)) st = ug_sweep_load(sweep_path, &sweep);
     if (ug_is_ok(&st) && filter) st = ug_sweep_filter(&sweep, filter);
-    if (ug_is_ok(&st)) st = ug_export(&sweep, out, max_bytes, &exported, &skipped);
+    if (ug_is_ok(&st) && filter && sweep.n_cases == 0)
+        st = ug_fail(UG_EINVAL, "--filter '%s' matches no case of %s", filter, sweep_path);
+    if (ug_is_ok(&st)) st = ug_run_check_sizes(&sweep, max_bytes);
+    if (ug_is_ok(&st)) {
+        st = ug_make_dirs(out);
+        if (!ug_is_ok(&st)) st = ug_fail(UG_EINVAL, "--out %s: %s", out, st.msg);
+    }
+    if (ug_is_ok(&st)) st = ug_export(&sweep, out, max_bytes, progress, &exported, &skipped);
     if (ug_is_ok(&st))
         printf("ulpgate export: %zu cases to %s/ (+ %s); %zu rejected cases not exported\n", exported, out,
                UG_FIXTURES_MANIFEST, skipped);
@@ -467,10 +619,19 @@ static const char score_usage[] =
     "buffer name, the manifest's dtype and shape) and measures, gates and reports them exactly as\n"
     "verify does its own kernels. Missing or malformed candidate files, and fixtures exported by\n"
     "a version of ulpgate that draws other inputs, stop it before anything is written.\n"
-    "  --write-baseline FILE  record this candidate's figures and bits (source: candidate CDIR)\n"
-    "  --baseline FILE        gate against this candidate's own earlier baseline\n"
+    "  --write-baseline FILE  record this candidate's figures and bits (source: candidate, named\n"
+    "                         after CDIR's last component) as its own baseline\n"
+    "  --baseline FILE        gate against the candidate's own earlier baseline\n"
     "  --enforce-stat-budgets the budgets' ULP statistics gate the candidate, not only advise\n"
+    "  -h, --help, --version  this text; the version\n"
     "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n";
+
+typedef struct {
+    const char *fixtures, *candidate;
+    ug_run_options run;
+    ug_candidate *cand;
+    ug_kernel_source source;
+} score_ctx;
 
 /* The candidate's label in reports and baselines: its directory's last
  * component ("cand" for cand/, ./cand or /ci/work/cand), so that a baseline
@@ -484,6 +645,18 @@ static void candidate_label(const char *dir, char *out, size_t size)
     snprintf(out, size, "%.*s", (int)(end - start), dir + start);
 }
 
+static ug_status score_run(void *ctx, const ug_budgets *budgets, ug_sweep *sweep, ug_run_result *run)
+{
+    score_ctx *sc = ctx;
+    UG_TRY(ug_candidate_open(sc->fixtures, sc->candidate, sc->run.max_case_bytes, sweep, &sc->cand, &sc->source));
+    UG_TRY(ug_run_check_sizes(sweep, sc->run.max_case_bytes));
+    sc->run.moderate_cond = budgets->moderate_cond;
+    sc->run.source = &sc->source;
+    UG_TRY(ug_run_sweep(sweep, &sc->run, run));
+    candidate_label(sc->candidate, run->source_detail, sizeof run->source_detail);
+    return ug_ok();
+}
+
 static int cmd_score(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -492,68 +665,55 @@ static int cmd_score(int argc, char **argv)
         {"reports", required_argument, 0, 'r'},  {"jobs", required_argument, 0, 'j'},
         {"max-case-mib", required_argument, 0, 'm'}, {"quiet", no_argument, 0, 'q'},
         {"write-baseline", required_argument, 0, 'w'}, {"enforce-stat-budgets", no_argument, 0, 'E'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+        COMMON_OPTIONS,                          {0, 0, 0, 0},
     };
-    const char *fixtures = NULL, *candidate = NULL;
+    score_ctx sc = {.run = {.max_case_bytes = (size_t)1 << 30, .jobs = 1,
+                            .progress = isatty(STDERR_FILENO) && !getenv("CI")}};
     gate_args g = {0};
-    ug_run_options run_opt = {.max_case_bytes = (size_t)1 << 30, .jobs = 1,
-                              .progress = isatty(STDERR_FILENO) && !getenv("CI")};
     bool ok = true;
     optind = 1;
-    for (int ch; ok && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int ch; ok && (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
         switch (ch) {
-        case 'x': fixtures = optarg; break;
-        case 'c': candidate = optarg; break;
+        case 'x': sc.fixtures = optarg; break;
+        case 'c': sc.candidate = optarg; break;
         case 'b': g.budgets = optarg; break;
         case 'B': g.baseline = optarg; break;
         case 'r': g.reports = optarg; break;
         case 'w': g.write_baseline = optarg; break;
         case 'E': g.enforce_stats = true; break;
-        case 'q': run_opt.progress = false; break;
-        case 'j': ok = parse_jobs(optarg, &run_opt.jobs); break;
-        case 'm': ok = parse_max_case_mib(optarg, &run_opt.max_case_bytes); break;
+        case 'q': sc.run.progress = false; break;
+        case 'j': ok = parse_jobs(optarg, &sc.run.jobs); break;
+        case 'm': ok = parse_max_case_mib(optarg, &sc.run.max_case_bytes); break;
+        case OPT_VERSION: return print_version();
         default:
-            fputs(score_usage, ch == 'h' ? stdout : stderr);
-            return ch == 'h' ? EXIT_PASS : EXIT_USAGE;
+            fputs(score_usage, ch == OPT_HELP ? stdout : stderr);
+            return ch == OPT_HELP ? EXIT_PASS : EXIT_USAGE;
         }
     }
     if (!ok) return EXIT_USAGE;
-    if (!fixtures || !candidate || !g.budgets || optind < argc) {
+    if (!sc.fixtures || !sc.candidate || !g.budgets || optind < argc) {
         fprintf(stderr, "ulpgate score: --fixtures, --candidate and --budgets are required, and nothing else\n%s",
                 score_usage);
         return EXIT_USAGE;
     }
-    for (int i = 0; i < UG_ISA_COUNT; i++) run_opt.isa_enabled[i] = true;
-    ug_budgets budgets = {0};
-    ug_sweep sweep = {0};
-    ug_candidate *cand = NULL;
-    ug_kernel_source source;
-    ug_run_result run = {0};
-    ug_verdict verdict = {0};
-    ug_baseline baseline = {0};
-    ug_status st = load_gate_inputs(&g, &budgets, &baseline);
-    if (ug_is_ok(&st)) st = ug_candidate_open(fixtures, candidate, run_opt.max_case_bytes, &sweep, &cand, &source);
-    if (ug_is_ok(&st)) {
-        run_opt.moderate_cond = budgets.moderate_cond;
-        run_opt.source = &source;
-        st = ug_run_sweep(&sweep, &run_opt, &run);
-        candidate_label(candidate, run.source_detail, sizeof run.source_detail);
-    }
-    if (ug_is_ok(&st)) st = gate_and_report(&g, &run, &budgets, &baseline, &verdict);
-    int rc = ug_is_ok(&st) ? (verdict.pass ? EXIT_PASS : EXIT_GATE) : fail_with(&st);
-    ug_verdict_free(&verdict);
-    ug_run_result_free(&run);
-    ug_candidate_free(cand);
-    ug_sweep_free(&sweep);
-    ug_baseline_free(&baseline);
-    ug_budgets_free(&budgets);
-    mpfr_free_cache();
+    for (int i = 0; i < UG_ISA_COUNT; i++) sc.run.isa_enabled[i] = true;
+    ug_status st = input_path("--fixtures", sc.fixtures);
+    if (ug_is_ok(&st)) st = input_path("--candidate", sc.candidate);
+    if (!ug_is_ok(&st)) return fail_with(&st);
+    int rc = gate_run(&g, score_run, &sc);
+    ug_candidate_free(sc.cand);
     return rc;
 }
 
 /* One line per build: FAMILY ID NAME<tab>WHAT (ci/mutants.sh reads them). */
-static int cmd_builds(bool variants)
+static int cmd_builds(bool variants, int argc, char **argv)
 {
+    int rc = parse_no_options(variants ? "usage: ulpgate variants\nThe legitimate rewrites the gate must accept, "
+                                         "one per line: FAMILY ID NAME<tab>WHAT.\n"
+                                       : "usage: ulpgate mutants\nThe deliberately broken kernel builds, one per "
+                                         "line: FAMILY ID NAME<tab>WHAT.\n",
+                              argc, argv);
+    if (rc) return rc < 0 ? EXIT_PASS : rc;
     for (size_t i = 0; i < ug_family_count(); i++) {
         const ug_family *f = ug_family_at(i);
         size_t n = variants ? f->n_variants : f->n_mutants;
@@ -565,19 +725,27 @@ static int cmd_builds(bool variants)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : EXIT_PASS;
+    /* A file-size limit (ulimit -f) then fails the write with EFBIG, which
+     * the report set names, instead of killing the run without a word. */
+    signal(SIGXFSZ, SIG_IGN);
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
     }
     const char *verb = argv[1];
+    if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0 || strcmp(verb, "help") == 0) {
+        usage(stdout);
+        return EXIT_PASS;
+    }
+    if (strcmp(verb, "--version") == 0) return print_version();
     if (strcmp(verb, "verify") == 0) return cmd_verify(argc - 1, argv + 1);
     if (strcmp(verb, "compare") == 0) return cmd_compare(argc - 1, argv + 1);
-    if (strcmp(verb, "merge") == 0 || strcmp(verb, "report") == 0) return cmd_merge(argc - 1, argv + 1);
+    if (strcmp(verb, "merge") == 0 || strcmp(verb, "report") == 0) return cmd_merge(verb, argc - 1, argv + 1);
     if (strcmp(verb, "export") == 0) return cmd_export(argc - 1, argv + 1);
     if (strcmp(verb, "score") == 0) return cmd_score(argc - 1, argv + 1);
-    if (strcmp(verb, "list") == 0) return cmd_list();
-    if (strcmp(verb, "mutants") == 0) return cmd_builds(false);
-    if (strcmp(verb, "variants") == 0) return cmd_builds(true);
+    if (strcmp(verb, "list") == 0) return cmd_list(argc - 1, argv + 1);
+    if (strcmp(verb, "mutants") == 0) return cmd_builds(false, argc - 1, argv + 1);
+    if (strcmp(verb, "variants") == 0) return cmd_builds(true, argc - 1, argv + 1);
     fprintf(stderr, "ulpgate: unknown verb '%s'\n", verb);
     usage(stderr);
     return EXIT_USAGE;

@@ -1,6 +1,7 @@
 #include "plots.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* Plot geometry (SVG user units). */
 enum { W = 440, H = 260, LEFT = 52, RIGHT = 12, TOP = 24, BOTTOM = 40, SHOWN_BINS = 16 };
@@ -73,38 +74,87 @@ static void histogram(FILE *f, const ug_family_result *fr, size_t o)
 
 static double log_clamped(double v, double lo) { return isfinite(v) && v > 0 ? fmax(log10(v), lo) : lo; }
 
-/* Sampled elements: error in ulps against cond, log-log; grey: the bound. */
-static void scatter(FILE *f, const ug_run_result *run, const ug_family_result *fr, size_t o)
+/* The sampled elements of one output, over the family's cases (caller frees). */
+static ug_status collect_samples(const ug_run_result *run, const ug_family_result *fr, size_t o, ug_sample **out,
+                                 size_t *n)
+{
+    *n = 0;
+    size_t total = 0;
+    for (size_t i = 0; i < run->n_cases; i++)
+        if (run->cases[i].c->family == fr->family) total += run->cases[i].samples.n;
+    *out = malloc((total ? total : 1) * sizeof **out);
+    if (!*out) return ug_fail(UG_ENOMEM, "cannot allocate %zu plot samples", total);
+    for (size_t i = 0; i < run->n_cases; i++) {
+        if (run->cases[i].c->family != fr->family) continue;
+        for (size_t k = 0; k < run->cases[i].samples.n; k++)
+            if (run->cases[i].samples.items[k].output == o) (*out)[(*n)++] = run->cases[i].samples.items[k];
+    }
+    return ug_ok();
+}
+
+static int by_error(const void *a, const void *b)
+{
+    double x = ((const ug_sample *)a)->ulp_err, y = ((const ug_sample *)b)->ulp_err;
+    return isnan(x) ? !isnan(y) : isnan(y) ? -1 : (x > y) - (x < y);
+}
+
+/* Sampled elements: error in ulps against cond, log-log; grey +: the bound.
+ * When the samples' condition numbers lie within half a decade (or all at or
+ * below 1: gdn_chunk_cumsum's are 0 and 1), a scatter would be one vertical
+ * line: the samples are drawn by rank of their error instead. An element without a bound (infinite) or with a non-finite
+ * error is not drawn; a note counts them. */
+static ug_status scatter(FILE *f, const ug_run_result *run, const ug_family_result *fr, size_t o)
 {
     const double ylo = -3;
-    double xhi = 1, yhi = 1;
-    for (size_t i = 0; i < run->n_cases; i++) {
-        if (run->cases[i].c->family != fr->family) continue;
-        for (size_t k = 0; k < run->cases[i].samples.n; k++) {
-            const ug_sample *x = &run->cases[i].samples.items[k];
-            if (x->output != o) continue;
-            xhi = fmax(xhi, fmin(log_clamped(x->cond, 0), 24));
-            yhi = fmax(yhi, fmax(log_clamped(x->ulp_err, ylo), log_clamped(x->bound_ulps, ylo)));
-        }
+    ug_sample *pts;
+    size_t n;
+    UG_TRY(collect_samples(run, fr, o, &pts, &n));
+    double xhi = 1, yhi = 1, xlo = INFINITY, xmax = -INFINITY, cond_lo = INFINITY, cond_hi = -INFINITY;
+    size_t no_bound = 0, no_error = 0;
+    for (size_t k = 0; k < n; k++) {
+        double x = fmin(log_clamped(pts[k].cond, 0), 24);
+        xhi = fmax(xhi, x);
+        xlo = fmin(xlo, x);
+        xmax = fmax(xmax, x);
+        yhi = fmax(yhi, fmax(log_clamped(pts[k].ulp_err, ylo), log_clamped(pts[k].bound_ulps, ylo)));
+        cond_lo = fmin(cond_lo, pts[k].cond);
+        cond_hi = fmax(cond_hi, pts[k].cond);
+        no_bound += !isfinite(pts[k].bound_ulps);
+        no_error += !isfinite(pts[k].ulp_err);
     }
-    xhi = ceil(xhi);
+    bool by_rank = n > 1 && xmax - xlo < 0.5; /* within half a decade: one vertical line */
+    if (by_rank) qsort(pts, n, sizeof *pts, by_error);
+    xhi = by_rank ? (double)(n - 1) : ceil(xhi);
     yhi = ceil(yhi);
-    axes(f, "error of sampled elements; grey +: their bounds", "condition number (log10)", "error in ulps (log10)");
+    char title[96], xlabel[96];
+    if (by_rank) {
+        snprintf(title, sizeof title, "sampled elements by error, condition %.3g to %.3g; grey +: bounds", cond_lo,
+                 cond_hi);
+        snprintf(xlabel, sizeof xlabel, "sampled elements (%zu), sorted by error", n);
+    } else {
+        snprintf(title, sizeof title, "error of sampled elements; grey +: their bounds");
+        snprintf(xlabel, sizeof xlabel, "condition number (log10)");
+    }
+    axes(f, title, xlabel, "error in ulps (log10)");
     legend(f);
-    for (size_t i = 0; i < run->n_cases; i++) {
-        if (run->cases[i].c->family != fr->family) continue;
-        for (size_t k = 0; k < run->cases[i].samples.n; k++) {
-            const ug_sample *x = &run->cases[i].samples.items[k];
-            if (x->output != o) continue;
-            double px = px_x(fmin(log_clamped(x->cond, 0), 24), 0, xhi);
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#777\" text-anchor=\"middle\">+</text>\n", px,
-                    px_y(log_clamped(x->bound_ulps, ylo), ylo, yhi) + 3);
+    for (size_t k = 0; k < n; k++) {
+        const ug_sample *x = &pts[k];
+        double px = by_rank ? px_x((double)k, 0, xhi) : px_x(fmin(log_clamped(x->cond, 0), 24), 0, xhi);
+        if (isfinite(x->bound_ulps))
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#777\" text-anchor=\"middle\">+</text>\n",
+                    px, px_y(log_clamped(x->bound_ulps, ylo), ylo, yhi) + 3);
+        if (isfinite(x->ulp_err))
             fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"1.8\" fill=\"%s\" fill-opacity=\"0.7\"/>\n", px,
                     px_y(log_clamped(x->ulp_err, ylo), ylo, yhi), mode_color[x->mode % UG_REF_MODE_COUNT]);
-        }
     }
+    free(pts);
     char label[16];
-    for (int d = 0; d <= (int)xhi; d += xhi > 10 ? 2 : 1) {
+    if (by_rank) {
+        tick(f, true, px_x(0, 0, xhi), "1");
+        snprintf(label, sizeof label, "%zu", n);
+        tick(f, true, px_x(xhi, 0, xhi), label);
+    }
+    for (int d = 0; !by_rank && d <= (int)xhi; d += xhi > 10 ? 2 : 1) {
         snprintf(label, sizeof label, "1e%d", d);
         tick(f, true, px_x(d, 0, xhi), label);
     }
@@ -114,7 +164,12 @@ static void scatter(FILE *f, const ug_run_result *run, const ug_family_result *f
     }
     fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"3,3\"/>\n", LEFT,
             px_y(log10(0.5), ylo, yhi), W - RIGHT, px_y(log10(0.5), ylo, yhi));
+    if (no_bound || no_error)
+        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#a00\">no bound (infinite): %zu elements, no +; "
+                   "non-finite error: %zu, no dot</text>\n",
+                LEFT + 4, TOP + 12, no_bound, no_error);
     fputs("</svg>\n", f);
+    return ug_ok();
 }
 
 ug_status ug_plots_write_html(FILE *f, const ug_run_result *run, const ug_verdict *verdict)
@@ -133,7 +188,7 @@ ug_status ug_plots_write_html(FILE *f, const ug_run_result *run, const ug_verdic
         for (size_t o = 0; o < fr->n_outputs; o++) {
             fprintf(f, "<h3>output %s</h3>\n<div class=\"row\">\n", fr->family->buffers[fr->output_buffer[o]].name);
             histogram(f, fr, o);
-            scatter(f, run, fr, o);
+            UG_TRY(scatter(f, run, fr, o));
             fputs("</div>\n", f);
         }
     }

@@ -6,11 +6,10 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "../core/atomic_file.h"
-#include "../core/json_dir.h"
+#include "../core/report_dir.h"
 
 #define REPORT_SCHEMA "ulpgate-report/1"
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -620,25 +619,6 @@ static ug_status write_json(FILE *f, const report_in *in)
 }
 
 /* ------------------------------------------------------------------------
- * Files */
-
-typedef ug_status file_writer(FILE *f, const report_in *in);
-
-static ug_status write_file(const char *dir, const char *name, file_writer *write,
-                            const report_in *in)
-{
-    char path[1024];
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
-        return ug_fail(UG_EIO, "report path '%s/%s' is too long", dir, name);
-    ug_atomic_file f;
-    UG_TRY(ug_atomic_open(&f, path));
-    ug_status s = write(f.fp, in);
-    if (ug_is_ok(&s)) return ug_atomic_commit(&f);
-    ug_atomic_abort(&f);
-    return s;
-}
-
-/* ------------------------------------------------------------------------
  * junit.xml: one test case per swept case, one for the gate's verdict, in
  * the shape CI systems ingest (testsuites > testsuite > testcase > failure). */
 
@@ -674,6 +654,61 @@ static void junit_case(FILE *f, const char *classname, const char *name, double 
     fputs("</failure>\n    </testcase>\n", f);
 }
 
+/* Appends the words of a finding's detail that name its check, leaving out
+ * the measured values (numbers, hashes, "->", parenthesized remarks) and
+ * stopping at the end of the first clause: a name that is the same in every run. */
+static void check_words(const char *detail, char *out, size_t cap)
+{
+    size_t len = strlen(out), words = 0;
+    int depth = 0;
+    for (const char *p = detail; *p && words < 6;) {
+        size_t n = strcspn(p, " ");
+        char word[UG_MSG_MAX];
+        snprintf(word, sizeof word, "%.*s", (int)n, p);
+        p += n + (p[n] == ' ');
+        bool opens = word[0] == '(', closes = n > 0 && word[n - 1] == ')';
+        depth += opens;
+        bool skip = depth > 0 || n == 0 || strcmp(word, "->") == 0;
+        depth -= closes && depth > 0;
+        bool last = n > 0 && (word[n - 1] == ',' || word[n - 1] == ':');
+        if (last) word[n - 1] = '\0';
+        char *end;
+        strtod(word, &end);
+        skip = skip || (*end == '\0' && end != word) || strspn(word, "0123456789abcdef") == 16;
+        if (!skip && len < cap) {
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", words ? " " : "", word);
+            words++;
+        }
+        if (last) break;
+    }
+}
+
+/* The test name of a gate finding, which the gate words "FAMILY OUTPUT MODE:
+ * FIGURE <values> <check>" (budgets, regressions) or "FAMILY/CASE: reason" (a
+ * failed case): "gdn_chunk_o o exact: max_ratio exceeds budget",
+ * "gdn_chunk_o o exact: max_ratio worsened", "gdn_chunk_o/CASE: case failed";
+ * any other finding is "gate: " and the words of its first clause. */
+static void finding_test_name(const ug_run_result *run, const char *text, char *out, size_t cap)
+{
+    const char *colon = strstr(text, ": ");
+    size_t family_len = strcspn(text, " /");
+    bool about_family = false;
+    for (size_t i = 0; colon && i < run->n_families && !about_family; i++)
+        about_family = strlen(run->families[i].family->name) == family_len &&
+                       strncmp(text, run->families[i].family->name, family_len) == 0;
+    if (about_family && text[family_len] == '/') {
+        snprintf(out, cap, "%.*s: case failed", (int)(colon - text), text);
+        return;
+    }
+    if (about_family) {
+        snprintf(out, cap, "%.*s: ", (int)(colon - text), text);
+        check_words(colon + 2, out, cap);
+        return;
+    }
+    snprintf(out, cap, "gate: ");
+    check_words(text, out, cap);
+}
+
 static ug_status write_junit(FILE *f, const report_in *in)
 {
     const ug_run_result *run = in->run;
@@ -695,9 +730,12 @@ static ug_status write_junit(FILE *f, const report_in *in)
     size_t fails = 0;
     for (size_t i = 0; i < in->verdict->n; i++) fails += in->verdict->items[i].kind == UG_FINDING_FAIL;
     fprintf(f, "  <testsuite name=\"gate\" tests=\"%zu\" failures=\"%zu\">\n", fails ? fails : 1, fails);
-    for (size_t i = 0; i < in->verdict->n; i++)
-        if (in->verdict->items[i].kind == UG_FINDING_FAIL)
-            junit_case(f, "ulpgate.gate", "finding", 0, in->verdict->items[i].text);
+    for (size_t i = 0; i < in->verdict->n; i++) {
+        if (in->verdict->items[i].kind != UG_FINDING_FAIL) continue;
+        char name[UG_MSG_MAX];
+        finding_test_name(run, in->verdict->items[i].text, name, sizeof name);
+        junit_case(f, "ulpgate.gate", name, 0, in->verdict->items[i].text);
+    }
     if (!fails) junit_case(f, "ulpgate.gate", "budgets and baseline", 0, NULL);
     fputs("  </testsuite>\n</testsuites>\n", f);
     return ug_ok();
@@ -708,16 +746,58 @@ static ug_status write_html(FILE *f, const report_in *in)
     return ug_plots_write_html(f, in->run, in->verdict);
 }
 
+/* ------------------------------------------------------------------------
+ * The set (core/report_dir): every file rendered in memory, then written. */
+
+typedef ug_status file_writer(FILE *f, const report_in *in);
+
+static const struct {
+    const char *name;
+    file_writer *write;
+} set_files[] = {
+    {"report.md", write_md},     {"report.json", write_json}, {"junit.xml", write_junit},
+    {"report.html", write_html}, {"cases.csv", write_csv},
+};
+
+ug_status ug_report_open(const char *dir, ug_report_dir *set)
+{
+    const char *names[ARRAY_LEN(set_files)];
+    for (size_t i = 0; i < ARRAY_LEN(set_files); i++) names[i] = set_files[i].name;
+    return ug_report_dir_open(set, dir, names, ARRAY_LEN(set_files));
+}
+
+static ug_status add_file(ug_report_dir *set, const char *name, file_writer *write, const report_in *in)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *mem = open_memstream(&text, &size);
+    if (!mem) return ug_fail(UG_ENOMEM, "cannot buffer %s: %s", name, strerror(errno));
+    ug_status st = write(mem, in);
+    bool failed = ferror(mem) != 0;
+    if (fclose(mem) != 0) failed = true;
+    if (ug_is_ok(&st) && failed) st = ug_fail(UG_ENOMEM, "out of memory while rendering %s", name);
+    if (ug_is_ok(&st)) st = ug_report_dir_add(set, name, text, size);
+    free(text);
+    return st;
+}
+
+ug_status ug_report_write(ug_report_dir *set, const ug_run_result *run, const ug_budgets *budgets,
+                          const ug_verdict *verdict)
+{
+    report_in in = {run, budgets, verdict};
+    for (size_t i = 0; i < ARRAY_LEN(set_files); i++)
+        UG_TRY(add_file(set, set_files[i].name, set_files[i].write, &in));
+    return ug_report_dir_commit(set);
+}
+
 ug_status ug_report_write_all(const char *dir, const ug_run_result *run,
                               const ug_budgets *budgets, const ug_verdict *verdict)
 {
-    report_in in = {run, budgets, verdict};
-    UG_TRY(ug_make_dirs(dir));
-    UG_TRY(write_file(dir, "report.md", write_md, &in));
-    UG_TRY(write_file(dir, "report.json", write_json, &in));
-    UG_TRY(write_file(dir, "junit.xml", write_junit, &in));
-    UG_TRY(write_file(dir, "report.html", write_html, &in));
-    return write_file(dir, "cases.csv", write_csv, &in);
+    ug_report_dir set;
+    UG_TRY(ug_report_open(dir, &set));
+    ug_status st = ug_report_write(&set, run, budgets, verdict);
+    ug_report_dir_close(&set);
+    return st;
 }
 
 /* ------------------------------------------------------------------------
@@ -729,6 +809,28 @@ static void summary_row(FILE *out, const row *r)
 {
     fprintf(out, SUMMARY_FMT, r->family, r->output, r->mode, r->elements, r->max, r->p99,
             r->share, r->ratio, r->rms, r->budget, r->verdict);
+}
+
+static bool same_plan_finding(const ug_case_result *a, const ug_case_result *b)
+{
+    return a->plan_finding[0] && a->c->family == b->c->family && strcmp(a->plan_finding, b->plan_finding) == 0;
+}
+
+/* One line per family and distinct dispatch-plan finding, with the number of
+ * shapes it holds for (report.md lists the shapes). */
+static void print_plan_findings(FILE *out, const ug_run_result *run)
+{
+    for (size_t i = 0; i < run->n_cases; i++) {
+        const ug_case_result *cr = &run->cases[i];
+        bool seen = !cr->plan_finding[0];
+        for (size_t k = 0; k < i && !seen; k++) seen = same_plan_finding(&run->cases[k], cr);
+        if (seen) continue;
+        size_t shapes = 1;
+        for (size_t k = i + 1; k < run->n_cases; k++) shapes += same_plan_finding(&run->cases[k], cr);
+        fprintf(out, "PLAN: %s: %s (%zu shape%s; the seed's dispatch plan, SPEC 1.6, not part of the verdict: "
+                     "README, report.md)\n",
+                cr->c->family->name, cr->plan_finding, shapes, shapes == 1 ? "" : "s");
+    }
 }
 
 void ug_report_print_summary(FILE *out, const ug_run_result *run, const ug_budgets *budgets,
@@ -747,13 +849,7 @@ void ug_report_print_summary(FILE *out, const ug_run_result *run, const ug_budge
             run->elements_checked, run->wall_seconds,
             run->wall_seconds > 0 ? (double)run->elements_checked / run->wall_seconds : 0.0,
             (double)run->peak_rss_kib / 1024.0);
-    size_t plan_findings = 0;
-    for (size_t i = 0; i < run->n_cases; i++) {
-        const ug_case_result *cr = &run->cases[i];
-        if (cr->plan_finding[0] && plan_findings++ < 10)
-            fprintf(out, "PLAN: %s/%s: %s\n", cr->c->family->name, cr->c->label, cr->plan_finding);
-    }
-    if (plan_findings > 10) fprintf(out, "PLAN: ... and %zu more (report.md)\n", plan_findings - 10);
+    print_plan_findings(out, run);
     for (size_t i = 0; i < verdict->n; i++) {
         const ug_finding *f = &verdict->items[i];
         if (f->kind != UG_FINDING_WORSE_OK) fprintf(out, "%s: %s\n", kind_name(f->kind), f->text);

@@ -70,16 +70,15 @@ static ug_status buffers_free(case_buffers *cb)
     return first;
 }
 
-/* Allocates every buffer at its expected count and dtype, with the case's
- * override applied, refusing more than max_bytes in all. */
-static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_bytes)
+/* Every buffer's expected count and dtype, with the case's override
+ * applied, refusing more than max_bytes in all. */
+static ug_status buffers_size(ug_buf *bufs, const ug_case *c, size_t max_bytes)
 {
     const ug_family *f = c->family;
-    memset(cb, 0, sizeof *cb);
-    cb->f = f;
-    size_t total = 0;
+    size_t total = 0, bytes;
+    bool overflow = false;
     for (size_t i = 0; i < f->n_buffers; i++) {
-        ug_buf *b = &cb->buf[i];
+        ug_buf *b = &bufs[i];
         UG_TRY(f->buffer_count(&c->params, i, &b->count));
         b->dtype = f->buffers[i].dtype;
         if (c->override.buffer == (int)i) {
@@ -87,12 +86,37 @@ static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_by
             b->count = n < 0 ? 0 : (size_t)n;
             if (c->override.dtype != UG_DTYPE_COUNT) b->dtype = c->override.dtype;
         }
-        size_t bytes = buf_bytes(b);
-        if (b->count > SIZE_MAX / 8 || bytes > max_bytes - total)
-            return ug_fail(UG_ENOMEM, "buffers of this case need more than the %zu-byte cap (at buffer %s, %zu elements)",
-                           max_bytes, f->buffers[i].name, b->count);
-        total += bytes;
+        overflow = overflow || __builtin_mul_overflow(b->count, ug_dtype_size(b->dtype), &bytes) ||
+                   __builtin_add_overflow(total, bytes, &total);
     }
+    if (overflow)
+        return ug_fail(UG_ENOMEM, "buffers of this case need more than SIZE_MAX bytes, over the %zu-byte cap",
+                       max_bytes);
+    if (total > max_bytes)
+        return ug_fail(UG_ENOMEM, "buffers of this case need %zu bytes, over the %zu-byte cap", total, max_bytes);
+    return ug_ok();
+}
+
+ug_status ug_run_check_sizes(const ug_sweep *sweep, size_t max_bytes)
+{
+    for (size_t k = 0; k < sweep->n_cases; k++) {
+        const ug_case *c = &sweep->cases[k];
+        ug_buf bufs[UG_MAX_BUFFERS];
+        ug_status st = buffers_size(bufs, c, max_bytes);
+        if (!ug_is_ok(&st))
+            return ug_fail(UG_EINVAL, "%s: case %s/%s: %s (--max-case-mib %zu); no case was run", sweep->path,
+                           c->family->name, c->label, st.msg, max_bytes >> 20);
+    }
+    return ug_ok();
+}
+
+/* Allocates every buffer (buffers_size), outputs poisoned, inputs filled. */
+static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_bytes)
+{
+    const ug_family *f = c->family;
+    memset(cb, 0, sizeof *cb);
+    cb->f = f;
+    UG_TRY(buffers_size(cb->buf, c, max_bytes));
     for (size_t i = 0; i < f->n_buffers; i++) {
         ug_status st = ug_guarded_alloc(&cb->mem[i], buf_bytes(&cb->buf[i]));
         cb->n = i + (ug_is_ok(&st) ? 1 : 0);
@@ -169,6 +193,11 @@ static uint32_t element_bits(const ug_buf *b, size_t i)
 {
     if (b->dtype == UG_BF16) return ((const uint16_t *)b->data)[i];
     return ((const uint32_t *)b->data)[i];
+}
+
+static double bits_value(ug_dtype t, uint32_t bits)
+{
+    return t == UG_BF16 ? (double)ug_bf16_to_f32((ug_bf16)bits) : (double)ug_f32_from_bits(bits);
 }
 
 static bool element_is_poison(const ug_buf *b, size_t i)
@@ -311,16 +340,22 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const case_re
             size_t stride = b->count / UG_SAMPLES_SPREAD + 1, worst[UG_SAMPLES_WORST];
             double worst_ratio[UG_SAMPLES_WORST];
             size_t n_worst = 0;
+            const bool exact_inputs = m == UG_REF_STAGED && (c->family->exact_regimes >> c->regime & 1u);
             for (size_t i = 0; i < b->count; i++) {
                 ug_elem_error e = ug_measure(element_bits(b, i), b->dtype, &ref[i]);
+                if (exact_inputs && element_bits(b, i) != ref[i].rn_bits)
+                    set_failure(r, "[%s] %s[%zu] %s: y=%a is not RN(r)=%a bit for bit: on regime %s every "
+                                "intermediate is exact, so only the output's rounding (to nearest, ties to "
+                                "even) may differ from r", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
+                                bits_value(b->dtype, element_bits(b, i)), bits_value(b->dtype, ref[i].rn_bits),
+                                c->family->regimes[c->regime]);
                 ug_stats_add(&st, &e, ref[i].flagged, moderate_cond, i);
                 if (i % stride == 0) UG_TRY(keep_sample(r, b, &ref[i], &e, o, m));
                 else keep_if_worse(worst, worst_ratio, &n_worst, i, e.ratio);
                 if (!e.class_ok || e.ratio > 1.0)
                     set_failure(r, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label,
                                 name, i, ug_ref_mode_name((ug_ref_mode)m),
-                                b->dtype == UG_BF16 ? (double)ug_bf16_to_f32((ug_bf16)element_bits(b, i))
-                                                    : (double)ug_f32_from_bits(element_bits(b, i)),
+                                bits_value(b->dtype, element_bits(b, i)),
                                 ref[i].r_hi, ref[i].bound, e.ratio, e.ulp_err,
                                 e.class_ok ? "" : " (non-finite rule)");
             }

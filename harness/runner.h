@@ -44,6 +44,10 @@ typedef struct {
 } ug_run_options;
 
 ug_status ug_run_sweep(const ug_sweep *sweep, const ug_run_options *opt, ug_run_result *out);
+/* Before a run: every case's buffers within max_bytes, or UG_EINVAL naming the
+ * first case over it, its buffer and the cap (the run itself fails such a
+ * case instead, for callers that skip this check). */
+ug_status ug_run_check_sizes(const ug_sweep *sweep, size_t max_bytes);
 
 /* The inputs of accepted case c exactly as a run draws them (`export` and
  * `score` rely on it): bufs in descriptor order with counts, dtypes and data

@@ -151,18 +151,19 @@ static void test_killed_while_writing_leaves_no_partial_report(void)
     CU_ASSERT_FATAL(ug_run_sweep(&sw, &opt, &run).code == UG_OK);
     CU_ASSERT_FATAL(ug_gate_evaluate(&run, &budgets, NULL, &verdict).code == UG_OK);
     for (int attempt = 0; attempt < 20; attempt++) {
-        char dir[] = "/tmp/ug_test_killed_XXXXXX";
+        char dir[] = "/tmp/ug_test_killed_XXXXXX", reports[64];
         CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+        snprintf(reports, sizeof reports, "%s/reports", dir); /* the set's leftovers go beside it, into dir */
         pid_t pid = fork();
         CU_ASSERT_FATAL(pid >= 0);
         if (pid == 0) {
-            for (;;) ug_report_write_all(dir, &run, &budgets, &verdict);
+            for (;;) ug_report_write_all(reports, &run, &budgets, &verdict);
         }
         usleep(200 + 700 * attempt);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         char path[96];
-        snprintf(path, sizeof path, "%s/report.json", dir);
+        snprintf(path, sizeof path, "%s/report.json", reports);
         if (access(path, F_OK) == 0) {
             json_error_t err;
             json_t *j = json_load_file(path, 0, &err);

@@ -84,7 +84,7 @@ static void export_fixtures(fixture *fx, const char *path, bool few)
     snprintf(fx->fixtures, sizeof fx->fixtures, "%s/fixtures", fx->dir);
     snprintf(fx->candidate, sizeof fx->candidate, "%s/candidate", fx->dir);
     size_t exported, skipped;
-    ug_status st = ug_export(&fx->sweep, fx->fixtures, (size_t)1 << 30, &exported, &skipped);
+    ug_status st = ug_export(&fx->sweep, fx->fixtures, (size_t)1 << 30, false, &exported, &skipped);
     CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
     CU_ASSERT_EQUAL(exported, accepted_cases(&fx->sweep));
     CU_ASSERT_EQUAL(skipped, fx->sweep.n_cases - exported);

@@ -8,7 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../harness/report.h"
 #include "tests.h"
@@ -144,6 +148,7 @@ static fixture *fixture_new(void)
 
 static void fixture_free(fixture *fx)
 {
+    for (size_t i = 0; i < N_CASES; i++) ug_samples_free(&fx->results[i].samples);
     for (int o = 0; o < 2; o++)
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) ug_stats_free(&fx->fam.agg[o][m]);
     ug_test_remove_tree(fx->dir);
@@ -251,7 +256,7 @@ static void test_parent_is_a_file_fails_and_leaves_nothing(void)
     fclose(f);
     snprintf(fx->reports, sizeof fx->reports, "%s/plain/reports", fx->dir);
     ug_status s = ug_report_write_all(fx->reports, &fx->run, &fx->budgets, &fx->verdict);
-    CU_ASSERT_EQUAL(s.code, UG_EIO);
+    CU_ASSERT_EQUAL(s.code, UG_EINVAL); /* found before a run: a usage error */
     CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, "plain/reports"));
     DIR *d = opendir(fx->dir);
     CU_ASSERT_FATAL(d != NULL);
@@ -273,6 +278,124 @@ static void test_missing_directories_are_created(void)
     char path[160];
     snprintf(path, sizeof path, "%s/cases.csv", fx->reports);
     CU_ASSERT(stat(path, &st) == 0 && S_ISREG(st.st_mode));
+    fixture_free(fx);
+}
+
+/* Entries of a directory (hidden ones too), "." and ".." left out. */
+static size_t entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    CU_ASSERT_FATAL(d != NULL);
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A second run replaces the whole set: an old version's stray temporary goes
+ * with the old set, and nothing but the target is left beside it. */
+static void test_second_write_replaces_the_set(void)
+{
+    fixture *fx = fixture_new();
+    write_reports(fx);
+    put_file(fx->reports, "report.json.tmpAbC123", "{");
+    fx->verdict = (ug_verdict){.pass = true};
+    write_reports(fx);
+    CU_ASSERT_EQUAL(entries(fx->reports), 5);
+    CU_ASSERT_EQUAL(entries(fx->dir), 1);
+    char *md = slurp(fx, "report.md");
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "- verdict: **PASS**"));
+    free(md);
+    fixture_free(fx);
+}
+
+/* A directory holding anything else is not replaced (--reports . would
+ * otherwise swap the working directory away). */
+static void test_foreign_file_refuses_the_directory(void)
+{
+    fixture *fx = fixture_new();
+    CU_ASSERT_FATAL(mkdir(fx->reports, 0777) == 0);
+    put_file(fx->reports, "notes.txt", "mine");
+    ug_status s = ug_report_write_all(fx->reports, &fx->run, &fx->budgets, &fx->verdict);
+    CU_ASSERT_EQUAL(s.code, UG_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, "'notes.txt'"));
+    CU_ASSERT_EQUAL(entries(fx->reports), 1);
+    CU_ASSERT_EQUAL(entries(fx->dir), 1);
+    fixture_free(fx);
+}
+
+/* A second run into the same directory fails at once, naming the holder. */
+static void test_locked_directory_fails_at_once(void)
+{
+    fixture *fx = fixture_new();
+    ug_report_dir first;
+    ug_status s = ug_report_open(fx->reports, &first);
+    CU_ASSERT_FATAL(ug_is_ok(&s));
+    s = ug_report_write_all(fx->reports, &fx->run, &fx->budgets, &fx->verdict);
+    CU_ASSERT_EQUAL(s.code, UG_EINVAL);
+    char pid[32];
+    snprintf(pid, sizeof pid, "(pid %ld)", (long)getpid());
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, "another ulpgate run"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.msg, pid));
+    ug_report_dir_close(&first);
+    write_reports(fx); /* released */
+    fixture_free(fx);
+}
+
+/* What a killed run left beside the target is removed by the next run;
+ * a name that only looks alike is not. */
+static void test_leftovers_of_a_killed_run_are_removed(void)
+{
+    fixture *fx = fixture_new();
+    char stale[128], other[128];
+    snprintf(stale, sizeof stale, "%s/.reports.ulpgate-new-Zz9Yy8", fx->dir);
+    snprintf(other, sizeof other, "%s/.reports.ulpgate-new-Zz9Yy8.keep", fx->dir);
+    CU_ASSERT_FATAL(mkdir(stale, 0777) == 0 && mkdir(other, 0777) == 0);
+    put_file(stale, "report.md", "half");
+    write_reports(fx);
+    struct stat st;
+    CU_ASSERT_NOT_EQUAL(stat(stale, &st), 0);
+    CU_ASSERT_EQUAL(stat(other, &st), 0);
+    fixture_free(fx);
+}
+
+/* A write that fails (here: a file-size limit, as `ulimit -f` sets) names the
+ * file and the reason, and leaves the previous set whole. */
+static void test_failed_write_keeps_the_previous_set(void)
+{
+    fixture *fx = fixture_new();
+    write_reports(fx);
+    char *before = slurp(fx, "report.json");
+    fx->verdict = (ug_verdict){.pass = true};
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit small = {4096, 4096};
+        setrlimit(RLIMIT_FSIZE, &small);
+        ug_status st = ug_report_write_all(fx->reports, &fx->run, &fx->budgets, &fx->verdict);
+        _exit(st.code == UG_EIO && strstr(st.msg, "reports/report.json") && strstr(st.msg, "File too large") ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char *after = slurp(fx, "report.json");
+    CU_ASSERT_STRING_EQUAL(before, after);
+    CU_ASSERT_EQUAL(entries(fx->reports), 5);
+    CU_ASSERT_EQUAL(entries(fx->dir), 1);
+    free(before);
+    free(after);
     fixture_free(fx);
 }
 
@@ -351,6 +474,25 @@ static void test_junit_one_testcase_per_case_and_failures_escaped(void)
     fixture_free(fx);
 }
 
+/* Gate findings are test cases named after kernel, output, mode and check,
+ * without the measured values (a name that stays the same run after run). */
+static void test_junit_names_findings_by_kernel_output_mode_and_check(void)
+{
+    fixture *fx = fixture_new();
+    strcpy(fx->findings[1].text, "toyfam w exact: max_ratio 1.5 exceeds budget 1");
+    fx->findings[1].kind = UG_FINDING_FAIL;
+    strcpy(fx->findings[2].text, "toyfam u staged: p99_ulp_dist worsened 1 -> 3 (tolerance 0)");
+    fx->findings[2].kind = UG_FINDING_FAIL;
+    write_reports(fx);
+    char *xml = slurp(fx, "junit.xml");
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "name=\"toyfam w exact: max_ratio exceeds budget\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "name=\"toyfam u staged: p99_ulp_dist worsened\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "name=\"toyfam/B=1 T=128: case failed\""));
+    CU_ASSERT_PTR_NULL(strstr(xml, "name=\"finding\""));
+    free(xml);
+    fixture_free(fx);
+}
+
 /* ---- report.html ---- */
 
 /* One self-contained page: two figures (histogram, scatter) per output. */
@@ -364,6 +506,42 @@ static void test_html_has_two_figures_per_output_and_no_external_resource(void)
     CU_ASSERT_PTR_NULL(strstr(html, "<script"));
     CU_ASSERT_PTR_NULL(strstr(html, "src="));
     CU_ASSERT_PTR_NOT_NULL(strstr(html, "</html>"));
+    free(html);
+    fixture_free(fx);
+}
+
+static void add_sample(fixture *fx, size_t c, double cond, double err, double bound)
+{
+    ug_sample x = {.output = W, .mode = UG_REF_EXACT, .cond = cond, .ulp_err = err, .bound_ulps = bound};
+    ug_status st = ug_samples_push(&fx->results[c].samples, &x);
+    CU_ASSERT_FATAL(ug_is_ok(&st));
+}
+
+/* An infinite bound is not drawn (it used to be a "+" on the bottom axis):
+ * a note counts it. */
+static void test_html_says_no_bound_instead_of_drawing_infinity(void)
+{
+    fixture *fx = fixture_new();
+    add_sample(fx, 0, 10, 0.25, INFINITY);
+    add_sample(fx, 0, 1000, 0.5, 4);
+    write_reports(fx);
+    char *html = slurp(fx, "report.html");
+    CU_ASSERT_EQUAL(count_of(html, ">+</text>"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "no bound (infinite): 1 elements"));
+    free(html);
+    fixture_free(fx);
+}
+
+/* Samples whose condition numbers would all sit on one vertical line are
+ * drawn by rank of error. */
+static void test_html_equal_conditions_are_drawn_by_rank(void)
+{
+    fixture *fx = fixture_new();
+    for (int k = 0; k < 5; k++) add_sample(fx, 0, k % 2, 0.1 * (5 - k), 2); /* conditions 0 and 1, as cumsum's */
+    write_reports(fx);
+    char *html = slurp(fx, "report.html");
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "sorted by error"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(html, "condition 0 to 1;"));
     free(html);
     fixture_free(fx);
 }
@@ -538,16 +716,38 @@ static void test_summary_pass_line(void)
     fixture_free(fx);
 }
 
+/* PLAN findings: one line per family and distinct finding, with a count. */
+static void test_summary_folds_plan_findings(void)
+{
+    fixture *fx = fixture_new();
+    strcpy(fx->results[0].plan_finding, "plan reserves 1024 threadgroup bytes, the algorithm needs 2048");
+    strcpy(fx->results[1].plan_finding, "plan reserves 1024 threadgroup bytes, the algorithm needs 2048");
+    strcpy(fx->results[2].plan_finding, "plan reserves 1024 threadgroup bytes, the algorithm needs 1028");
+    char *text = summary_text(fx);
+    CU_ASSERT_EQUAL(count_of(text, "PLAN: "), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "PLAN: toyfam: plan reserves 1024 threadgroup bytes, the algorithm needs 2048 "
+                                        "(2 shapes;"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "the algorithm needs 1028 (1 shape;"));
+    free(text);
+    fixture_free(fx);
+}
+
 UG_TEST_SUITE(report_suite, "report",
               UG_TEST(test_write_all_creates_the_three_files),
               UG_TEST(test_write_all_leaves_no_temporaries),
               UG_TEST(test_parent_is_a_file_fails_and_leaves_nothing),
               UG_TEST(test_missing_directories_are_created),
+              UG_TEST(test_second_write_replaces_the_set), UG_TEST(test_foreign_file_refuses_the_directory),
+              UG_TEST(test_locked_directory_fails_at_once), UG_TEST(test_leftovers_of_a_killed_run_are_removed),
+              UG_TEST(test_failed_write_keeps_the_previous_set),
               UG_TEST(test_markdown_has_table_header_and_verdict),
               UG_TEST(test_markdown_rows_show_budget_and_verdict),
               UG_TEST(test_markdown_lists_rejected_shapes),
               UG_TEST(test_markdown_lists_failures_and_findings),
               UG_TEST(test_junit_one_testcase_per_case_and_failures_escaped),
+              UG_TEST(test_junit_names_findings_by_kernel_output_mode_and_check),
+              UG_TEST(test_html_says_no_bound_instead_of_drawing_infinity),
+              UG_TEST(test_html_equal_conditions_are_drawn_by_rank),
               UG_TEST(test_html_has_two_figures_per_output_and_no_external_resource), UG_TEST(test_csv_header),
               UG_TEST(test_csv_has_a_row_per_case_output_mode),
               UG_TEST(test_csv_quotes_per_rfc4180),
@@ -557,4 +757,5 @@ UG_TEST_SUITE(report_suite, "report",
               UG_TEST(test_json_writes_nonfinite_as_string),
               UG_TEST(test_json_findings_have_kind_names),
               UG_TEST(test_summary_counts_and_verdict_line),
-              UG_TEST(test_summary_omits_worse_within_tolerance), UG_TEST(test_summary_pass_line));
+              UG_TEST(test_summary_omits_worse_within_tolerance), UG_TEST(test_summary_pass_line),
+              UG_TEST(test_summary_folds_plan_findings));

@@ -24,9 +24,9 @@ static const ug_buffer_desc buffers[N_BUFFERS] = {
 };
 
 /* Input regimes: a realistic split-K decode, then the hard cases. */
-enum { R_DECODE, R_ONE_DOMINANT, R_MASKED, R_EQUAL_MAXIMA, R_LARGE_RANGE, N_REGIMES };
+enum { R_DECODE, R_ONE_DOMINANT, R_MASKED, R_EQUAL_MAXIMA, R_LARGE_RANGE, R_TIES, N_REGIMES };
 static const char *const regimes[N_REGIMES] = {
-    "decode", "one_dominant", "masked", "equal_maxima", "large_range",
+    "decode", "one_dominant", "masked", "equal_maxima", "large_range", "ties",
 };
 
 static const ug_mutant_desc mutants[] = {
@@ -223,8 +223,26 @@ static void generate_rows(gen_ctx *c)
     }
 }
 
+/* The ties regime (docs/ties.md): partials m/16 with |m| <= 15,
+ * every M_w = 0 (so m_w = exp(0) = 1) and S_w = 1, so S = nwg; with nwg a
+ * power of two and head_dim 256 (1/sqrt(256) = 1/16) the merge, the
+ * transform and the scaling are exact in f32 in any order, and so is every
+ * output. 1/sqrt(512) is irrational: head_dim 512 has no such inputs. */
+static ug_status generate_ties(const ug_params *p, gsl_rng *rng, ug_buf *bufs)
+{
+    const size_t rows = param(p, P_NROWS), dv = param(p, P_HEAD_DIM), nwg = param(p, P_NWG);
+    if (dv != 256 || (nwg & (nwg - 1)) != 0)
+        return ug_fail(UG_EINVAL, "attn_reduce_fwht: the ties regime needs head_dim 256 and a power-of-two nwg "
+                       "(got head_dim %zu, nwg %zu): only then is every intermediate exact", dv, nwg);
+    float *htmp = bufs[BUF_HTMP].data, *stats = htmp + rows * dv * nwg;
+    for (size_t i = 0; i < rows * dv * nwg; i++) htmp[i] = (float)ug_gen_grid(rng, 15, 4);
+    for (size_t i = 0; i < rows * nwg; i++) stats[2 * i] = 1.0f, stats[2 * i + 1] = 0.0f;
+    return ug_ok();
+}
+
 static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs)
 {
+    if (regime == R_TIES) return generate_ties(p, rng, bufs);
     gen_ctx c = {.nrows = param(p, P_NROWS), .dv = param(p, P_HEAD_DIM), .nwg = param(p, P_NWG),
                  .regime = regime, .rng = rng, .htmp = bufs[BUF_HTMP].data};
     c.n_kv = draw_sequence_length(&c);
@@ -256,6 +274,7 @@ static const ug_family attn_reduce_fwht_family = {
     UG_FAMILY_COMMON_FIELDS,
     .n_regimes = N_REGIMES,
     .regimes = regimes,
+    .exact_regimes = 1u << R_TIES,
     .plan = plan,
 };
 UG_REGISTER_FAMILY(attn_reduce_fwht_family);

@@ -29,9 +29,9 @@ static const ug_buffer_desc buffers[N_BUFFERS] = {
 
 /* Input regimes (SPEC §1.3), named as in gdn_recompute_wu: beta only enters
  * through the state h, which the generator runs from the same inputs. */
-enum { R_REALISTIC, R_LOGSIGMOID, R_GATES_ZERO, R_STRONG_DECAY, R_BETA_NEAR_ONE, R_PARALLEL_KEYS, N_REGIMES };
+enum { R_REALISTIC, R_LOGSIGMOID, R_GATES_ZERO, R_STRONG_DECAY, R_BETA_NEAR_ONE, R_PARALLEL_KEYS, R_TIES, N_REGIMES };
 static const char *const regimes[N_REGIMES] = {
-    "realistic", "logsigmoid", "gates_zero", "strong_decay", "beta_near_one", "parallel_keys",
+    "realistic", "logsigmoid", "gates_zero", "strong_decay", "beta_near_one", "parallel_keys", "ties",
 };
 
 /* The gate must catch each of these; the legitimate variants (ids 101..,
@@ -278,8 +278,27 @@ static void generate_head(gen_ctx *c, size_t b, size_t h, state_scratch *w)
     }
 }
 
+/* The ties regime (docs/ties.md): q, k in m/16 with |m| <= 3,
+ * v and h in m/16 with |m| <= 16, gates 0. With K = 128 and BT = 64 every
+ * dot product is a multiple of 2^-8 below 2^5, the attention sum a multiple
+ * of 2^-12 below 2^9: exact in f32 in any order. With a power-of-two scale
+ * only the casts SPEC names round: Q (exactly as the staged reference does)
+ * and o. */
+static void generate_ties(gsl_rng *rng, ug_buf *bufs)
+{
+    ug_gen_grid_fill(rng, 3, 4, &bufs[BUF_Q]);
+    ug_gen_grid_fill(rng, 3, 4, &bufs[BUF_K]);
+    ug_gen_grid_fill(rng, 16, 4, &bufs[BUF_V]);
+    ug_gen_grid_fill(rng, 16, 4, &bufs[BUF_H]);
+    ug_gen_grid_fill(rng, 0, 0, &bufs[BUF_G]);
+}
+
 static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs)
 {
+    if (regime == R_TIES) {
+        generate_ties(rng, bufs);
+        return ug_ok();
+    }
     gen_ctx c = {ref_shape(p), regime, rng, bufs};
     const gdn_chunk_o_shape *s = &c.s;
     double *block = malloc((2 * s->k + s->k * s->v + s->bt * (s->k + s->v + 2)) * sizeof *block);
@@ -305,6 +324,7 @@ static const ug_family gdn_chunk_o_family = {
     UG_FAMILY_VARIANT_FIELDS,
     .n_regimes = N_REGIMES,
     .regimes = regimes,
+    .exact_regimes = 1u << R_TIES,
     .plan = plan,
 };
 UG_REGISTER_FAMILY(gdn_chunk_o_family);

@@ -78,6 +78,6 @@ static const ug_family gdn_chunk_scaled_kkt_family = {
     .spec_section = "SPEC 1.3",
     UG_FAMILY_COMMON_FIELDS,
     UG_FAMILY_VARIANT_FIELDS,
-    GDN_REGIME_FIELDS,
+    GDN_REGIME_FIELDS_WITH_TIES,
 };
 UG_REGISTER_FAMILY(gdn_chunk_scaled_kkt_family);

@@ -9,6 +9,7 @@
 #include "../../ref/gdn_chunk_state.h"
 #include "../family.h"
 #include "../gdn_inputs.h"
+#include "../gen.h"
 #include "../wild.h"
 
 enum { P_B, P_T, P_HG, P_H, P_K, P_V, P_BT, P_HAS_H0, N_PARAMS };
@@ -95,10 +96,36 @@ static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode m
  * WY products (the binary64 A = (I + L)^-1 applied to the staged operands),
  * as gdn_recompute_wu would hand them over. h0 is a state of the scale a
  * long sequence leaves behind: N(0, 0.5^2) entries. */
+/* The ties regime's grids (docs/ties.md): with |k| <= 1/8,
+ * |w| <= 1/64, |u| <= 63/64 and |h0| < 2 on grids of 2^-3, 2^-6, 2^-6 and
+ * 2^-8, every f32 intermediate of the first chunk is a multiple of 2^-17
+ * below 2^7 (K <= 256): exact in any order. Later chunks get w = u = 0, so
+ * the state stays exact; only the stores round (h = bf16(S), v_new). */
+static void generate_ties(const gdn_gen_shape *s, gsl_rng *rng, ug_buf *bufs)
+{
+    ug_gen_grid_fill(rng, 1, 3, &bufs[BUF_K]);
+    ug_gen_grid_fill(rng, 1, 6, &bufs[BUF_W]);
+    ug_gen_grid_fill(rng, 63, 6, &bufs[BUF_U]);
+    ug_gen_grid_fill(rng, 0, 0, &bufs[BUF_G]);
+    ug_gen_grid_fill(rng, 511, 8, &bufs[BUF_H0]);
+    ug_bf16 *w = bufs[BUF_W].data, *u = bufs[BUF_U].data;
+    for (size_t b = 0; b < s->b; b++)
+        for (size_t t = s->bt; t < s->t; t++)
+            for (size_t h = 0; h < s->h; h++) {
+                const size_t row = (b * s->t + t) * s->h + h;
+                for (size_t i = 0; i < s->k; i++) w[row * s->k + i] = 0;
+                for (size_t i = 0; i < s->v; i++) u[row * s->v + i] = 0;
+            }
+}
+
 static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs)
 {
     gdn_gen_shape s = {param(p, P_B), param(p, P_T), param(p, P_HG), param(p, P_H),
                        param(p, P_K), param(p, P_V), param(p, P_BT)};
+    if (regime == GDN_REGIME_TIES) {
+        generate_ties(&s, rng, bufs);
+        return ug_ok();
+    }
     const size_t tokens = s.b * s.t * s.h;
     ug_bf16 *v = malloc(tokens * s.v * sizeof *v);
     float *beta = malloc(tokens * sizeof *beta);
@@ -121,6 +148,6 @@ static const ug_family gdn_chunk_state_family = {
     .spec_section = "SPEC 1.3",
     UG_FAMILY_COMMON_FIELDS,
     UG_FAMILY_VARIANT_FIELDS,
-    GDN_REGIME_FIELDS,
+    GDN_REGIME_FIELDS_WITH_TIES,
 };
 UG_REGISTER_FAMILY(gdn_chunk_state_family);

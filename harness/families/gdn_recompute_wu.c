@@ -108,6 +108,10 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
                        param(p, P_K), param(p, P_V), param(p, P_BT)};
     UG_TRY(gdn_gen_keys(&s, (gdn_regime)regime, rng, bufs[BUF_K].data));
     gdn_gen_tokens(&s, (gdn_regime)regime, rng, NULL, bufs[BUF_G].data, bufs[BUF_BETA].data, bufs[BUF_V].data);
+    if (regime == GDN_REGIME_TIES) {
+        gdn_gen_dyadic_a(&s, rng, bufs[BUF_A].data);
+        return ug_ok();
+    }
     return gdn_gen_solved_a(&s, bufs[BUF_K].data, bufs[BUF_BETA].data, bufs[BUF_G].data, bufs[BUF_A].data);
 }
 
@@ -115,7 +119,7 @@ static const ug_family gdn_recompute_wu_family = {
     .name = "gdn_recompute_wu",
     .spec_section = "SPEC 1.1",
     UG_FAMILY_COMMON_FIELDS,
-    GDN_REGIME_FIELDS,
+    GDN_REGIME_FIELDS_WITH_TIES,
     .plan = plan,
 };
 UG_REGISTER_FAMILY(gdn_recompute_wu_family);
