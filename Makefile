@@ -62,6 +62,24 @@ $(BUILD)/plugin-fixtures/cumsum-%.so: fixtures/plugin/cumsum.c include/ulpgate/k
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DPLUGIN_DEFECT_$* $< -o $@
 
+# The profiles' acceptance libraries (fixtures/plugin/kkt.c, tests/profiles/run.sh): every
+# exp off by the triton profile's full exp allowance, read from its file; outputs flushed.
+TRITON_PROFILE := fixtures/profiles/triton.json
+TRITON_EXP = $(shell python3 -c 'import json,sys; e = json.load(open(sys.argv[1]))["ops"]["exp"]; \
+	print("-DEXP_ULPS=%r -DEXP_ULPS_PER_ABS_X=%r" % (e.get("ulps", 0), e.get("ulps_per_abs_x", 0)))' $(TRITON_PROFILE))
+$(BUILD)/plugin-fixtures/kkt-triton-exp.so: fixtures/plugin/kkt.c include/ulpgate/kernel_abi.h $(TRITON_PROFILE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) $(TRITON_EXP) $< -o $@ -lm
+$(BUILD)/plugin-fixtures/kkt-flush.so: fixtures/plugin/kkt.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -DFLUSH_OUTPUTS $< -o $@ -lm
+$(BUILD)/plugin-fixtures/kkt-exact.so: fixtures/plugin/kkt.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) $< -o $@ -lm
+.PHONY: profiles
+profiles: $(BUILD)/ulpgate $(patsubst %,$(BUILD)/plugin-fixtures/kkt-%.so,triton-exp flush exact)
+	@$(call timed,profiles,tests/profiles/run.sh $(BUILD))
+
 # A legitimate outside kernel: kkt and chunk_o with tensor-core summation
 # order (blocks of 8 or 16 products summed as a tree), which the gate must pass.
 # Its -DTIES_AWAY and -DTRUNCATE builds round bf16 outputs wrongly; the ties
@@ -97,6 +115,8 @@ test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $
 	@$(call timed,plugin sweep,$(BUILD)/ulpgate verify --kernel-lib $(BUILD)/libulpgate_kernels.so \
 	    --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) --reports $(BUILD)/plugin-reports --quiet)
 	@$(call timed,plugin baseline,tests/plugin_baseline.sh $(BUILD))
+	@$(MAKE) --no-print-directory profiles
+
 	@$(call timed,command line,tests/cli/exit_codes.sh $(BUILD) && tests/cli/report_set.sh $(BUILD))
 	@for p in $(TC_ORDER_PLUGINS); do $(call timed,tensor-core order $$(basename $$p),$(BUILD)/ulpgate verify \
 	    --kernel-lib $$p --sweep $(SWEEP) --budgets $(BUDGETS) --reports $(BUILD)/tc-order-reports --quiet) || exit 1; done
@@ -188,6 +208,16 @@ bench: $(BUILD)/bench/bench $(BUILD)/ulpgate
 	@$(call timed,bench,$(BUILD)/bench/bench --ulpgate $(BUILD)/ulpgate)
 $(BUILD)/bench/bench: $(BENCH_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# This machine's libm in f32, over the families' argument ranges: the measured
+# maxima behind fixtures/profiles/cpu.json (docs/profiles.md#cpu). STRIDE=1: exhaustive.
+.PHONY: libm-ulp
+STRIDE ?= 7
+libm-ulp: $(BUILD)/bench/libm_ulp
+	@$(call timed,libm-ulp,$(BUILD)/bench/libm_ulp $(STRIDE))
+$(BUILD)/bench/libm_ulp: bench/libm/libm_ulp.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
 deps:
 	@ci/install-deps.sh

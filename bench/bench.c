@@ -4,7 +4,7 @@
  * reference's speed and the harness's threading (docs/performance.md).
  *
  * Like llama.cpp's test-backend-ops perf mode, the bench drives the same
- * descriptors as `verify`: buffers sized by buffer_count, inputs from
+ * descriptors as `verify`: buffers sized by ug_family_buffer_count, inputs from
  * generate (regime 0, a seeded mt19937), the kernel through run. The table
  * below only names parameter values, by parameter name.
  *
@@ -196,7 +196,7 @@ static bool case_open(case_data *d, const ug_family *f, const ug_params *p, char
     d->f = f;
     d->p = *p;
     for (size_t i = 0; i < f->n_buffers; i++) {
-        ug_status st = f->buffer_count(p, i, &d->bufs[i].count);
+        ug_status st = ug_family_buffer_count(f, p, i, &d->bufs[i].count);
         d->bufs[i].dtype = f->buffers[i].dtype;
         size_t bytes = buf_bytes(&d->bufs[i]);
         d->bufs[i].data = ug_is_ok(&st) ? aligned_alloc(64, (bytes + 63) / 64 * 64 + 64) : NULL;

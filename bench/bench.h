@@ -2,7 +2,7 @@
  * machine's limits, measured in one run.
  *
  * bench.c drives the registered kernel families through their descriptors
- * (the table verify runs: buffer_count, generate, run), times every case on
+ * (the table verify runs: ug_family_buffer_count, generate, run), times every case on
  * every ISA path this CPU supports, and compares with
  *   - the peaks measured in the same run (peaks.c, peak_avx2.c,
  *     peak_avx512.c): f32 FMA throughput per ISA, streaming bandwidth;

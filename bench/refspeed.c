@@ -135,7 +135,7 @@ static int case_open(ref_case *c, const char *family, const char *shape_text)
         c->p.v[i] = strtod(eq + 1, NULL);
     }
     for (size_t i = 0; i < c->f->n_buffers; i++) {
-        ug_status st = c->f->buffer_count(&c->p, i, &c->bufs[i].count);
+        ug_status st = ug_family_buffer_count(c->f, &c->p, i, &c->bufs[i].count);
         c->bufs[i].dtype = c->f->buffers[i].dtype;
         c->bufs[i].data = ug_is_ok(&st) ? calloc(c->bufs[i].count + 1, ug_dtype_size(c->bufs[i].dtype)) : NULL;
         if (!c->bufs[i].data) abort();

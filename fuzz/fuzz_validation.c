@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ug_buf bufs[UG_MAX_BUFFERS] = {{0}};
     size_t total = 0;
     for (size_t i = 0; i < f->n_buffers; i++) {
-        if (f->buffer_count(&p, i, &bufs[i].count).code != UG_OK) goto done;
+        if (ug_family_buffer_count(f, &p, i, &bufs[i].count).code != UG_OK) goto done;
         bufs[i].dtype = f->buffers[i].dtype;
         if ((int)i == broken) {
             if (how & 1) bufs[i].count += (how & 2) ? 1 : (bufs[i].count ? (size_t)-1 : 0);

@@ -217,11 +217,12 @@ static json_t *report_as_baseline(const json_t *report)
         json_t *fam = json_pack("{s:O, s:o}", "bits", json_object_get(family, "bits"), "outputs", outputs);
         json_object_set_new(families, json_string_value(json_object_get(family, "name")), fam);
     }
-    json_t *profile = json_object_get(run, "profile");
+    json_t *profile = json_object_get(report, "profile");
     return json_pack("{s:s, s:{s:O, s:O}, s:o, s:o, s:o}", "schema", BASELINE_SCHEMA, "sweep", "path",
                      json_object_get(sweep, "path"), "content_hash", json_object_get(sweep, "content_hash"), "source",
                      source_of_kernels(json_string_value(json_object_get(run, "kernels"))), "profile",
-                     json_pack("{s:s}", "name", json_is_string(profile) ? json_string_value(profile) : DEFAULT_PROFILE),
+                     json_pack("{s:O, s:O}", "name", json_object_get(profile, "name"), "content_hash",
+                               json_object_get(profile, "hash")),
                      "families", families);
 }
 
@@ -277,7 +278,9 @@ void ug_run_identity(const ug_run_result *run, ug_kernel_identity *source, ug_pr
     if (run->source_name) snprintf(source->name, sizeof source->name, "%s", run->source_detail);
     source->has_hash = run->has_source_hash;
     source->hash = run->source_hash;
-    snprintf(profile->name, sizeof profile->name, "%s", run->profile ? run->profile : DEFAULT_PROFILE);
+    snprintf(profile->name, sizeof profile->name, "%s", run->profile.name[0] ? run->profile.name : DEFAULT_PROFILE);
+    profile->has_hash = strlen(run->profile.hash) == 16;
+    if (profile->has_hash) profile->hash = strtoull(run->profile.hash, NULL, 16);
 }
 
 /* ------------------------------------------------------------------------

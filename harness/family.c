@@ -1,6 +1,7 @@
 #include "family.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,16 @@ int ug_family_buffer_index(const ug_family *f, const char *name)
     return -1;
 }
 
+/* Appends to out[used..size), keeping out terminated when it is full. */
+static void append(char *out, size_t size, size_t *used, const char *fmt, ...)
+{
+    if (*used >= size) return;
+    va_list ap;
+    va_start(ap, fmt);
+    *used += (size_t)vsnprintf(out + *used, size - *used, fmt, ap);
+    va_end(ap);
+}
+
 void ug_plan_finding(const ug_plan *p, char *out, size_t size)
 {
     size_t used = 0;
@@ -76,13 +87,69 @@ void ug_plan_finding(const ug_plan *p, char *out, size_t size)
 #undef UG_PLAN_NOTE
 }
 
-ug_status ug_layout_count(const char *family, const ug_buffer_desc *buf, const int dims[UG_LAYOUT_MAX_DIMS],
-                          const ug_params *p, size_t chunks, size_t *count)
+static size_t dim_value(const ug_family *f, const ug_params *p, int dim)
 {
-    size_t n = 1;
-    for (int d = 0; d < UG_LAYOUT_MAX_DIMS && dims[d] != UG_DIM_END; d++)
-        if (__builtin_mul_overflow(n, dims[d] == UG_DIM_CHUNKS ? chunks : (size_t)p->v[dims[d]], &n))
-            return ug_fail(UG_EINVAL, "%s: %s %s has more than SIZE_MAX elements", family, buf->name, buf->layout);
+    return dim >= 0 ? (size_t)p->v[dim] : f->derived_dims[UG_DIM_DERIVED(dim)].value(p);
+}
+
+static bool present(const ug_params *p, const ug_buffer_desc *b)
+{
+    for (size_t c = 0; c < b->n_conditions; c++) {
+        const ug_condition *w = &b->only_if[c];
+        if (w->value == UG_IF_SET ? p->v[w->param] == 0 : p->v[w->param] != w->value) return false;
+    }
+    return true;
+}
+
+ug_status ug_family_buffer_count(const ug_family *f, const ug_params *p, size_t i, size_t *count)
+{
+    const ug_buffer_desc *b = &f->buffers[i];
+    if (f->check_params) UG_TRY(f->check_params(p));
+    size_t n = present(p, b) ? 1 : 0;
+    bool fits = !n || !b->count || b->count(p, &n);
+    for (size_t d = 0; d < b->rank && n && fits; d++)
+        fits = !__builtin_mul_overflow(n, dim_value(f, p, b->dims[d]), &n);
+    if (!fits) {
+        char layout[128];
+        ug_family_buffer_layout(f, i, layout, sizeof layout);
+        return ug_fail(UG_EINVAL, "%s: %s %s has more than SIZE_MAX elements", f->name, b->name, layout);
+    }
     *count = n;
     return ug_ok();
+}
+
+/* A flag alone reads "none without has_h0"; after a selector, "variant 0,
+ * has_weight" (the cases in which the buffer exists). */
+void ug_family_buffer_layout(const ug_family *f, size_t i, char *out, size_t size)
+{
+    const ug_buffer_desc *b = &f->buffers[i];
+    if (b->layout_words) {
+        snprintf(out, size, "%s", b->layout_words);
+        return;
+    }
+    size_t used = 0;
+    for (size_t d = 0; d < b->rank; d++)
+        append(out, size, &used, "%s%s", d ? "," : "[",
+               b->dims[d] >= 0 ? f->param_names[b->dims[d]] : f->derived_dims[UG_DIM_DERIVED(b->dims[d])].name);
+    append(out, size, &used, "]");
+    for (size_t c = 0; c < b->n_conditions; c++) {
+        const ug_condition *w = &b->only_if[c];
+        const char *lead = c ? ", " : b->n_conditions == 1 && w->value == UG_IF_SET ? " (none without " : " (";
+        if (w->value == UG_IF_SET) append(out, size, &used, "%s%s", lead, f->param_names[w->param]);
+        else append(out, size, &used, "%s%s %d", lead, f->param_names[w->param], w->value);
+    }
+    if (b->n_conditions) append(out, size, &used, ")");
+}
+
+void ug_family_buffer_shape(const ug_family *f, const ug_params *p, size_t i, size_t count,
+                            uint64_t shape[UG_LAYOUT_MAX_DIMS], size_t *rank)
+{
+    const ug_buffer_desc *b = &f->buffers[i];
+    if (b->layout_words || !present(p, b)) {
+        shape[0] = count;
+        *rank = 1;
+        return;
+    }
+    for (size_t d = 0; d < b->rank; d++) shape[d] = dim_value(f, p, b->dims[d]);
+    *rank = b->rank;
 }

@@ -27,12 +27,45 @@ typedef struct {
     double v[UG_MAX_PARAMS];
 } ug_params;
 
+/* A buffer's layout is declared once, as its dimensions (outermost first):
+ * parameter indices, or UG_DIM_DERIVED(k) for the family's k-th derived
+ * dimension (the chunk count NT, a table length that is a sum).
+ * The layout text of `ulpgate list`, the overflow-checked element count and
+ * the export shape all come from it. A buffer may exist only in some cases
+ * (a variant's buffers, h0 with has_h0): it has elements only when every
+ * condition holds, and is written "(variant 0, has_weight)" after the dims. */
+enum { UG_LAYOUT_MAX_DIMS = 5, UG_MAX_CONDITIONS = 2, UG_IF_SET = -1 };
+#define UG_DIM_DERIVED(k) (-1 - (k))
+
+typedef struct {
+    int param;
+    int value;          /* the parameter's value, or UG_IF_SET: any nonzero value */
+} ug_condition;
+
+typedef struct {
+    const char *name;   /* as the layouts write it: "NT" */
+    size_t (*value)(const ug_params *p);
+} ug_derived_dim;
+
 typedef struct {
     const char *name;   /* as in SPEC and the seed: "k", "beta", "w" */
     ug_dtype dtype;
     bool is_output;
-    const char *layout; /* "[B,T,Hg,K]" */
+    size_t rank;        /* set with UG_DIMS */
+    int dims[UG_LAYOUT_MAX_DIMS];
+    size_t n_conditions; /* set with UG_ONLY_IF */
+    ug_condition only_if[UG_MAX_CONDITIONS];
+    /* A buffer that is no array of dimensions (attn_reduce_fwht's htmp:
+     * partials, then (S, M) pairs) states its layout in words and its
+     * count by a function instead of dims (false: more than SIZE_MAX
+     * elements); it exports flat, [count]. */
+    const char *layout_words;
+    bool (*count)(const ug_params *p, size_t *count);
 } ug_buffer_desc;
+
+#define UG_DIMS(...) .rank = sizeof((int[]){__VA_ARGS__}) / sizeof(int), .dims = {__VA_ARGS__}
+#define UG_ONLY_IF(...) \
+    .n_conditions = sizeof((ug_condition[]){__VA_ARGS__}) / sizeof(ug_condition), .only_if = {__VA_ARGS__}
 
 typedef struct {
     int id;             /* value of UG_MUTANT that builds it (1, 2, ...) */
@@ -56,6 +89,8 @@ typedef struct ug_family {
     const char *const *param_names;
     size_t n_buffers;
     const ug_buffer_desc *buffers;   /* inputs first, then outputs */
+    size_t n_derived_dims;
+    const ug_derived_dim *derived_dims; /* what UG_DIM_DERIVED(k) stands for */
     size_t n_regimes;
     const char *const *regimes;      /* input distributions, see generate */
     /* Bit r set: regime r draws inputs on which every intermediate of the
@@ -72,17 +107,18 @@ typedef struct ug_family {
                                            one scale instead of two): built the
                                            same way, the gate must pass */
 
-    /* Element count buffer i must have for params p. Fails (naming the
-     * parameter) when the count does not fit in size_t; params may be any
-     * values a sweep names, valid for the kernel or not. */
-    ug_status (*buffer_count)(const ug_params *p, size_t i, size_t *count);
+    /* Optional (NULL: every value has its buffers). Refuses parameter values
+     * for which no buffer layout is defined (head_norm_rope's variant 2),
+     * naming the value; ug_family_buffer_count calls it first. */
+    ug_status (*check_params)(const ug_params *p);
     /* Fills the input buffers from rng for a shape the kernel accepts. */
     ug_status (*generate)(const ug_params *p, size_t regime, gsl_rng *rng, ug_buf *bufs);
     /* Runs the kernel under test on bufs (descriptor order). */
     ug_status (*run)(const ug_params *p, ug_buf *bufs);
-    /* Computes the reference of every output element in the given mode;
-     * outs[o] has buffer_count() entries for the o-th output buffer. */
-    ug_status (*reference)(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode,
+    /* Computes the reference of every output element in the given mode,
+     * its bound under the arithmetic profile model (ref/f32_model.h);
+     * outs[o] has ug_family_buffer_count() entries for the o-th output buffer. */
+    ug_status (*reference)(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
                            ug_ref_value *const *outs);
     /* Optional (NULL: the seed has no host plan). The seed host's plan and
      * the algorithm's need for a shape the kernel accepts. */
@@ -95,22 +131,28 @@ void ug_plan_finding(const ug_plan *p, char *out, size_t size);
 
 /* The fields every descriptor in harness/families/ fills alike, from its own
  * tables and functions of these names: param_names[N_PARAMS],
- * buffers[N_BUFFERS], mutants[] (and variants[]); buffer_count, generate,
+ * buffers[N_BUFFERS], mutants[] (and variants[], derived_dims[]); generate,
  * run, reference. */
 #define UG_FAMILY_COMMON_FIELDS                                                          \
     .n_params = N_PARAMS, .param_names = param_names, .n_buffers = N_BUFFERS, .buffers = buffers, \
-    .n_mutants = sizeof mutants / sizeof mutants[0], .mutants = mutants, .buffer_count = buffer_count, \
+    .n_mutants = sizeof mutants / sizeof mutants[0], .mutants = mutants, \
     .generate = generate, .run = run, .reference = reference
 #define UG_FAMILY_VARIANT_FIELDS .n_variants = sizeof variants / sizeof variants[0], .variants = variants
+#define UG_FAMILY_DERIVED_DIM_FIELDS \
+    .n_derived_dims = sizeof derived_dims / sizeof derived_dims[0], .derived_dims = derived_dims
 
-/* A buffer's element count from its layout written as parameter indices,
- * outermost first, ended by UG_DIM_END or after UG_LAYOUT_MAX_DIMS;
- * UG_DIM_CHUNKS stands for the chunk count, which the family defines and
- * passes as `chunks`. Fails, naming the family, the buffer and its layout,
- * when the product exceeds SIZE_MAX. */
-enum { UG_DIM_END = -1, UG_DIM_CHUNKS = -2, UG_LAYOUT_MAX_DIMS = 5 };
-ug_status ug_layout_count(const char *family, const ug_buffer_desc *buf, const int dims[UG_LAYOUT_MAX_DIMS],
-                          const ug_params *p, size_t chunks, size_t *count);
+/* Element count buffer i must have for params p: the product of its dims, 0
+ * when a condition fails. Fails, naming the family, the buffer and its
+ * layout, when the product exceeds SIZE_MAX; params may be any values a
+ * sweep names, valid for the kernel or not. */
+ug_status ug_family_buffer_count(const ug_family *f, const ug_params *p, size_t i, size_t *count);
+/* Buffer i's layout as `ulpgate list` shows it: "[B,NT,H,V,K]",
+ * "[B,H,K,V] (none without has_h0)". Truncated to size. */
+void ug_family_buffer_layout(const ug_family *f, size_t i, char *out, size_t size);
+/* Buffer i's shape for params p, whose element count is count: its dims, or
+ * [count] for a buffer absent in this case or declared in words. */
+void ug_family_buffer_shape(const ug_family *f, const ug_params *p, size_t i, size_t count,
+                            uint64_t shape[UG_LAYOUT_MAX_DIMS], size_t *rank);
 
 #define UG_REGISTER_FAMILY(desc)                                              \
     static const ug_family *const ug_family_entry_##desc                     \

@@ -13,81 +13,12 @@
 #include "../core/json.h"
 #include "../core/json_dir.h"
 #include "../core/safetensors.h"
+#include "profile.h"
 
 /* ------------------------------------------------------------------------
- * Shapes: the layout string of a buffer ("[B,T,Hg,K]") evaluated with the
- * case's parameters. A dimension is a sum of terms, each a parameter or an
- * integer, optionally divided by an integer ("head_dim/4"); at most one
- * dimension may name something that is not a parameter (NT in "[B,NT,H,V,K]")
- * and is then the element count divided by the others. A layout that does
- * not describe the whole buffer (htmp's two parts, a buffer absent in this
- * case's variant) gives the flat shape [count]. */
-
-static bool eval_term(const ug_family *f, const ug_params *p, const char *s, size_t n, uint64_t *out)
-{
-    const char *slash = memchr(s, '/', n);
-    size_t len = slash ? (size_t)(slash - s) : n;
-    char name[64];
-    if (len == 0 || len >= sizeof name) return false;
-    memcpy(name, s, len);
-    name[len] = '\0';
-    char *end;
-    unsigned long long v = strtoull(name, &end, 10);
-    if (*end) {
-        int k = ug_family_param_index(f, name);
-        if (k < 0) return false;
-        v = (unsigned long long)p->v[k];
-    }
-    if (slash) {
-        unsigned long long d = strtoull(slash + 1, &end, 10);
-        if (end != s + n || d == 0 || v % d) return false;
-        v /= d;
-    }
-    *out = v;
-    return true;
-}
-
-static bool eval_dim(const ug_family *f, const ug_params *p, const char *s, size_t n, uint64_t *out)
-{
-    *out = 0;
-    for (const char *t = s; t < s + n;) {
-        const char *plus = memchr(t, '+', (size_t)(s + n - t));
-        const char *e = plus ? plus : s + n;
-        uint64_t v;
-        if (!eval_term(f, p, t, (size_t)(e - t), &v)) return false;
-        *out += v;
-        t = plus ? plus + 1 : e;
-    }
-    return true;
-}
-
-static void buffer_shape(const ug_family *f, const ug_params *p, size_t i, size_t count, uint64_t *shape,
-                         size_t *rank)
-{
-    const char *l = f->buffers[i].layout, *close = strchr(l, ']');
-    size_t n = 0, unknown = UG_ST_MAX_RANK;
-    uint64_t known = 1;
-    bool ok = l[0] == '[' && close;
-    for (const char *d = l + 1; ok && d < close; n++) {
-        const char *comma = memchr(d, ',', (size_t)(close - d));
-        const char *e = comma ? comma : close;
-        if (n == UG_ST_MAX_RANK) ok = false;
-        else if (!eval_dim(f, p, d, (size_t)(e - d), &shape[n])) ok = unknown == UG_ST_MAX_RANK, unknown = n;
-        else known *= shape[n];
-        d = e + 1;
-    }
-    if (ok && unknown < n) {
-        ok = known && count % known == 0;
-        shape[unknown] = ok ? count / known : 0;
-        known = count;
-    }
-    if (ok && n > 0 && known == count) {
-        *rank = n;
-        return;
-    }
-    shape[0] = count;
-    *rank = 1;
-}
+ * Shapes: a buffer's declared dimensions evaluated with the case's parameters
+ * (ug_family_buffer_shape); [count] for a buffer absent in the case or
+ * declared in words (htmp's two parts). */
 
 static void shape_text(const uint64_t *shape, size_t rank, char *out, size_t size)
 {
@@ -118,7 +49,7 @@ static ug_status plain_alloc(const ug_case *c, size_t max_bytes, plain_buffers *
     size_t total = 0;
     for (size_t i = 0; i < f->n_buffers; i++) {
         ug_buf *b = &pb->buf[i];
-        UG_TRY(f->buffer_count(&c->params, i, &b->count));
+        UG_TRY(ug_family_buffer_count(f, &c->params, i, &b->count));
         b->dtype = f->buffers[i].dtype;
         size_t bytes = b->count * ug_dtype_size(b->dtype);
         if (b->count > SIZE_MAX / 8 || bytes > max_bytes - total)
@@ -171,13 +102,14 @@ static void reference_free(case_reference *cr)
 
 /* The reference of every output in both modes, as the three exported
  * arrays: RN in the output dtype, r_hi as f64, the bound as f64. */
-static ug_status reference_arrays(const ug_case *c, const plain_buffers *pb, case_reference *cr)
+static ug_status reference_arrays(const ug_case *c, const ug_f32_model *model, const plain_buffers *pb,
+                                  case_reference *cr)
 {
     const ug_family *f = c->family;
     memset(cr, 0, sizeof *cr);
     for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
         ug_ref_value *outs[UG_MAX_BUFFERS];
-        size_t o = 0;
+        size_t o = 0, counts[UG_MAX_BUFFERS];
         for (size_t i = 0; i < f->n_buffers; i++) {
             if (!f->buffers[i].is_output) continue;
             const ug_buf *b = &pb->buf[i];
@@ -188,9 +120,10 @@ static ug_status reference_arrays(const ug_case *c, const plain_buffers *pb, cas
             if (!cr->ref[o][m] || !cr->data[o][m][0] || !cr->data[o][m][1] || !cr->data[o][m][2])
                 return ug_fail(UG_ENOMEM, "reference of %s/%s: %zu elements", f->name, c->label, b->count);
             outs[o] = cr->ref[o][m];
-            o++;
+            counts[o++] = b->count;
         }
-        UG_TRY(f->reference(&c->params, pb->buf, (ug_ref_mode)m, outs));
+        UG_TRY(f->reference(&c->params, pb->buf, model, (ug_ref_mode)m, outs));
+        for (size_t k = 0; k < o; k++) ug_ref_allow_flushed_output(model, outs[k], counts[k]);
     }
     size_t o = 0;
     for (size_t i = 0; i < f->n_buffers; i++) {
@@ -236,14 +169,15 @@ static json_t *params_json(const ug_case *c)
 enum { NAME_LEN = 96 };
 
 /* One case: its safetensors file, and its entry in the manifest. */
-static ug_status export_case(const ug_case *c, const char *dir, size_t max_bytes, json_t *cases)
+static ug_status export_case(const ug_case *c, const ug_f32_model *model, const char *dir, size_t max_bytes,
+                             json_t *cases)
 {
     const ug_family *f = c->family;
     plain_buffers pb;
     UG_TRY(plain_alloc(c, max_bytes, &pb));
     case_reference cr;
     ug_status st = ug_case_generate(c, pb.buf);
-    if (ug_is_ok(&st)) st = reference_arrays(c, &pb, &cr);
+    if (ug_is_ok(&st)) st = reference_arrays(c, model, &pb, &cr);
     else memset(&cr, 0, sizeof cr);
     ug_st_entry entries[UG_MAX_BUFFERS * (1 + UG_REF_MODE_COUNT * REF_TENSORS)];
     char names[UG_MAX_BUFFERS * UG_REF_MODE_COUNT * REF_TENSORS][NAME_LEN];
@@ -256,7 +190,7 @@ static ug_status export_case(const ug_case *c, const char *dir, size_t max_bytes
         const ug_buf *b = &pb.buf[i];
         ug_st_entry *e = &entries[n++];
         *e = (ug_st_entry){f->buffers[i].name, b->dtype, 0, {0}, b->data};
-        buffer_shape(f, &c->params, i, b->count, e->shape, &e->rank);
+        ug_family_buffer_shape(f, &c->params, i, b->count, e->shape, &e->rank);
         json_t *t = tensor_json(e->name, e->dtype, e->shape, e->rank);
         if (!f->buffers[i].is_output) {
             snprintf(hash, sizeof hash, "%016" PRIx64, ug_buf_hash(b));
@@ -303,8 +237,8 @@ static ug_status export_case(const ug_case *c, const char *dir, size_t max_bytes
     return st;
 }
 
-ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, bool progress, size_t *n_exported,
-                    size_t *n_rejected_skipped)
+ug_status ug_export(const ug_sweep *sw, const ug_f32_model *model, const char *dir, size_t max_case_bytes,
+                    bool progress, size_t *n_exported, size_t *n_rejected_skipped)
 {
     *n_exported = *n_rejected_skipped = 0;
     char manifest[1024];
@@ -319,6 +253,7 @@ ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, 
                              sw->path, "seed", (json_int_t)sw->seed, "content_hash", hash, "filter", sw->filter,
                              "cases", cases);
     if (!root) return ug_fail(UG_ENOMEM, "cannot build the manifest of %s", sw->path);
+    json_object_set_new(root, "profile", ug_profile_id_json(&model->id));
     ug_status st = ug_ok();
     for (size_t i = 0; i < sw->n_cases && ug_is_ok(&st); i++) {
         const ug_case *c = &sw->cases[i];
@@ -327,7 +262,7 @@ ug_status ug_export(const ug_sweep *sw, const char *dir, size_t max_case_bytes, 
             continue;
         }
         if (progress) fprintf(stderr, "\r[%zu/%zu] export %s/%s\033[K", i + 1, sw->n_cases, c->family->name, c->label);
-        st = export_case(c, dir, max_case_bytes, cases);
+        st = export_case(c, model, dir, max_case_bytes, cases);
         *n_exported += ug_is_ok(&st);
     }
     if (progress) fprintf(stderr, "\r\033[K");
@@ -372,7 +307,7 @@ static ug_status candidate_outputs(const ug_candidate *cand, const ug_case *c, u
         const ug_st_tensor *t = ug_st_find(&sf, f->buffers[i].name);
         uint64_t shape[UG_ST_MAX_RANK];
         size_t rank;
-        buffer_shape(f, &c->params, i, bufs[i].count, shape, &rank);
+        ug_family_buffer_shape(f, &c->params, i, bufs[i].count, shape, &rank);
         char want[160], got[160];
         shape_text(shape, rank, want, sizeof want);
         if (!t) {
@@ -413,7 +348,7 @@ static ug_status check_manifest_tensors(const char *path, const ug_case *c, cons
         const json_t *t = json_array_get(list, k++);
         uint64_t shape[UG_ST_MAX_RANK];
         size_t rank;
-        buffer_shape(f, &c->params, i, pb->buf[i].count, shape, &rank);
+        ug_family_buffer_shape(f, &c->params, i, pb->buf[i].count, shape, &rank);
         json_t *mine_obj = tensor_json(f->buffers[i].name, pb->buf[i].dtype, shape, rank);
         char *mine = json_dumps(mine_obj, JSON_COMPACT);
         json_decref(mine_obj);

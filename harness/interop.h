@@ -28,9 +28,10 @@
  * missing; a manifest already there is removed first, so a failed export
  * leaves no manifest). Cases whose buffers exceed max_case_bytes are refused
  * with an error. n_exported and n_rejected_skipped count the cases; progress:
- * a "[i/n] export FAMILY/CASE" line on stderr, rewritten in place. */
-ug_status ug_export(const ug_sweep *sweep, const char *dir, size_t max_case_bytes, bool progress, size_t *n_exported,
-                    size_t *n_rejected_skipped);
+ * a "[i/n] export FAMILY/CASE" line on stderr, rewritten in place. The
+ * bounds are model's (the manifest's "profile" names it). */
+ug_status ug_export(const ug_sweep *sweep, const ug_f32_model *model, const char *dir, size_t max_case_bytes,
+                    bool progress, size_t *n_exported, size_t *n_rejected_skipped);
 
 typedef struct ug_candidate ug_candidate;
 

@@ -24,10 +24,22 @@
 #include "interop.h"
 #include "merge.h"
 #include "plugin.h"
+#include "profile.h"
 #include "report.h"
 #include "runner.h"
 
 enum { EXIT_PASS = 0, EXIT_GATE = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+static const char *exe_path; /* argv[0]: --profile NAME also looks beside the executable */
+
+/* The model of --profile's argument (default UG_PROFILE_DEFAULT), announced on stdout. */
+static ug_status load_profile(const char *arg, ug_f32_model *out)
+{
+    UG_TRY(ug_profile_resolve(arg ? arg : UG_PROFILE_DEFAULT, exe_path, out));
+    printf("ulpgate: profile %s (%s, %s)%s\n", out->id.name, out->id.origin, out->id.hash,
+           out->products == UG_PRODUCTS_TF32 ? ", tf32 products" : "");
+    return ug_ok();
+}
 
 static int fail_with(const ug_status *st)
 {
@@ -80,7 +92,7 @@ static void usage_verify(FILE *out)
 {
     fputs("usage: ulpgate verify --sweep FILE --budgets FILE [--baseline FILE] [--reports DIR]\n"
           "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--jobs N] [--shard I/N] [--quiet]\n"
-          "                      [--kernel-threads N] [--kernel-lib PATH] [--enforce-stat-budgets]\n"
+          "                      [--kernel-threads N] [--kernel-lib PATH] [--profile NAME|PATH] [--enforce-stat-budgets]\n"
           "Runs every case of the sweep on every ISA path of this CPU, measures each output\n"
           "element against the MPFR reference (exact and staged modes), gates the figures\n"
           "against the budgets and the baseline, prints a summary and writes the reports.\n"
@@ -102,6 +114,7 @@ static void usage_verify(FILE *out)
           "                         instead of the built-in ones, on the sweep's families it provides\n"
           "  --enforce-stat-budgets the budgets' ULP statistics (measured on the built-in kernels) gate\n"
           "                         a --kernel-lib library too, not only advise (docs/budgets.md)\n"
+          "  --profile NAME|PATH    the kernels' target arithmetic (fixtures/profiles/NAME.json; default cpu)\n"
           "  -h, --help, --version  this text; the version\n"
           "exit: 0 pass, 1 gate failed, 2 usage or input error (before anything runs), 3 internal error\n",
           out);
@@ -184,7 +197,7 @@ static bool parse_kernel_threads(const char *arg, unsigned *threads)
 }
 
 typedef struct {
-    const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter, *kernel_lib;
+    const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter, *kernel_lib, *profile;
     bool enforce_stats;
     size_t shard_index, shard_count;
     ug_run_options run;
@@ -200,7 +213,8 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         {"quiet", no_argument, 0, 'q'},          COMMON_OPTIONS,
         {"jobs", required_argument, 0, 'j'},    {"shard", required_argument, 0, 'S'},
         {"kernel-lib", required_argument, 0, 'k'}, {"kernel-threads", required_argument, 0, 'K'},
-        {"enforce-stat-budgets", no_argument, 0, 'E'}, {0, 0, 0, 0},
+        {"enforce-stat-budgets", no_argument, 0, 'E'}, {"profile", required_argument, 0, 'P'},
+        {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
     for (int i = 0; i < UG_ISA_COUNT; i++) a->run.isa_enabled[i] = true;
@@ -218,6 +232,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         case 'f': a->filter = optarg; break;
         case 'k': a->kernel_lib = optarg; break;
         case 'E': a->enforce_stats = true; break;
+        case 'P': a->profile = optarg; break;
         case 'q': a->run.progress = false; break;
         case 'i':
             if (!parse_isa_list(optarg, a->run.isa_enabled)) return EXIT_USAGE;
@@ -356,12 +371,15 @@ typedef struct {
     verify_args *a;
     ug_plugin *plugin;
     uint64_t lib_hash;
+    ug_f32_model model;
 } verify_ctx;
 
 static ug_status verify_run(void *ctx, const ug_budgets *budgets, ug_sweep *sweep, ug_run_result *run)
 {
     verify_ctx *v = ctx;
     verify_args *a = v->a;
+    UG_TRY(load_profile(a->profile, &v->model));
+    a->run.model = &v->model;
     UG_TRY(ug_sweep_load(a->sweep, sweep));
     if (a->kernel_lib) UG_TRY(open_kernel_lib(a->kernel_lib, sweep, &v->plugin, &a->run, &v->lib_hash));
     if (a->filter) {
@@ -388,7 +406,7 @@ static int cmd_verify(int argc, char **argv)
     ug_status st = input_path("--sweep", a.sweep);
     if (ug_is_ok(&st) && a.kernel_lib) st = input_path("--kernel-lib", a.kernel_lib);
     if (!ug_is_ok(&st)) return fail_with(&st);
-    verify_ctx v = {&a, NULL, 0};
+    verify_ctx v = {.a = &a};
     gate_args g = {a.budgets, a.baseline, a.reports, a.write_baseline, a.enforce_stats};
     rc = gate_run(&g, verify_run, &v);
     ug_plugin_close(v.plugin);
@@ -533,9 +551,12 @@ static int cmd_list(int argc, char **argv)
         printf("%s (%s)\n  params:", f->name, f->spec_section);
         for (size_t p = 0; p < f->n_params; p++) printf(" %s", f->param_names[p]);
         printf("\n  buffers:");
-        for (size_t b = 0; b < f->n_buffers; b++)
+        for (size_t b = 0; b < f->n_buffers; b++) {
+            char layout[128];
+            ug_family_buffer_layout(f, b, layout, sizeof layout);
             printf(" %s%s %s%s", f->buffers[b].is_output ? "->" : "", f->buffers[b].name,
-                   ug_dtype_name(f->buffers[b].dtype), f->buffers[b].layout);
+                   ug_dtype_name(f->buffers[b].dtype), layout);
+        }
         printf("\n  regimes:");
         for (size_t r = 0; r < f->n_regimes; r++) printf(" %s", f->regimes[r]);
         printf("\n  mutants:");
@@ -551,9 +572,11 @@ static int cmd_list(int argc, char **argv)
 
 static const char export_usage[] =
     "usage: ulpgate export --sweep PATH --out DIR [--filter TEXT] [--max-case-mib N] [--quiet]\n"
+    "                      [--profile NAME|PATH]\n"
     "Writes, for every accepted case of the sweep, DIR/NNNN-FAMILY.safetensors with the case's\n"
     "inputs and, per output and reference mode, OUT.MODE.ref (the correctly rounded reference in\n"
-    "the output's dtype), OUT.MODE.ref_f64 and OUT.MODE.bound (f64); then DIR/manifest.json.\n"
+    "the output's dtype), OUT.MODE.ref_f64 and OUT.MODE.bound (f64, under --profile's arithmetic,\n"
+    "default cpu); then DIR/manifest.json, which names the profile.\n"
     "Rejected cases are not exported (a file cannot ask a kernel to refuse a shape).\n"
     "A candidate writes CDIR/NNNN-FAMILY.safetensors with each output under its own name;\n"
     "`ulpgate score` gates it (docs/interop.md). Progress on stderr when it is a terminal\n"
@@ -566,10 +589,10 @@ static int cmd_export(int argc, char **argv)
     static const struct option opts[] = {
         {"sweep", required_argument, 0, 's'},  {"out", required_argument, 0, 'o'},
         {"filter", required_argument, 0, 'f'}, {"max-case-mib", required_argument, 0, 'm'},
-        {"quiet", no_argument, 0, 'q'},        COMMON_OPTIONS,
-        {0, 0, 0, 0},
+        {"quiet", no_argument, 0, 'q'},        {"profile", required_argument, 0, 'P'},
+        COMMON_OPTIONS,                        {0, 0, 0, 0},
     };
-    const char *sweep_path = NULL, *out = NULL, *filter = NULL;
+    const char *sweep_path = NULL, *out = NULL, *filter = NULL, *profile = NULL;
     size_t max_bytes = (size_t)1 << 30;
     bool progress = isatty(STDERR_FILENO) && !getenv("CI");
     optind = 1;
@@ -578,6 +601,7 @@ static int cmd_export(int argc, char **argv)
         else if (ch == 'o') out = optarg;
         else if (ch == 'f') filter = optarg;
         else if (ch == 'q') progress = false;
+        else if (ch == 'P') profile = optarg;
         else if (ch == OPT_VERSION) return print_version();
         else if (ch != 'm' || !parse_max_case_mib(optarg, &max_bytes)) {
             fputs(export_usage, ch == OPT_HELP ? stdout : stderr);
@@ -590,8 +614,10 @@ static int cmd_export(int argc, char **argv)
     }
     ug_sweep sweep = {0};
     size_t exported = 0, skipped = 0;
+    ug_f32_model model;
     ug_status st = input_path("--sweep", sweep_path);
     if (ug_is_ok(&st)) st = ug_sweep_load(sweep_path, &sweep);
+    if (ug_is_ok(&st)) st = load_profile(profile, &model);
     if (ug_is_ok(&st) && filter) st = ug_sweep_filter(&sweep, filter);
     if (ug_is_ok(&st) && filter && sweep.n_cases == 0)
         st = ug_fail(UG_EINVAL, "--filter '%s' matches no case of %s", filter, sweep_path);
@@ -600,7 +626,7 @@ static int cmd_export(int argc, char **argv)
         st = ug_make_dirs(out);
         if (!ug_is_ok(&st)) st = ug_fail(UG_EINVAL, "--out %s: %s", out, st.msg);
     }
-    if (ug_is_ok(&st)) st = ug_export(&sweep, out, max_bytes, progress, &exported, &skipped);
+    if (ug_is_ok(&st)) st = ug_export(&sweep, &model, out, max_bytes, progress, &exported, &skipped);
     if (ug_is_ok(&st))
         printf("ulpgate export: %zu cases to %s/ (+ %s); %zu rejected cases not exported\n", exported, out,
                UG_FIXTURES_MANIFEST, skipped);
@@ -613,7 +639,7 @@ static int cmd_export(int argc, char **argv)
 static const char score_usage[] =
     "usage: ulpgate score --fixtures DIR --candidate CDIR --budgets PATH [--baseline FILE]\n"
     "                     [--write-baseline FILE] [--enforce-stat-budgets]\n"
-    "                     [--reports DIR] [--jobs N] [--max-case-mib N] [--quiet]\n"
+    "                     [--reports DIR] [--jobs N] [--max-case-mib N] [--quiet] [--profile NAME|PATH]\n"
     "Gates a kernel that ran outside ulpgate: for every case of DIR/manifest.json (written by\n"
     "`ulpgate export`), reads the outputs from CDIR/<the case's file> (each output under its\n"
     "buffer name, the manifest's dtype and shape) and measures, gates and reports them exactly as\n"
@@ -623,11 +649,13 @@ static const char score_usage[] =
     "                         after CDIR's last component) as its own baseline\n"
     "  --baseline FILE        gate against the candidate's own earlier baseline\n"
     "  --enforce-stat-budgets the budgets' ULP statistics gate the candidate, not only advise\n"
+    "--profile names the candidate's target arithmetic (fixtures/profiles/NAME.json; default cpu).\n"
     "  -h, --help, --version  this text; the version\n"
     "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n";
 
 typedef struct {
-    const char *fixtures, *candidate;
+    const char *fixtures, *candidate, *profile;
+    ug_f32_model model;
     ug_run_options run;
     ug_candidate *cand;
     ug_kernel_source source;
@@ -648,6 +676,8 @@ static void candidate_label(const char *dir, char *out, size_t size)
 static ug_status score_run(void *ctx, const ug_budgets *budgets, ug_sweep *sweep, ug_run_result *run)
 {
     score_ctx *sc = ctx;
+    UG_TRY(load_profile(sc->profile, &sc->model));
+    sc->run.model = &sc->model;
     UG_TRY(ug_candidate_open(sc->fixtures, sc->candidate, sc->run.max_case_bytes, sweep, &sc->cand, &sc->source));
     UG_TRY(ug_run_check_sizes(sweep, sc->run.max_case_bytes));
     sc->run.moderate_cond = budgets->moderate_cond;
@@ -665,7 +695,7 @@ static int cmd_score(int argc, char **argv)
         {"reports", required_argument, 0, 'r'},  {"jobs", required_argument, 0, 'j'},
         {"max-case-mib", required_argument, 0, 'm'}, {"quiet", no_argument, 0, 'q'},
         {"write-baseline", required_argument, 0, 'w'}, {"enforce-stat-budgets", no_argument, 0, 'E'},
-        COMMON_OPTIONS,                          {0, 0, 0, 0},
+        {"profile", required_argument, 0, 'P'},  COMMON_OPTIONS, {0, 0, 0, 0},
     };
     score_ctx sc = {.run = {.max_case_bytes = (size_t)1 << 30, .jobs = 1,
                             .progress = isatty(STDERR_FILENO) && !getenv("CI")}};
@@ -682,6 +712,7 @@ static int cmd_score(int argc, char **argv)
         case 'w': g.write_baseline = optarg; break;
         case 'E': g.enforce_stats = true; break;
         case 'q': sc.run.progress = false; break;
+        case 'P': sc.profile = optarg; break;
         case 'j': ok = parse_jobs(optarg, &sc.run.jobs); break;
         case 'm': ok = parse_max_case_mib(optarg, &sc.run.max_case_bytes); break;
         case OPT_VERSION: return print_version();
@@ -733,6 +764,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *verb = argv[1];
+    exe_path = argv[0];
     if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0 || strcmp(verb, "help") == 0) {
         usage(stdout);
         return EXIT_PASS;

@@ -90,6 +90,8 @@ static const field run_fields[] = {
     {"kernels", 'S'}, {"sweep", 'O'}, {"moderate_condition", 'R'}, {"wall_seconds", 'R'}, {"memory", 'O'},
     {NULL, 0},
 };
+static const field profile_fields[] = {{"name", 'S'}, {"hash", 'H'}, {"origin", 'S'}, {"products", 'S'}, {NULL, 0}};
+static const field root_fields[] = {{"profile", 'O'}, {NULL, 0}};
 static const field sweep_fields[] = {{"path", 'S'}, {"content_hash", 'H'}, {"filter", 'S'}, {"shard", 'o'}, {NULL, 0}};
 static const field shard_fields[] = {{"index", 'U'}, {"count", 'U'}, {NULL, 0}};
 static const field memory_fields[] = {{"peak_rss_kib", 'U'}, {NULL, 0}};
@@ -256,6 +258,8 @@ ug_status ug_report_check(const char *path, const json_t *root)
 {
     UG_TRY(ug_json_schema(path, root, UG_REPORT_SCHEMA, NULL));
     json_t *run, *families, *cases, *x;
+    UG_TRY(check_fields(path, "", root, root_fields));
+    UG_TRY(check_member(path, "", root, "profile", profile_fields));
     UG_TRY(ug_json_object(path, "", root, "run", &run));
     UG_TRY(check_fields(path, "run", run, run_fields));
     UG_TRY(check_member(path, "run", run, "sweep", sweep_fields));
@@ -340,6 +344,31 @@ static ug_status same_sweep(const shard *shards, size_t n, const char **path, co
             h != *hash || real_of(json_object_get(run, "moderate_condition")) != *moderate)
             return ug_fail(UG_EINVAL, "%s and %s are shards of different runs (sweep path, content, filter or "
                            "moderate condition differ)", shards[0].path, shards[i].path);
+    }
+    return ug_ok();
+}
+
+/* Every shard's bounds must come from the same profile (name and hash); the
+ * merged run names it. */
+static ug_status same_profile(const shard *shards, size_t n, ug_profile_id *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_t *p = json_object_get(shards[i].root, "profile");
+        const char *name = json_string_value(json_object_get(p, "name")), *hash = json_string_value(json_object_get(p, "hash"));
+        const char *origin = json_string_value(json_object_get(p, "origin"));
+        const char *products = json_string_value(json_object_get(p, "products"));
+        if (!name || !hash || !origin || !products || strlen(name) >= sizeof out->name ||
+            strlen(hash) >= sizeof out->hash || strlen(origin) >= sizeof out->origin)
+            return bad(shards[i].path, "profile lacks name, hash, origin or products");
+        if (i == 0) {
+            snprintf(out->name, sizeof out->name, "%s", name);
+            snprintf(out->hash, sizeof out->hash, "%s", hash);
+            snprintf(out->origin, sizeof out->origin, "%s", origin);
+            out->products = strcmp(products, "tf32") == 0 ? UG_PRODUCTS_TF32 : UG_PRODUCTS_F32;
+        } else if (strcmp(name, out->name) || strcmp(hash, out->hash)) {
+            return ug_fail(UG_EINVAL, "%s (profile %s %s) and %s (profile %s %s) are shards of different runs",
+                           shards[0].path, out->name, out->hash, shards[i].path, name, hash);
+        }
     }
     return ug_ok();
 }
@@ -529,11 +558,14 @@ static ug_status rebuild(shard *shards, size_t n, ug_sweep *sweep, ug_run_result
     bool plugin = strcmp(kernels, "built-in") != 0;
     if (plugin) ug_sweep_keep(sweep, family_in_report, shards[0].root);
     if (*filter) UG_TRY(ug_sweep_filter(sweep, filter));
+    ug_profile_id profile;
+    UG_TRY(same_profile(shards, n, &profile));
     UG_TRY(ug_run_result_init(sweep, moderate, out));
     if (plugin) {
         out->source_name = "plugin";
         snprintf(out->source_detail, sizeof out->source_detail, "%s", kernels + strlen(PLUGIN_PREFIX));
     }
+    out->profile = profile;
     bool *filled = calloc(out->n_cases ? out->n_cases : 1, sizeof *filled);
     size_t (*worst_case)[UG_MAX_BUFFERS][UG_REF_MODE_COUNT] = malloc((out->n_families ? out->n_families : 1) * sizeof *worst_case);
     ug_status st = filled && worst_case ? ug_ok() : ug_fail(UG_ENOMEM, "merge: out of memory");

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../core/report_dir.h"
+#include "profile.h"
 
 #define REPORT_SCHEMA "ulpgate-report/1"
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -168,6 +169,8 @@ static void md_head(FILE *f, const report_in *in)
     fprintf(f, "- started: %s\n", run->started_utc);
     char kernels[320];
     fprintf(f, "- kernels: %s\n", kernels_label(run, kernels, sizeof kernels));
+    fprintf(f, "- profile: %s (%s, hash %s)%s\n", run->profile.name, run->profile.origin, run->profile.hash,
+            run->profile.products == UG_PRODUCTS_TF32 ? ", **tf32 products**" : "");
     fprintf(f, "- wall time: %.2f s\n", run->wall_seconds);
     fprintf(f, "- elements checked: %" PRIu64 " (%.0f elements/s)\n", run->elements_checked, rate);
     fprintf(f, "- moderate condition: <= %g\n", run->moderate_cond);
@@ -608,9 +611,10 @@ static json_t *verdict_json(const ug_verdict *v)
 
 static ug_status write_json(FILE *f, const report_in *in)
 {
-    json_t *root = json_pack("{s:s, s:o, s:o, s:o, s:o}", "schema", REPORT_SCHEMA, "run",
-                             run_json(in->run), "verdict", verdict_json(in->verdict), "families",
-                             families_json(in), "cases", cases_json(in->run));
+    json_t *root = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "schema", REPORT_SCHEMA, "profile",
+                             ug_profile_id_json(&in->run->profile), "run", run_json(in->run), "verdict",
+                             verdict_json(in->verdict), "families", families_json(in), "cases",
+                             cases_json(in->run));
     if (!root) return ug_fail(UG_ENOMEM, "out of memory while building report.json");
     int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);
@@ -652,6 +656,22 @@ static void junit_case(FILE *f, const char *classname, const char *name, double 
     fputs("\">", f);
     xml_text(f, failure);
     fputs("</failure>\n    </testcase>\n", f);
+}
+
+/* The profile the suite's bounds assume, as JUnit properties. */
+static void junit_profile_properties(FILE *f, const ug_profile_id *p)
+{
+    const char *const props[][2] = {{"profile", p->name},
+                                    {"profile.hash", p->hash},
+                                    {"profile.origin", p->origin},
+                                    {"profile.products", ug_products_name(p->products)}};
+    fputs("    <properties>\n", f);
+    for (size_t i = 0; i < sizeof props / sizeof props[0]; i++) {
+        fprintf(f, "      <property name=\"%s\" value=\"", props[i][0]);
+        xml_text(f, props[i][1]);
+        fputs("\"/>\n", f);
+    }
+    fputs("    </properties>\n", f);
 }
 
 /* Appends the words of a finding's detail that name its check, leaving out
@@ -719,6 +739,7 @@ static ug_status write_junit(FILE *f, const report_in *in)
         snprintf(classname, sizeof classname, "ulpgate.%s", fr->family->name);
         fprintf(f, "  <testsuite name=\"%s\" tests=\"%zu\" failures=\"%zu\">\n", fr->family->name,
                 fr->cases_accepted + fr->cases_rejected, fr->cases_failed);
+        junit_profile_properties(f, &run->profile);
         for (size_t i = 0; i < run->n_cases; i++) {
             const ug_case_result *cr = &run->cases[i];
             if (cr->c->family != fr->family) continue;

@@ -53,7 +53,7 @@ typedef struct {
     char source_detail[256];    /* what the source is, for reports ("libmine.so"); may be empty */
     bool has_source_hash;       /* source_hash: content hash of the source's file (a kernel library) */
     uint64_t source_hash;
-    const char *profile;        /* the target arithmetic profile's name; NULL: "cpu", the default */
+    ug_profile_id profile;      /* the arithmetic profile of the bounds (ref/f32_model.h) */
     double moderate_cond;
     size_t n_cases;
     ug_case_result *cases;

@@ -79,7 +79,7 @@ static ug_status buffers_size(ug_buf *bufs, const ug_case *c, size_t max_bytes)
     bool overflow = false;
     for (size_t i = 0; i < f->n_buffers; i++) {
         ug_buf *b = &bufs[i];
-        UG_TRY(f->buffer_count(&c->params, i, &b->count));
+        UG_TRY(ug_family_buffer_count(f, &c->params, i, &b->count));
         b->dtype = f->buffers[i].dtype;
         if (c->override.buffer == (int)i) {
             long long n = (long long)b->count + c->override.count_delta;
@@ -274,7 +274,8 @@ static void reference_free(case_reference *cr)
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) free(cr->ref[o][m]);
 }
 
-static ug_status reference_compute(const ug_case *c, const case_buffers *cb, case_reference *cr)
+static ug_status reference_compute(const ug_case *c, const ug_f32_model *model, const case_buffers *cb,
+                                   case_reference *cr)
 {
     const ug_family *f = c->family;
     memset(cr, 0, sizeof *cr);
@@ -288,7 +289,9 @@ static ug_status reference_compute(const ug_case *c, const case_buffers *cb, cas
             if (!cr->ref[o][m]) return ug_fail(UG_ENOMEM, "reference of %s: %zu elements", f->name, n);
             outs[o] = cr->ref[o][m];
         }
-        UG_TRY(f->reference(&c->params, cb->buf, (ug_ref_mode)m, outs));
+        UG_TRY(f->reference(&c->params, cb->buf, model, (ug_ref_mode)m, outs));
+        for (size_t o = 0; o < cr->n_outputs; o++)
+            ug_ref_allow_flushed_output(model, outs[o], cb->buf[cr->out_buf[o]].count);
     }
     return ug_ok();
 }
@@ -318,7 +321,7 @@ static void keep_if_worse(size_t *worst, double *ratio, size_t *n, size_t index,
  * figures do not depend on the number of worker threads); reports the first
  * failing element. */
 static ug_status measure(const ug_case *c, const case_buffers *cb, const case_reference *cr, const char *label,
-                         double moderate_cond, ug_case_result *r)
+                         double moderate_cond, const char *profile, ug_case_result *r)
 {
     if (!r->pending) {
         r->pending = calloc(cr->n_outputs * UG_REF_MODE_COUNT, sizeof *r->pending);
@@ -352,6 +355,10 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const case_re
                 ug_stats_add(&st, &e, ref[i].flagged, moderate_cond, i);
                 if (i % stride == 0) UG_TRY(keep_sample(r, b, &ref[i], &e, o, m));
                 else keep_if_worse(worst, worst_ratio, &n_worst, i, e.ratio);
+                if (ref[i].no_bound && ref[i].wild == UG_WILD_NONE)
+                    set_failure(r, "[%s] %s[%zu] %s: no bound: an operation it depends on has an argument outside "
+                                "the declared range of profile %s", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
+                                profile);
                 if (!e.class_ok || e.ratio > 1.0)
                     set_failure(r, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label,
                                 name, i, ug_ref_mode_name((ug_ref_mode)m),
@@ -387,7 +394,7 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
     UG_TRY(ug_case_generate(c, cb->buf));
     case_reference cr;
     double t0 = now_seconds();
-    ug_status st = reference_compute(c, cb, &cr);
+    ug_status st = reference_compute(c, opt->model, cb, &cr);
     r->reference_seconds = now_seconds() - t0;
     uint64_t input_hash = hash_buffers(cb, false);
     bool first = true;
@@ -420,7 +427,7 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
             r->isa_bits_agree = false;
         }
         first = false;
-        st = measure(c, cb, &cr, path->label, opt->moderate_cond, r);
+        st = measure(c, cb, &cr, path->label, opt->moderate_cond, opt->model->id.name, r);
         for (size_t o = 0; o < cr.n_outputs; o++) r->elements += cb->buf[cr.out_buf[o]].count;
     }
     reference_free(&cr);
@@ -516,7 +523,7 @@ static double case_weight(const ug_case *c)
     for (size_t b = 0; b < f->n_buffers; b++) {
         if (!f->buffers[b].is_output) continue;
         size_t count;
-        const ug_status st = f->buffer_count(&c->params, b, &count);
+        const ug_status st = ug_family_buffer_count(f, &c->params, b, &count);
         if (ug_is_ok(&st)) elements += (double)count;
     }
     return elements;
@@ -628,10 +635,12 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
         return ug_fail(UG_EINVAL, "kernel threads (%u) must be in [1, %d]", opt->kernel_threads, UG_KERNEL_MAX_THREADS);
     if (opt->jobs > 1 && !mpfr_buildopt_tls_p())
         return ug_fail(UG_EINVAL, "jobs (%d) > 1 needs a thread-safe MPFR; this one is not", opt->jobs);
+    if (!opt->model) return ug_fail(UG_EINVAL, "no arithmetic profile: ug_run_options.model is NULL");
     if (opt->source && (!opt->source->name || !opt->source->run))
         return ug_fail(UG_EINVAL, "kernel source %s has no run function", opt->source->name ? opt->source->name : "(unnamed)");
     UG_TRY(ug_run_result_init(sw, opt->moderate_cond, out));
     out->source_name = opt->source ? opt->source->name : NULL;
+    out->profile = opt->model->id;
     ug_isa saved = ug_isa_current(); /* the calling thread runs cases on every path */
     unsigned saved_kernel_threads = ug_kernel_threads();
     size_t *order = work_order(sw);

@@ -41,6 +41,8 @@ typedef struct {
      * source->run (from several threads under jobs > 1), with the same poisoning, guard, input,
      * non-finite, ratio and statistics checks, labelled source->name instead of an ISA path. */
     const ug_kernel_source *source;
+    /* The arithmetic profile every bound is derived under (harness/profile.h; required). */
+    const ug_f32_model *model;
 } ug_run_options;
 
 ug_status ug_run_sweep(const ug_sweep *sweep, const ug_run_options *opt, ug_run_result *out);

@@ -133,17 +133,14 @@ static ug_status apply_axis_value(const loader *ld, const ug_family *f, const ax
     return ug_ok();
 }
 
-/* Whether parameter p is a whole axis of one of f's buffer layouts ("K" in
- * "[B,T,Hg,K]"; not "cache_extra" in "[half_rope_dim+cache_extra]"): a
- * dimension, which an accepted case must give as a positive integer. */
+/* Whether parameter p is a dimension of one of f's buffers ("K" of
+ * [B,T,Hg,K]; not cache_extra, which only lengthens a table): an accepted
+ * case must give it as a positive integer. */
 static bool is_dimension(const ug_family *f, size_t p)
 {
-    size_t n = strlen(f->param_names[p]);
-    for (size_t b = 0; b < f->n_buffers; b++) {
-        const char *layout = f->buffers[b].layout, *end = strchr(layout, ']');
-        for (const char *at = strstr(layout, f->param_names[p]); at && at < end; at = strstr(at + 1, f->param_names[p]))
-            if (at > layout && (at[-1] == '[' || at[-1] == ',') && (at[n] == ',' || at[n] == ']')) return true;
-    }
+    for (size_t b = 0; b < f->n_buffers; b++)
+        for (size_t d = 0; d < f->buffers[b].rank; d++)
+            if (f->buffers[b].dims[d] == (int)p) return true;
     return false;
 }
 

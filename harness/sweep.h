@@ -12,9 +12,8 @@
  * named "p1/p2" lists tuples (so GQA pairs Hg/H are listed, not crossed).
  * Every parameter of the family must be given exactly once per entry, as a
  * JSON integer in [0, 2^32) (1.5, 2.0 and -0.0 are refused); in accepted
- * entries a dimension (a parameter that is a whole axis of a buffer layout,
- * "K" in "[B,T,Hg,K]") must be positive, zero shapes belong under
- * "rejected". A
+ * entries a dimension (a parameter among a buffer's dims, "K" of
+ * [B,T,Hg,K]) must be positive, zero shapes belong under "rejected". A
  * rejected entry gives one shape; "buffer" optionally makes one buffer's
  * element count or dtype wrong; "expect" lists 1 to UG_MAX_EXPECT non-empty
  * substrings the kernel's error message must contain. Cases are expanded in file order; each case's seed is

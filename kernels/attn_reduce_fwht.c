@@ -128,24 +128,19 @@ static void scale_signs_portable(const float *x, size_t n, float scale, const ui
     for (size_t j = 0; j < n; j++) out[j] = ug_f32_from_bits(ug_f32_bits(x[j] * scale) ^ sign_bits[j]);
 }
 
-static const attn_reduce_fwht_path path_portable = {merge_partials_portable, butterflies_portable,
+static const attn_reduce_fwht_paths path_portable = {merge_partials_portable, butterflies_portable,
                                                     scale_signs_portable, attn_reduce_fwht_fma_chain};
 
-static const attn_reduce_fwht_path *current_path(void)
-{
-    switch (ug_isa_current()) {
-    case UG_ISA_AVX512: return &attn_reduce_fwht_path_avx512;
-    case UG_ISA_AVX2: return &attn_reduce_fwht_path_avx2;
-    default: return &path_portable;
-    }
-}
+UG_ISA_PATHS(attn_reduce_fwht, UG_ISA_PORTABLE, path_portable);
+
+static const attn_reduce_fwht_paths *current_path(void) { return UG_ISA_PATHS_OF(attn_reduce_fwht, ug_isa_current()); }
 
 /* ---- the merge ------------------------------------------------------------ */
 
 typedef struct {
     const attn_reduce_fwht_params *p;
     const float *htmp;
-    const attn_reduce_fwht_path *path;
+    const attn_reduce_fwht_paths *path;
 } reduce_job;
 
 static float stat_s(const float *row_stats, size_t w)
@@ -194,7 +189,7 @@ typedef struct {
     size_t dv;
     float scale;                /* 1/sqrt(DV) rounded to f32 */
     uint32_t sign_bits[MAX_DV]; /* 0x80000000 where s_j = -1 */
-    const attn_reduce_fwht_path *path;
+    const attn_reduce_fwht_paths *path;
 } undo_transform;
 
 /* 1/16 exactly for DV = 256; RN_f32(2^-4.5) for DV = 512. */

@@ -1,10 +1,10 @@
 /* AVX2 path of attn_reduce_fwht (built with -mavx2 -mfma); the operations of
- * attn_reduce_fwht_paths.h, 8 lanes at a time. */
-#include <immintrin.h>
-
+ * attn_reduce_fwht_paths.h, 8 lanes at a time: the strided merge and the
+ * in-register butterflies here, the rest attn_reduce_fwht_simd.h. */
 #include "attn_reduce_fwht_paths.h"
+#include "vec_avx2.h"
 
-enum { LANES = 8, GROUP = 4 };
+enum { GROUP = 4 };
 
 /* Groups i and i + 1 (4 elements each) of workgroup w, as one vector. */
 static inline __m256 load_two_groups(const float *group0, size_t group_stride)
@@ -33,40 +33,17 @@ static void merge_strided(const float *partials, size_t groups, size_t group_str
     }
 }
 
-#include "attn_reduce_fwht_pairs.h"
-
 /* One butterfly stage inside a vector: partner holds lane l ^ h; the lane
  * without bit h gets v + partner (= x[l] + x[l+h]), the lane with it gets
  * partner - v (= x[l-h] - x[l]). */
 #define IN_REGISTER_STAGE(v, partner, high_lanes)                                                   \
     _mm256_blend_ps(_mm256_add_ps((v), (partner)), _mm256_sub_ps((partner), (v)), (high_lanes))
 
-static void butterflies(float *x, size_t n)
+static inline vec in_register_stages(vec v)
 {
-    for (size_t j = 0; j < n; j += LANES) {
-        __m256 v = _mm256_loadu_ps(x + j);
-        v = IN_REGISTER_STAGE(v, _mm256_permute_ps(v, 0xB1), 0xAA);           /* h = 1 */
-        v = IN_REGISTER_STAGE(v, _mm256_permute_ps(v, 0x4E), 0xCC);           /* h = 2 */
-        v = IN_REGISTER_STAGE(v, _mm256_permute2f128_ps(v, v, 0x01), 0xF0);   /* h = 4 */
-        _mm256_storeu_ps(x + j, v);
-    }
-    for (size_t h = LANES; h < n; h *= 2)
-        for (size_t base = 0; base < n; base += 2 * h)
-            for (size_t j = base; j < base + h; j += LANES) {
-                __m256 a = _mm256_loadu_ps(x + j), b = _mm256_loadu_ps(x + j + h);
-                _mm256_storeu_ps(x + j, _mm256_add_ps(a, b));
-                _mm256_storeu_ps(x + j + h, _mm256_sub_ps(a, b));
-            }
+    v = IN_REGISTER_STAGE(v, _mm256_permute_ps(v, 0xB1), 0xAA);           /* h = 1 */
+    v = IN_REGISTER_STAGE(v, _mm256_permute_ps(v, 0x4E), 0xCC);           /* h = 2 */
+    return IN_REGISTER_STAGE(v, _mm256_permute2f128_ps(v, v, 0x01), 0xF0); /* h = 4 */
 }
 
-static void scale_signs(const float *x, size_t n, float scale, const uint32_t *sign_bits, float *out)
-{
-    const __m256 s = _mm256_set1_ps(scale);
-    for (size_t j = 0; j < n; j += LANES) {
-        __m256 signs = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(sign_bits + j)));
-        _mm256_storeu_ps(out + j, _mm256_xor_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), s), signs));
-    }
-}
-
-const attn_reduce_fwht_path attn_reduce_fwht_path_avx2 = {merge_partials, butterflies, scale_signs,
-                                                       attn_reduce_fwht_fma_chain};
+#include "attn_reduce_fwht_simd.h"

@@ -1,10 +1,11 @@
 /* AVX-512 path of attn_reduce_fwht (built with -mavx512f ... -mfma); the
- * operations of attn_reduce_fwht_paths.h, 16 lanes at a time. */
-#include <immintrin.h>
-
+ * operations of attn_reduce_fwht_paths.h, 16 lanes at a time: the strided
+ * merge and the in-register butterflies here, the rest
+ * attn_reduce_fwht_simd.h. */
 #include "attn_reduce_fwht_paths.h"
+#include "vec_avx512.h"
 
-enum { LANES = 16, GROUP = 4 };
+enum { GROUP = 4 };
 
 /* Groups i .. i + 3 (4 elements each) of one workgroup, as one vector. */
 static inline __m512 load_four_groups(const float *group0, size_t group_stride)
@@ -35,8 +36,6 @@ static void merge_strided(const float *partials, size_t groups, size_t group_str
     }
 }
 
-#include "attn_reduce_fwht_pairs.h"
-
 /* One butterfly stage inside a vector: partner holds lane l ^ h; the lane
  * without bit h gets v + partner (= x[l] + x[l+h]), the lane with it gets
  * partner - v (= x[l-h] - x[l]). */
@@ -45,34 +44,12 @@ static inline __m512 in_register_stage(__m512 v, __m512 partner, __mmask16 high_
     return _mm512_mask_blend_ps(high_lanes, _mm512_add_ps(v, partner), _mm512_sub_ps(partner, v));
 }
 
-static void butterflies(float *x, size_t n)
+static inline vec in_register_stages(vec v)
 {
-    for (size_t j = 0; j < n; j += LANES) {
-        __m512 v = _mm512_loadu_ps(x + j);
-        v = in_register_stage(v, _mm512_permute_ps(v, 0xB1), 0xAAAA);                           /* h = 1 */
-        v = in_register_stage(v, _mm512_permute_ps(v, 0x4E), 0xCCCC);                           /* h = 2 */
-        v = in_register_stage(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)), 0xF0F0);  /* h = 4 */
-        v = in_register_stage(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)), 0xFF00);  /* h = 8 */
-        _mm512_storeu_ps(x + j, v);
-    }
-    for (size_t h = LANES; h < n; h *= 2)
-        for (size_t base = 0; base < n; base += 2 * h)
-            for (size_t j = base; j < base + h; j += LANES) {
-                __m512 a = _mm512_loadu_ps(x + j), b = _mm512_loadu_ps(x + j + h);
-                _mm512_storeu_ps(x + j, _mm512_add_ps(a, b));
-                _mm512_storeu_ps(x + j + h, _mm512_sub_ps(a, b));
-            }
+    v = in_register_stage(v, _mm512_permute_ps(v, 0xB1), 0xAAAA);                           /* h = 1 */
+    v = in_register_stage(v, _mm512_permute_ps(v, 0x4E), 0xCCCC);                           /* h = 2 */
+    v = in_register_stage(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)), 0xF0F0);  /* h = 4 */
+    return in_register_stage(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)), 0xFF00); /* h = 8 */
 }
 
-static void scale_signs(const float *x, size_t n, float scale, const uint32_t *sign_bits, float *out)
-{
-    const __m512 s = _mm512_set1_ps(scale);
-    for (size_t j = 0; j < n; j += LANES) {
-        __m512i product = _mm512_castps_si512(_mm512_mul_ps(_mm512_loadu_ps(x + j), s));
-        __m512i signs = _mm512_loadu_si512(sign_bits + j);
-        _mm512_storeu_ps(out + j, _mm512_castsi512_ps(_mm512_xor_si512(product, signs)));
-    }
-}
-
-const attn_reduce_fwht_path attn_reduce_fwht_path_avx512 = {merge_partials, butterflies, scale_signs,
-                                                       attn_reduce_fwht_fma_chain};
+#include "attn_reduce_fwht_simd.h"

@@ -1,7 +1,8 @@
 /* The per-ISA inner loops of attn_reduce_fwht (private to kernels/).
  *
  * The portable path lives in attn_reduce_fwht.c; attn_reduce_fwht_avx2.c and
- * attn_reduce_fwht_avx512.c are built with their ISA's flags by the Makefile.
+ * attn_reduce_fwht_avx512.c are built with their ISA's flags by the Makefile
+ * over their vec_<isa>.h; each registers its paths (isa.h).
  * Every path performs, for every element, exactly the operations stated
  * below in the order stated, so all paths produce identical bits. */
 #ifndef UG_ATTN_REDUCE_FWHT_PATHS_H
@@ -10,6 +11,8 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "isa.h"
 
 typedef struct {
     /* y[4i + c] = fl(acc * inv_s) for i < groups, c < 4, where
@@ -29,7 +32,7 @@ typedef struct {
      * points to attn_reduce_fwht_fma_chain compiled with its own flags, so
      * that on the SIMD paths fmaf is one instruction, not a libm call. */
     float (*fma_chain)(size_t n, const float *x, const float *y);
-} attn_reduce_fwht_path;
+} attn_reduce_fwht_paths;
 
 static inline float attn_reduce_fwht_fma_chain(size_t n, const float *x, const float *y)
 {
@@ -38,7 +41,6 @@ static inline float attn_reduce_fwht_fma_chain(size_t n, const float *x, const f
     return acc;
 }
 
-extern const attn_reduce_fwht_path attn_reduce_fwht_path_avx2;
-extern const attn_reduce_fwht_path attn_reduce_fwht_path_avx512;
+UG_ISA_PATHS_DECLARE(attn_reduce_fwht);
 
 #endif

@@ -98,7 +98,7 @@ typedef struct {
     const gdn_chunk_cumsum_params *p;
     const float *in;
     float *out;
-    gdn_chunk_cumsum_scan_fn *scan;
+    const gdn_chunk_cumsum_paths *path;
 } scan_job;
 
 static void scan_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
@@ -108,18 +108,12 @@ static void scan_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
     const size_t last = end * CHUNKS_PER_ITEM < chunks ? end * CHUNKS_PER_ITEM : chunks;
     for (size_t chunk = begin * CHUNKS_PER_ITEM; chunk < last; chunk++) {
         const size_t first = chunk * BT * job->p->h; /* chunks of all batches are consecutive */
-        job->scan(job->in + first, job->out + first, BT, job->p->h, job->p->h);
+        job->path->scan(job->in + first, job->out + first, BT, job->p->h, job->p->h);
     }
 }
 
-static gdn_chunk_cumsum_scan_fn *chunk_scan(void)
-{
-    switch (ug_isa_current()) {
-    case UG_ISA_AVX512: return gdn_chunk_cumsum_scan_avx512;
-    case UG_ISA_AVX2: return gdn_chunk_cumsum_scan_avx2;
-    default: return scan_chunk_portable;
-    }
-}
+static const gdn_chunk_cumsum_paths paths_portable = {scan_chunk_portable};
+UG_ISA_PATHS(gdn_chunk_cumsum, UG_ISA_PORTABLE, paths_portable);
 
 ug_status gdn_chunk_cumsum(const gdn_chunk_cumsum_params *p, const ug_buf *g_raw, ug_buf *g)
 {
@@ -128,7 +122,7 @@ ug_status gdn_chunk_cumsum(const gdn_chunk_cumsum_params *p, const ug_buf *g_raw
         scan_scalar(p, g_raw->data, g->data);
         return ug_ok();
     }
-    scan_job job = {p, g_raw->data, g->data, chunk_scan()};
+    scan_job job = {p, g_raw->data, g->data, UG_ISA_PATHS_OF(gdn_chunk_cumsum, ug_isa_current())};
     const size_t chunks = (size_t)p->b * (p->t / BT);
     ug_parallel_for(chunks / CHUNKS_PER_ITEM + (chunks % CHUNKS_PER_ITEM != 0), scan_chunks, &job);
     return ug_ok();

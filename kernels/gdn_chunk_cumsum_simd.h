@@ -1,10 +1,10 @@
 /* The vector chunk scan of gdn_chunk_cumsum, written once for every SIMD
- * path (included by gdn_chunk_cumsum_avx2.c and gdn_chunk_cumsum_avx512.c
- * after they define vec, LANES, vec_zero, vec_add, vec_load_first(p, n) and
- * vec_store_first(p, v, n) (the first n <= LANES lanes; the others read as
- * zero and are not stored) and SCAN_NAME). The running sums of a group of up
- * to MAX_VECTORS * LANES heads stay in registers over the chunk's rows: each
+ * path (included by gdn_chunk_cumsum_<isa>.c after its vec_<isa>.h), which
+ * it registers as that ISA's. The running sums of a group of up to
+ * MAX_VECTORS * LANES heads stay in registers over the chunk's rows: each
  * row is one vector load, add and store per LANES heads. */
+#include "gdn_chunk_cumsum_paths.h"
+
 enum { MAX_VECTORS = 4 };
 
 /* One group of `vectors` (a constant after inlining) vectors of heads, the
@@ -18,14 +18,15 @@ static inline __attribute__((always_inline)) void scan_group(const float *in, fl
     for (size_t r = 0; r < rows; r++) {
 #pragma GCC unroll 4
         for (size_t v = 0; v < vectors; v++) {
-            const size_t at = r * stride + v * LANES, n = v + 1 < vectors ? LANES : last;
-            sum[v] = vec_add(sum[v], vec_load_first(in + at, n));
-            vec_store_first(out + at, sum[v], n);
+            const size_t at = r * stride + v * LANES;
+            const vec_mask lanes = vec_first(v + 1 < vectors ? LANES : last);
+            sum[v] = vec_add(sum[v], vec_load_first(in + at, lanes));
+            vec_store_first(out + at, lanes, sum[v]);
         }
     }
 }
 
-void SCAN_NAME(const float *in, float *out, size_t rows, size_t heads, size_t stride)
+static void scan(const float *in, float *out, size_t rows, size_t heads, size_t stride)
 {
     for (size_t h0 = 0; h0 < heads; h0 += MAX_VECTORS * LANES) {
         const size_t width = heads - h0 < MAX_VECTORS * LANES ? heads - h0 : MAX_VECTORS * LANES;
@@ -38,3 +39,6 @@ void SCAN_NAME(const float *in, float *out, size_t rows, size_t heads, size_t st
         }
     }
 }
+
+static const gdn_chunk_cumsum_paths paths = {scan};
+UG_ISA_PATHS(gdn_chunk_cumsum, UG_VEC_ISA, paths);

@@ -85,16 +85,15 @@ static void invert_by_columns(const float *l, float *x, size_t ld)
         }
 }
 
+static const gdn_solve_tril_paths paths_portable = {invert_unit_lower};
+UG_ISA_PATHS(gdn_solve_tril, UG_ISA_PORTABLE, paths_portable);
+
 static gdn_solve_tril_tile_fn *tile_solver(void)
 {
     if (UG_MUTANT == GDN_SOLVE_TRIL_LEGIT_COLUMN_ORIENTED || UG_MUTANT == GDN_SOLVE_TRIL_LEGIT_REVERSED_SUMS)
         return invert_by_columns;
     if (UG_MUTANT != GDN_SOLVE_TRIL_CORRECT) return invert_unit_lower;
-    switch (ug_isa_current()) {
-    case UG_ISA_AVX512: return gdn_solve_tril_tile_avx512;
-    case UG_ISA_AVX2: return gdn_solve_tril_tile_avx2;
-    default: return invert_unit_lower;
-    }
+    return UG_ISA_PATHS_OF(gdn_solve_tril, ug_isa_current())->tile;
 }
 
 /* The tiles, one per (batch, chunk, head), are independent: ranges of them

@@ -1,8 +1,6 @@
 /* The vector tile solver of gdn_solve_tril, written once for every SIMD
- * path (included by gdn_solve_tril_avx2.c and gdn_solve_tril_avx512.c after
- * they define: vec, LANES, vec_zero, vec_load, vec_store, vec_broadcast,
- * vec_neg (sign flip), vec_fma(w, x, acc) on all lanes, vec_fma_first(w, x,
- * acc, n) on lanes < n only (the others keep acc), and SOLVER_NAME).
+ * path (included by gdn_solve_tril_<isa>.c after its vec_<isa>.h), which it
+ * registers as that ISA's.
  *
  * Why it is fast and why it keeps the bits: the solver walks the tile one
  * block of LANES columns at a time, and within it ROWS rows at a time. The
@@ -18,6 +16,7 @@
 #include <string.h>
 
 #include "gdn_solve_tril.h"
+#include "gdn_solve_tril_paths.h"
 
 enum { BT = GDN_SOLVE_TRIL_BT, ROWS = 8 };
 _Static_assert(BT % LANES == 0 && LANES % ROWS == 0, "row blocks tile each column block");
@@ -27,8 +26,8 @@ static inline vec add_terms(vec acc, const float *l_row, const float *x_block, s
                             size_t first, size_t end)
 {
     for (size_t m = first; m < end; m++) {
-        const vec w = vec_broadcast(l_row[m]), xm = vec_load(x_block + m * ld);
-        acc = m + 1 < j0 + LANES ? vec_fma_first(w, xm, acc, m + 1 - j0) : vec_fma(w, xm, acc);
+        const vec w = vec_set1(l_row[m]), xm = vec_load(x_block + m * ld);
+        acc = m + 1 < j0 + LANES ? vec_fma_first(w, xm, acc, vec_first(m + 1 - j0)) : vec_fmadd(w, xm, acc);
     }
     return acc;
 }
@@ -43,7 +42,7 @@ static inline void finish_row(float *x_block, size_t i, size_t j0, vec acc)
     memcpy(x_block, lane, sizeof lane);
 }
 
-void SOLVER_NAME(const float *l, float *x, size_t ld)
+static void solve_tile(const float *l, float *x, size_t ld)
 {
     for (size_t j0 = 0; j0 < BT; j0 += LANES) {
         float *x_block = x + j0;
@@ -58,12 +57,12 @@ void SOLVER_NAME(const float *l, float *x, size_t ld)
                 const vec xm = vec_load(x_block + m * ld);
 #pragma GCC unroll 8
                 for (size_t r = 0; r < ROWS; r++)
-                    acc[r] = vec_fma_first(vec_broadcast(l[(i0 + r) * ld + m]), xm, acc[r], m + 1 - j0);
+                    acc[r] = vec_fma_first(vec_set1(l[(i0 + r) * ld + m]), xm, acc[r], vec_first(m + 1 - j0));
             }
             for (size_t m = partial_end; m < i0; m++) {
                 const vec xm = vec_load(x_block + m * ld);
 #pragma GCC unroll 8
-                for (size_t r = 0; r < ROWS; r++) acc[r] = vec_fma(vec_broadcast(l[(i0 + r) * ld + m]), xm, acc[r]);
+                for (size_t r = 0; r < ROWS; r++) acc[r] = vec_fmadd(vec_set1(l[(i0 + r) * ld + m]), xm, acc[r]);
             }
 #pragma GCC unroll 8
             for (size_t r = 0; r < ROWS; r++) {
@@ -75,3 +74,6 @@ void SOLVER_NAME(const float *l, float *x, size_t ld)
         }
     }
 }
+
+static const gdn_solve_tril_paths paths = {solve_tile};
+UG_ISA_PATHS(gdn_solve_tril, UG_VEC_ISA, paths);

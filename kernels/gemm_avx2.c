@@ -9,34 +9,19 @@
  * The row operations do eight elements per instruction, the elements beyond
  * the last whole vector by the scalar contract (gemm_paths.h); f32 -> bf16 is
  * the integer rounding of ug_bf16_from_f32. */
-#include <immintrin.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "gemm_paths.h"
 #include "transpose_avx2.h"
+#include "vec_avx2.h"
 
 #define UG_GEMM_MR 6
-enum { LANES = 8, MR = UG_GEMM_MR, NR = 2 * LANES, KC = 256 };
+enum { MR = UG_GEMM_MR, NR = 2 * LANES, KC = 256 };
 
 /* -O2 does not unroll the block's short loops by itself; unrolled, with
  * constant trip counts, the accumulator array lives in registers. */
 #define UNROLLED _Pragma("GCC unroll 8")
-
-/* Eight bf16 widened to f32: a bf16 is the upper half of its f32. */
-static inline __m256 widen8(const ug_bf16 *p)
-{
-    __m256i widened = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(widened, 16));
-}
-
-/* All-ones in the lanes below `remaining`: the mask of maskload/maskstore. */
-static inline __m256i lanes_for(size_t remaining)
-{
-    const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const int below = remaining >= LANES ? LANES : (int)remaining;
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(below), index);
-}
 
 /* C[rows][vectors * LANES] over the panel's kc rows, from +0 (first) or from
  * the partial sums in C; `lanes` limits each vector's columns. */
@@ -64,7 +49,7 @@ static inline __attribute__((always_inline)) void
 block_of_width(size_t rows, size_t nc, size_t kc, const float *a, ptrdiff_t a_row, ptrdiff_t a_col,
                const float (*panel)[NR], float *c, size_t ldc, bool first)
 {
-    const __m256i lanes[2] = {lanes_for(nc), lanes_for(nc > LANES ? nc - LANES : 0)};
+    const __m256i lanes[2] = {vec_first(nc), vec_first(nc > LANES ? nc - LANES : 0)};
     if (nc > LANES) block(rows, 2, lanes, kc, a, a_row, a_col, panel, c, ldc, first);
     else block(rows, 1, lanes, kc, a, a_row, a_col, panel, c, ldc, first);
 }
@@ -75,8 +60,8 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
     if (g->b_col == 1 && nc == NR) {
         for (size_t p = 0; p < kc; p++) {
             const ug_bf16 *row = g->b + (ptrdiff_t)(p0 + p) * g->b_row + (ptrdiff_t)j0;
-            _mm256_store_ps(panel[p], widen8(row));
-            _mm256_store_ps(panel[p] + LANES, widen8(row + LANES));
+            _mm256_store_ps(panel[p], vec_load_bf16(row));
+            _mm256_store_ps(panel[p] + LANES, vec_load_bf16(row + LANES));
         }
         return;
     }
@@ -86,8 +71,8 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
         for (; p + 16 <= kc; p += 16) {
             ug_transpose_terms_avx2(g->b + (ptrdiff_t)j0 * g->b_col + (ptrdiff_t)(p0 + p), (size_t)g->b_col, NR, terms[0]);
             for (size_t q = 0; q < 16; q++) {
-                _mm256_store_ps(panel[p + q], widen8(terms[q]));
-                _mm256_store_ps(panel[p + q] + LANES, widen8(terms[q] + LANES));
+                _mm256_store_ps(panel[p + q], vec_load_bf16(terms[q]));
+                _mm256_store_ps(panel[p + q] + LANES, vec_load_bf16(terms[q] + LANES));
             }
         }
         for (; p < kc; p++)
@@ -103,33 +88,17 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
 
 /* ---- the row operations: eight lanes at a time, the rest by the scalar contract ---- */
 
-/* ug_bf16_from_f32 on eight lanes: NaN -> sign | 0x7FC0, otherwise add 0x7FFF
- * plus the lowest kept bit and keep the upper half. */
-static inline __m128i round8(__m256 x)
-{
-    const __m256i u = _mm256_castps_si256(x);
-    const __m256i upper = _mm256_srli_epi32(u, 16);
-    const __m256i lsb = _mm256_and_si256(upper, _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
-    const __m256i quiet = _mm256_or_si256(_mm256_and_si256(upper, _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7FC0));
-    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-    const __m256i bits = _mm256_blendv_epi8(rounded, quiet, nan);
-    return _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
-}
-
-static inline void store8(ug_bf16 *p, __m128i x) { _mm_storeu_si128((__m128i *)p, x); }
-
 static void widen(size_t n, const ug_bf16 *x, float *out)
 {
     size_t i = 0;
-    for (; i + LANES <= n; i += LANES) _mm256_storeu_ps(out + i, widen8(x + i));
+    for (; i + LANES <= n; i += LANES) _mm256_storeu_ps(out + i, vec_load_bf16(x + i));
     ug_rows_widen_scalar(n - i, x + i, out + i);
 }
 
 static void round_rows(size_t n, const float *x, ug_bf16 *out)
 {
     size_t i = 0;
-    for (; i + LANES <= n; i += LANES) store8(out + i, round8(_mm256_loadu_ps(x + i)));
+    for (; i + LANES <= n; i += LANES) vec_store_bf16(out + i, vec_round_bf16(_mm256_loadu_ps(x + i)));
     ug_rows_round_scalar(n - i, x + i, out + i);
 }
 
@@ -137,7 +106,8 @@ static void scale_round(size_t n, const ug_bf16 *x, float s1, float s2, ug_bf16 
 {
     const __m256 v1 = _mm256_set1_ps(s1), v2 = _mm256_set1_ps(s2);
     size_t i = 0;
-    for (; i + LANES <= n; i += LANES) store8(out + i, round8(_mm256_mul_ps(_mm256_mul_ps(widen8(x + i), v1), v2)));
+    for (; i + LANES <= n; i += LANES)
+        vec_store_bf16(out + i, vec_round_bf16(_mm256_mul_ps(_mm256_mul_ps(vec_load_bf16(x + i), v1), v2)));
     ug_rows_scale_round_scalar(n - i, x + i, s1, s2, out + i);
 }
 
@@ -166,7 +136,7 @@ static void scaled_sum_round(size_t n, float d, const float *x, const float *y, 
     for (; i + LANES <= n; i += LANES) {
         const __m256 first = _mm256_mul_ps(_mm256_mul_ps(dv, _mm256_loadu_ps(x + i)), sv);
         const __m256 second = _mm256_mul_ps(_mm256_loadu_ps(y + i), sv);
-        store8(out + i, round8(_mm256_add_ps(first, second)));
+        vec_store_bf16(out + i, vec_round_bf16(_mm256_add_ps(first, second)));
     }
     ug_rows_scaled_sum_round_scalar(n - i, d, x + i, y + i, scale, out + i);
 }
@@ -176,9 +146,9 @@ static void residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf1
     const __m256 dd = _mm256_set1_ps(d);
     size_t i = 0;
     for (; i + LANES <= n; i += LANES) {
-        const __m256 r = _mm256_sub_ps(widen8(u + i), _mm256_loadu_ps(x + i));
-        store8(v + i, round8(r));
-        store8(dv + i, round8(_mm256_mul_ps(dd, r)));
+        const __m256 r = _mm256_sub_ps(vec_load_bf16(u + i), _mm256_loadu_ps(x + i));
+        vec_store_bf16(v + i, vec_round_bf16(r));
+        vec_store_bf16(dv + i, vec_round_bf16(_mm256_mul_ps(dd, r)));
     }
     ug_rows_residual_scalar(n - i, u + i, x + i, d, v + i, dv + i);
 }
@@ -228,7 +198,7 @@ static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, co
     const __m256 av = _mm256_set1_ps(a);
     __m256i special = _mm256_setzero_si256();
     for (size_t i = 0; i < n; i += LANES) {
-        const __m256i lanes = lanes_for(n - i);
+        const __m256i lanes = vec_first(n - i);
         const __m256 xv = _mm256_maskload_ps(x + i, lanes);
         const __m256 diff = x_minus_a ? _mm256_sub_ps(xv, av) : _mm256_sub_ps(av, xv);
         special = _mm256_or_si256(special, _mm256_and_si256(lanes, exp_special(diff)));
@@ -241,35 +211,4 @@ static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, co
         }
 }
 
-static void exp_diff(size_t n, float a, const float *x, float *out) { exp_rows(n, a, x, false, out); }
-static void exp_sub(size_t n, const float *x, float a, float *out) { exp_rows(n, a, x, true, out); }
-
-/* One 64-byte line past the caches. */
-static inline void stream_line(void *dst, const void *src)
-{
-    _mm256_stream_si256((__m256i *)dst, _mm256_loadu_si256((const __m256i *)src));
-    _mm256_stream_si256((__m256i *)dst + 1, _mm256_loadu_si256((const __m256i *)src + 1));
-}
-
-static void store(size_t bytes, const void *src, void *dst, bool stream)
-{
-    ug_rows_store_lines(bytes, src, dst, stream, stream_line);
-}
-
-static void stream_end(void) { _mm_sfence(); }
-
-const ug_isa_path ug_isa_path_avx2 = {
-    .gemm = gemm,
-    .widen = widen,
-    .round = round_rows,
-    .scale_round = scale_round,
-    .mul3 = mul3,
-    .fma = fma_rows,
-    .scaled_sum_round = scaled_sum_round,
-    .residual = residual,
-    .exp_diff = exp_diff,
-    .exp_sub = exp_sub,
-    .store = store,
-    .stream_end = stream_end,
-    .transpose = ug_transpose_avx2,
-};
+#include "gemm_simd.h"

@@ -14,49 +14,20 @@
  * The row operations do 16 elements per instruction, the last vector masked;
  * f32 -> bf16 is the integer rounding of ug_bf16_from_f32 (vcvtneps2bf16
  * would flush subnormals). */
-#include <immintrin.h>
 #include <stdbool.h>
 
 #include "gemm_paths.h"
 #include "transpose_avx2.h"
+#include "vec_avx512.h"
 
 #define UG_GEMM_MR 8
-enum { LANES = 16, MR = UG_GEMM_MR, NR = 2 * LANES, KC = 256 };
+enum { MR = UG_GEMM_MR, NR = 2 * LANES, KC = 256 };
 
 /* -O2 does not unroll the block's short loops by itself; unrolled, with
  * constant trip counts, the accumulator array lives in registers. */
 #define UNROLLED _Pragma("GCC unroll 8")
 
 static const __mmask16 all_lanes = 0xFFFF;
-
-/* The lanes of a vector that hold one of the `remaining` elements. */
-static inline __mmask16 lanes_for(size_t remaining)
-{
-    return remaining >= LANES ? all_lanes : (__mmask16)((1u << remaining) - 1u);
-}
-
-/* Up to sixteen bf16 widened to f32 (a bf16 is the upper half of its f32);
- * masked-off lanes are not read and come out as +0. */
-static inline __m512 widen16(const ug_bf16 *p, __mmask16 lanes)
-{
-    __m512i widened = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(widened, 16));
-}
-
-/* ug_bf16_from_f32 on sixteen lanes: NaN -> sign | 0x7FC0, otherwise add
- * 0x7FFF plus the lowest kept bit and keep the upper half. */
-static inline __m256i round16(__m512 x)
-{
-    const __m512i u = _mm512_castps_si512(x);
-    const __m512i upper = _mm512_srli_epi32(u, 16);
-    const __m512i lsb = _mm512_and_si512(upper, _mm512_set1_epi32(1));
-    __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
-    const __m512i quiet = _mm512_or_si512(_mm512_and_si512(upper, _mm512_set1_epi32(0x8000)), _mm512_set1_epi32(0x7FC0));
-    rounded = _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), quiet);
-    return _mm512_cvtepi32_epi16(rounded);
-}
-
-static inline void store16(ug_bf16 *p, __mmask16 lanes, __m256i x) { _mm256_mask_storeu_epi16(p, lanes, x); }
 
 /* ---- the product ----------------------------------------------------------------- */
 
@@ -88,19 +59,19 @@ static inline __attribute__((always_inline)) void
 block_of_width(size_t rows, size_t nc, size_t kc, const float *a, ptrdiff_t a_row, ptrdiff_t a_col,
                const float (*panel)[NR], float *c, size_t ldc, bool first)
 {
-    if (nc > LANES) block(rows, 2, lanes_for(nc - LANES), kc, a, a_row, a_col, panel, c, ldc, first);
-    else block(rows, 1, lanes_for(nc), kc, a, a_row, a_col, panel, c, ldc, first);
+    if (nc > LANES) block(rows, 2, vec_first(nc - LANES), kc, a, a_row, a_col, panel, c, ldc, first);
+    else block(rows, 1, vec_first(nc), kc, a, a_row, a_col, panel, c, ldc, first);
 }
 
 /* B(p0 .. p0+kc, j0 .. j0+nc) widened into the panel, zero beyond nc. */
 static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j0, size_t nc, float (*panel)[NR])
 {
     if (g->b_col == 1) {
-        const __mmask16 low = lanes_for(nc), high = nc > LANES ? lanes_for(nc - LANES) : 0;
+        const __mmask16 low = vec_first(nc), high = nc > LANES ? vec_first(nc - LANES) : 0;
         for (size_t p = 0; p < kc; p++) {
             const ug_bf16 *row = g->b + (ptrdiff_t)(p0 + p) * g->b_row + (ptrdiff_t)j0;
-            _mm512_store_ps(panel[p], widen16(row, low));
-            _mm512_store_ps(panel[p] + LANES, widen16(row + LANES, high));
+            _mm512_store_ps(panel[p], vec_load_bf16_first(row, low));
+            _mm512_store_ps(panel[p] + LANES, vec_load_bf16_first(row + LANES, high));
         }
         return;
     }
@@ -110,8 +81,8 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
         for (; p + LANES <= kc; p += LANES) {
             ug_transpose_terms_avx2(g->b + (ptrdiff_t)j0 * g->b_col + (ptrdiff_t)(p0 + p), (size_t)g->b_col, NR, terms[0]);
             for (size_t q = 0; q < LANES; q++) {
-                _mm512_store_ps(panel[p + q], widen16(terms[q], all_lanes));
-                _mm512_store_ps(panel[p + q] + LANES, widen16(terms[q] + LANES, all_lanes));
+                _mm512_store_ps(panel[p + q], vec_load_bf16_first(terms[q], all_lanes));
+                _mm512_store_ps(panel[p + q] + LANES, vec_load_bf16_first(terms[q] + LANES, all_lanes));
             }
         }
         for (; p < kc; p++)
@@ -130,16 +101,16 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
 static void widen(size_t n, const ug_bf16 *x, float *out)
 {
     for (size_t i = 0; i < n; i += LANES) {
-        const __mmask16 lanes = lanes_for(n - i);
-        _mm512_mask_storeu_ps(out + i, lanes, widen16(x + i, lanes));
+        const __mmask16 lanes = vec_first(n - i);
+        _mm512_mask_storeu_ps(out + i, lanes, vec_load_bf16_first(x + i, lanes));
     }
 }
 
 static void round_rows(size_t n, const float *x, ug_bf16 *out)
 {
     for (size_t i = 0; i < n; i += LANES) {
-        const __mmask16 lanes = lanes_for(n - i);
-        store16(out + i, lanes, round16(_mm512_maskz_loadu_ps(lanes, x + i)));
+        const __mmask16 lanes = vec_first(n - i);
+        vec_store_bf16_first(out + i, lanes, vec_round_bf16(_mm512_maskz_loadu_ps(lanes, x + i)));
     }
 }
 
@@ -147,8 +118,9 @@ static void scale_round(size_t n, const ug_bf16 *x, float s1, float s2, ug_bf16 
 {
     const __m512 v1 = _mm512_set1_ps(s1), v2 = _mm512_set1_ps(s2);
     for (size_t i = 0; i < n; i += LANES) {
-        const __mmask16 lanes = lanes_for(n - i);
-        store16(out + i, lanes, round16(_mm512_mul_ps(_mm512_mul_ps(widen16(x + i, lanes), v1), v2)));
+        const __mmask16 lanes = vec_first(n - i);
+        const __m512 scaled = _mm512_mul_ps(_mm512_mul_ps(vec_load_bf16_first(x + i, lanes), v1), v2);
+        vec_store_bf16_first(out + i, lanes, vec_round_bf16(scaled));
     }
 }
 
@@ -156,7 +128,7 @@ static void mul3(size_t n, float s, const float *x, const float *y, float *out)
 {
     const __m512 sv = _mm512_set1_ps(s);
     for (size_t i = 0; i < n; i += LANES) {
-        const __mmask16 lanes = lanes_for(n - i);
+        const __mmask16 lanes = vec_first(n - i);
         const __m512 sx = _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(lanes, x + i));
         _mm512_mask_storeu_ps(out + i, lanes, _mm512_mul_ps(sx, _mm512_maskz_loadu_ps(lanes, y + i)));
     }
@@ -166,7 +138,7 @@ static void fma_rows(size_t n, float d, float *acc, const float *add)
 {
     const __m512 dv = _mm512_set1_ps(d);
     for (size_t i = 0; i < n; i += LANES) {
-        const __mmask16 lanes = lanes_for(n - i);
+        const __mmask16 lanes = vec_first(n - i);
         const __m512 sum = _mm512_fmadd_ps(dv, _mm512_maskz_loadu_ps(lanes, acc + i), _mm512_maskz_loadu_ps(lanes, add + i));
         _mm512_mask_storeu_ps(acc + i, lanes, sum);
     }
@@ -176,10 +148,10 @@ static void scaled_sum_round(size_t n, float d, const float *x, const float *y, 
 {
     const __m512 dv = _mm512_set1_ps(d), sv = _mm512_set1_ps(scale);
     for (size_t i = 0; i < n; i += LANES) {
-        const __mmask16 lanes = lanes_for(n - i);
+        const __mmask16 lanes = vec_first(n - i);
         const __m512 first = _mm512_mul_ps(_mm512_mul_ps(dv, _mm512_maskz_loadu_ps(lanes, x + i)), sv);
         const __m512 second = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, y + i), sv);
-        store16(out + i, lanes, round16(_mm512_add_ps(first, second)));
+        vec_store_bf16_first(out + i, lanes, vec_round_bf16(_mm512_add_ps(first, second)));
     }
 }
 
@@ -187,10 +159,10 @@ static void residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf1
 {
     const __m512 dd = _mm512_set1_ps(d);
     for (size_t i = 0; i < n; i += LANES) {
-        const __mmask16 lanes = lanes_for(n - i);
-        const __m512 r = _mm512_sub_ps(widen16(u + i, lanes), _mm512_maskz_loadu_ps(lanes, x + i));
-        store16(v + i, lanes, round16(r));
-        store16(dv + i, lanes, round16(_mm512_mul_ps(dd, r)));
+        const __mmask16 lanes = vec_first(n - i);
+        const __m512 r = _mm512_sub_ps(vec_load_bf16_first(u + i, lanes), _mm512_maskz_loadu_ps(lanes, x + i));
+        vec_store_bf16_first(v + i, lanes, vec_round_bf16(r));
+        vec_store_bf16_first(dv + i, lanes, vec_round_bf16(_mm512_mul_ps(dd, r)));
     }
 }
 
@@ -242,7 +214,7 @@ static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, co
     const __m512 av = _mm512_set1_ps(a);
     __mmask16 special = 0;
     for (size_t i = 0; i < n; i += LANES) {
-        const __mmask16 lanes = lanes_for(n - i);
+        const __mmask16 lanes = vec_first(n - i);
         const __m512 xv = _mm512_maskz_loadu_ps(lanes, x + i);
         const __m512 diff = x_minus_a ? _mm512_sub_ps(xv, av) : _mm512_sub_ps(av, xv);
         special |= exp_special(diff, lanes);
@@ -255,34 +227,4 @@ static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, co
         }
 }
 
-static void exp_diff(size_t n, float a, const float *x, float *out) { exp_rows(n, a, x, false, out); }
-static void exp_sub(size_t n, const float *x, float a, float *out) { exp_rows(n, a, x, true, out); }
-
-/* One 64-byte line past the caches. */
-static inline void stream_line(void *dst, const void *src)
-{
-    _mm512_stream_si512((__m512i *)dst, _mm512_loadu_si512(src));
-}
-
-static void store(size_t bytes, const void *src, void *dst, bool stream)
-{
-    ug_rows_store_lines(bytes, src, dst, stream, stream_line);
-}
-
-static void stream_end(void) { _mm_sfence(); }
-
-const ug_isa_path ug_isa_path_avx512 = {
-    .gemm = gemm,
-    .widen = widen,
-    .round = round_rows,
-    .scale_round = scale_round,
-    .mul3 = mul3,
-    .fma = fma_rows,
-    .scaled_sum_round = scaled_sum_round,
-    .residual = residual,
-    .exp_diff = exp_diff,
-    .exp_sub = exp_sub,
-    .store = store,
-    .stream_end = stream_end,
-    .transpose = ug_transpose_avx2,
-};
+#include "gemm_simd.h"

@@ -19,7 +19,8 @@
 #include "expf.h"
 #include "isa.h"
 
-/* One path: the product and every row operation. */
+/* One path: the product and every row operation; each path's file
+ * registers its own (UG_ISA_PATHS(ug_gemm, ...), isa.h). */
 typedef struct {
     void (*gemm)(const ug_gemm_operands *g);
     void (*widen)(size_t n, const ug_bf16 *x, float *out);
@@ -34,11 +35,8 @@ typedef struct {
     void (*store)(size_t bytes, const void *src, void *dst, bool stream);
     void (*stream_end)(void);
     void (*transpose)(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst, size_t ldd);
-} ug_isa_path;
-
-extern const ug_isa_path ug_isa_path_portable;
-extern const ug_isa_path ug_isa_path_avx2;
-extern const ug_isa_path ug_isa_path_avx512;
+} ug_gemm_paths;
+UG_ISA_PATHS_DECLARE(ug_gemm);
 
 /* ---- the contract, one element at a time ------------------------------------ */
 

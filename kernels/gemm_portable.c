@@ -9,7 +9,7 @@ static void gemm(const ug_gemm_operands *g)
         for (size_t j = 0; j < g->n; j++) g->c[i * g->ldc + j] = ug_gemm_chain(g, i, j, 0, g->kk, 0.0f);
 }
 
-const ug_isa_path ug_isa_path_portable = {
+static const ug_gemm_paths paths = {
     .gemm = gemm,
     .widen = ug_rows_widen_scalar,
     .round = ug_rows_round_scalar,
@@ -24,3 +24,4 @@ const ug_isa_path ug_isa_path_portable = {
     .stream_end = ug_rows_stream_end_scalar,
     .transpose = ug_rows_transpose_scalar,
 };
+UG_ISA_PATHS(ug_gemm, UG_ISA_PORTABLE, paths);

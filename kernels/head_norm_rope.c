@@ -224,21 +224,10 @@ static ug_status validate_f32(const head_norm_rope_f32_params *p, const ug_buf *
 
 /* ---- one head ---------------------------------------------------------------- */
 
-static const head_norm_rope_path path_portable;
-
-static const head_norm_rope_path *current_path(void)
-{
-    switch (ug_isa_current()) {
-    case UG_ISA_AVX512: return &head_norm_rope_path_avx512;
-    case UG_ISA_AVX2: return &head_norm_rope_path_avx2;
-    default: return &path_portable;
-    }
-}
-
 /* What every head of a call shares: the shape, eps, the input dtype and the
  * ISA path. */
 typedef struct {
-    const head_norm_rope_path *path;
+    const head_norm_rope_paths *path;
     uint32_t head_dim, half_rope_dim, span, tg_size;
     float eps;
     bool f32;
@@ -311,7 +300,7 @@ static void store_bf16(const head_job *job, const float *y, ug_bf16 *out)
 static head_job job_for(uint32_t head_dim, uint32_t half_rope_dim, uint32_t span, float eps, bool f32)
 {
     return (head_job){
-        .path = current_path(),
+        .path = UG_ISA_PATHS_OF(head_norm_rope, ug_isa_current()),
         .head_dim = head_dim,
         .half_rope_dim = half_rope_dim,
         .span = span,
@@ -426,7 +415,7 @@ static void f32_tokens(void *ctx, unsigned worker, size_t begin, size_t end)
 {
     const f32_job *job = ctx;
     const head_norm_rope_f32_params *p = job->p;
-    const head_norm_rope_path *path = job->head.path;
+    const head_norm_rope_paths *path = job->head.path;
     const uint32_t half = p->half_rope_dim, slice = (half + p->n_heads - 1) / p->n_heads;
     float *threadgroup = job->threadgroup + worker * job->tg_slice;
     float *tables = job->tables + worker * TABLE_FLOATS(half);
@@ -552,7 +541,8 @@ static void store_f32_portable(float *out, const float *y, size_t n, bool stream
 
 static void end_stream_portable(void) {}
 
-static const head_norm_rope_path path_portable = {
+static const head_norm_rope_paths path_portable = {
     sum_squares_bf16_portable, sum_squares_f32_portable,        scale_bf16_portable, scale_f32_portable,
     rotate_portable,           scale_rotate_store_f32_portable, store_f32_portable,  end_stream_portable,
 };
+UG_ISA_PATHS(head_norm_rope, UG_ISA_PORTABLE, path_portable);

@@ -1,7 +1,9 @@
 /* The per-ISA inner loops of head_norm_rope (private to kernels/).
  *
  * The portable path lives in head_norm_rope.c; head_norm_rope_avx2.c and
- * head_norm_rope_avx512.c are built with their ISA's flags by the Makefile.
+ * head_norm_rope_avx512.c instantiate head_norm_rope_simd.h over their
+ * vec_<isa>.h (built with their ISA's flags by the Makefile); each registers
+ * its paths (isa.h).
  * Every path performs, for every element, exactly the operations stated
  * below, so all paths produce identical bits. */
 #ifndef UG_HEAD_NORM_ROPE_PATHS_H
@@ -12,6 +14,7 @@
 #include <stddef.h>
 
 #include "../core/bf16.h"
+#include "isa.h"
 
 typedef struct {
     /* The shader's sum of squares of x[0 .. n): thread t < tg (a power of
@@ -43,7 +46,7 @@ typedef struct {
     /* Orders the calling thread's non-temporal stores before its later
      * stores (another thread may read them once this thread's work is done). */
     void (*end_stream)(void);
-} head_norm_rope_path;
+} head_norm_rope_paths;
 
 static inline void head_norm_rope_fold(float *partial, size_t stride)
 {
@@ -82,7 +85,6 @@ static inline void head_norm_rope_scale_rotate_pairs(const float *x, const float
     }
 }
 
-extern const head_norm_rope_path head_norm_rope_path_avx2;
-extern const head_norm_rope_path head_norm_rope_path_avx512;
+UG_ISA_PATHS_DECLARE(head_norm_rope);
 
 #endif

@@ -1,12 +1,14 @@
 /* The vector loops of head_norm_rope, written once for every SIMD path
- * (included by head_norm_rope_avx2.c and head_norm_rope_avx512.c after they
- * define: vec, LANES, vec_load, vec_load_bf16 (LANES bf16 widened exactly),
- * vec_store, vec_stream (a non-temporal store to a vector-aligned address),
- * vec_set1, vec_add, vec_mul, vec_fmadd(a, b, c) = fl(a*b + c),
- * vec_fmsub(a, b, c) = fl(a*b - c), reduce_last_lanes (the tree's last steps
- * over the 2*LANES sums of two vectors, in registers), then PATH_NAME).
- * Each loop performs head_norm_rope_paths.h's operations LANES elements at a
- * time and the scalar definitions on the elements left over. */
+ * (included by head_norm_rope_<isa>.c after its vec_<isa>.h), registered as
+ * that ISA's paths. Each loop performs head_norm_rope_paths.h's operations
+ * LANES elements at a time and the scalar definitions on the elements left
+ * over; the tree's last steps over 2*LANES sums are vec_tree_sum, in
+ * registers. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "head_norm_rope_paths.h"
 
 /* Element i of x as f32, x of either dtype (bf16 widens exactly); the
  * always-inline callers pass a constant `bf16`. */
@@ -36,7 +38,7 @@ static inline __attribute__((always_inline)) void accumulate_squares(const void 
 }
 
 /* The tree's steps down to 2 * LANES sums as vector adds over memory, then
- * reduce_last_lanes in registers. */
+ * vec_tree_sum in registers. */
 static float reduce(float *partial, size_t tg)
 {
     if (tg < 2 * LANES) {
@@ -46,13 +48,13 @@ static float reduce(float *partial, size_t tg)
     for (size_t stride = tg / 2; stride > LANES; stride /= 2)
         for (size_t t = 0; t < stride; t += LANES)
             vec_store(partial + t, vec_add(vec_load(partial + t), vec_load(partial + t + stride)));
-    return reduce_last_lanes(vec_load(partial), vec_load(partial + LANES));
+    return vec_tree_sum(vec_load(partial), vec_load(partial + LANES));
 }
 
 /* A head of exactly tg = nv * LANES elements (nv a power of two, 2 .. 16,
  * a constant after inlining) has one element per thread: partial[t] is
  * fl(x[t]^2 + 0), and the whole tree runs in registers, the steps over
- * whole vectors as vector adds, then reduce_last_lanes. */
+ * whole vectors as vector adds, then vec_tree_sum. */
 static inline __attribute__((always_inline)) float sum_squares_in_registers(const void *x, size_t nv, bool bf16)
 {
     vec v[16];
@@ -65,7 +67,7 @@ static inline __attribute__((always_inline)) float sum_squares_in_registers(cons
     for (size_t half = nv / 2; half >= 2; half /= 2)
 #pragma GCC unroll 8
         for (size_t i = 0; i < half; i++) v[i] = vec_add(v[i], v[i + half]);
-    return reduce_last_lanes(v[0], v[1]);
+    return vec_tree_sum(v[0], v[1]);
 }
 
 static inline __attribute__((always_inline)) float sum_squares(const void *x, size_t n, size_t tg, float *partial,
@@ -155,8 +157,7 @@ static void store_f32(float *out, const float *y, size_t n, bool stream)
     memcpy(out + i, y + i, (n - i) * sizeof(float));
 }
 
-static void end_stream(void) { _mm_sfence(); }
-
-const head_norm_rope_path PATH_NAME = {
-    sum_squares_bf16, sum_squares_f32, scale_bf16, scale_f32, rotate, scale_rotate_store_f32, store_f32, end_stream,
+static const head_norm_rope_paths paths = {
+    sum_squares_bf16, sum_squares_f32, scale_bf16, scale_f32, rotate, scale_rotate_store_f32, store_f32, vec_stream_fence,
 };
+UG_ISA_PATHS(head_norm_rope, UG_VEC_ISA, paths);

@@ -8,24 +8,30 @@
 
 #include "gemm_paths.h"
 
-static const char *const isa_names[UG_ISA_COUNT] = {
-    [UG_ISA_PORTABLE] = "portable",
-    [UG_ISA_AVX2] = "avx2",
-    [UG_ISA_AVX512] = "avx512",
+static bool cpu_needs_nothing(void) { return true; }
+
+static bool cpu_has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
+static bool cpu_has_avx512(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
+}
+
+/* One row per path, the only place that lists them: its name, what it
+ * needs from the CPU (in words, and the test ug_isa_supported runs). */
+static const struct {
+    const char *name, *requirements;
+    bool (*supported)(void);
+} isas[UG_ISA_COUNT] = {
+    [UG_ISA_PORTABLE] = {"portable", "nothing", cpu_needs_nothing},
+    [UG_ISA_AVX2] = {"avx2", "avx2, fma", cpu_has_avx2},
+    [UG_ISA_AVX512] = {"avx512", "avx512f, avx512bw, avx512vl, avx512dq, fma", cpu_has_avx512},
 };
 
-/* What each path needs from the CPU; ug_isa_supported tests exactly these. */
-static const char *const isa_requirements[UG_ISA_COUNT] = {
-    [UG_ISA_PORTABLE] = "nothing",
-    [UG_ISA_AVX2] = "avx2, fma",
-    [UG_ISA_AVX512] = "avx512f, avx512bw, avx512vl, avx512dq, fma",
-};
-
-static const ug_isa_path *const paths[UG_ISA_COUNT] = {
-    [UG_ISA_PORTABLE] = &ug_isa_path_portable,
-    [UG_ISA_AVX2] = &ug_isa_path_avx2,
-    [UG_ISA_AVX512] = &ug_isa_path_avx512,
-};
+/* The products' and rows' paths, resolved once per ISA before main: the
+ * row operations are called per row, too often for a lookup each. */
+static const ug_gemm_paths *gemm_paths[UG_ISA_COUNT];
 
 /* The process default is settled before main, so the dispatch never races
  * on a lazy first choice (a constructor must initialise the CPU model
@@ -38,36 +44,37 @@ __attribute__((constructor)) static void select_best_isa(void)
 {
     __builtin_cpu_init();
     default_isa = ug_isa_best();
+    for (int isa = 0; isa < UG_ISA_COUNT; isa++)
+        gemm_paths[isa] = ug_isa_paths_pick(__start_ug_isa_paths_ug_gemm, __stop_ug_isa_paths_ug_gemm, (ug_isa)isa);
+}
+
+const void *ug_isa_paths_pick(const ug_isa_paths_entry *const *begin, const ug_isa_paths_entry *const *end,
+                              ug_isa isa)
+{
+    const void *portable = NULL;
+    for (const ug_isa_paths_entry *const *e = begin; e < end; e++) {
+        if ((*e)->isa == isa) return (*e)->paths;
+        if ((*e)->isa == UG_ISA_PORTABLE) portable = (*e)->paths;
+    }
+    return portable;
 }
 
 const char *ug_isa_name(ug_isa isa)
 {
-    return (unsigned)isa < UG_ISA_COUNT ? isa_names[isa] : "?";
+    return (unsigned)isa < UG_ISA_COUNT ? isas[isa].name : "?";
 }
 
 bool ug_isa_parse(const char *name, ug_isa *out)
 {
     for (int isa = 0; name && isa < UG_ISA_COUNT; isa++)
-        if (strcmp(name, isa_names[isa]) == 0) {
+        if (strcmp(name, isas[isa].name) == 0) {
             *out = (ug_isa)isa;
             return true;
         }
     return false;
 }
 
-bool ug_isa_supported(ug_isa isa)
-{
-    switch (isa) {
-    case UG_ISA_PORTABLE: return true;
-    case UG_ISA_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case UG_ISA_AVX512:
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("fma");
-    case UG_ISA_COUNT: break;
-    }
-    return false;
-}
+bool ug_isa_supported(ug_isa isa) { return (unsigned)isa < UG_ISA_COUNT && isas[isa].supported(); }
 
 ug_isa ug_isa_best(void)
 {
@@ -81,15 +88,15 @@ ug_status ug_isa_select(ug_isa isa)
     if ((unsigned)isa >= UG_ISA_COUNT)
         return ug_fail(UG_EINVAL, "isa: no such path (%d)", (int)isa);
     if (!ug_isa_supported(isa))
-        return ug_fail(UG_EINVAL, "isa: this CPU lacks the %s path (it needs %s)", isa_names[isa],
-                       isa_requirements[isa]);
+        return ug_fail(UG_EINVAL, "isa: this CPU lacks the %s path (it needs %s)", isas[isa].name,
+                       isas[isa].requirements);
     thread_isa = (int)isa;
     return ug_ok();
 }
 
 ug_isa ug_isa_current(void) { return thread_isa < 0 ? default_isa : (ug_isa)thread_isa; }
 
-static const ug_isa_path *path(void) { return paths[ug_isa_current()]; }
+static const ug_gemm_paths *path(void) { return gemm_paths[ug_isa_current()]; }
 
 void ug_gemm(const ug_gemm_operands *g) { path()->gemm(g); }
 

@@ -26,6 +26,40 @@ ug_isa ug_isa_best(void);                   /* the default path */
 ug_status ug_isa_select(ug_isa isa);
 ug_isa ug_isa_current(void);
 
+/* Path selection by table, BLIS-style: a kernel with per-ISA code declares
+ * one struct of function pointers (its "paths" type), and each of its ISA
+ * files defines one such struct and registers it with
+ * UG_ISA_PATHS(kernel, isa, object) (object of type kernel##_paths);
+ * UG_ISA_PATHS_OF(kernel, isa) then gives isa's struct (ug_isa_current():
+ * the calling thread's), or the portable one where the kernel has none for
+ * that ISA. The registrations live in a linker section per kernel, so
+ * neither the framework nor a kernel lists ISAs: adding an ISA touches its
+ * value in ug_isa and row in isa.c, its vec_<isa>.h and the kernels' files
+ * for it. Every kernel registers a UG_ISA_PORTABLE struct. */
+typedef struct {
+    ug_isa isa;
+    const void *paths;
+} ug_isa_paths_entry;
+
+#define UG_ISA_PATHS(kernel, isa, object) UG_ISA_PATHS_(kernel, isa, object)
+#define UG_ISA_PATHS_(kernel, isa, object)                                                                  \
+    static const kernel##_paths *const kernel##_paths_typed_##isa __attribute__((unused)) = &(object);    \
+    static const ug_isa_paths_entry kernel##_paths_entry_##isa = {isa, &(object)};                         \
+    static const ug_isa_paths_entry *const kernel##_paths_entry_ptr_##isa                                  \
+        __attribute__((used, section("ug_isa_paths_" #kernel), aligned(sizeof(void *)))) = &kernel##_paths_entry_##isa
+
+/* In the kernel's paths header, after its paths type `kernel##_paths`. */
+#define UG_ISA_PATHS_DECLARE(kernel)                                             \
+    extern const ug_isa_paths_entry *const __start_ug_isa_paths_##kernel[];      \
+    extern const ug_isa_paths_entry *const __stop_ug_isa_paths_##kernel[]
+#define UG_ISA_PATHS_OF(kernel, isa) \
+    ((const kernel##_paths *)ug_isa_paths_pick(__start_ug_isa_paths_##kernel, __stop_ug_isa_paths_##kernel, isa))
+
+/* The entry of isa in [begin, end), else the UG_ISA_PORTABLE one (NULL if
+ * neither is registered). */
+const void *ug_isa_paths_pick(const ug_isa_paths_entry *const *begin, const ug_isa_paths_entry *const *end,
+                              ug_isa isa);
+
 /* The matrix product every GDN kernel is made of, BLIS-style operands:
  * A(i, p) = a[i*a_row + p*a_col] (f32), B(p, j) = b[p*b_row + j*b_col] (bf16,
  * widened exactly), for i < m, j < n, p < kk; strides may be negative (a

@@ -20,22 +20,17 @@ enum {
     MAX_DV = 512,
 };
 
-static const double unit_roundoff = 0x1p-24;
 /* The bound's magnitudes are doubles built from upward-rounded MPFR values by
  * at most ~600 round-to-nearest operations along any path (relative error
  * < 2^-43); this factor on each finished bound covers them. */
 static const double bound_slack = 1 + 0x1p-30;
-/* Subnormal allowances: an f32 product or quotient that underflows errs by
- * <= 2^-150 absolute; expf by <= 2^-149 (ATTN_REDUCE_FWHT_EXPF_ABS). */
-static const double f32_underflow = 0x1p-150, f32_underflow_sum = 0x1p-149;
-
-static double gamma_n(size_t n) { return (double)n * unit_roundoff / (1 - (double)n * unit_roundoff); }
 
 static double up(double x) { return x * (1 + 0x1p-50); }
 
 /* ---- workspace -------------------------------------------------------- */
 
 typedef struct {
+    const ug_f32_model *model;
     size_t dv, nwg;
     double scale;        /* c = RN_f32(1/sqrt(DV)), the kernel's factor */
     double kappa;        /* >= |c sqrt(DV) - 1| */
@@ -76,7 +71,7 @@ static void workspace_init(workspace *ws, size_t dv, size_t nwg)
     mpfr_sub_ui(product, product, 1, MPFR_RNDN);
     mpfr_abs(product, product, MPFR_RNDN);
     /* |c sqrt(DV) - 1| to 256 bits: zero for DV = 256, ~0.29 * 2^-24 for 512. */
-    ws->kappa = mpfr_zero_p(product) ? 0.0 : mpfr_get_d(product, MPFR_RNDU) * (1 + 0x1p-40);
+    ws->kappa = mpfr_zero_p(product) ? 0.0 : mpfr_get_d(product, MPFR_RNDU) * UG_F32_SLACK;
     mpfr_clears(c, product, (mpfr_ptr)0);
 }
 
@@ -88,10 +83,11 @@ static void workspace_clear(workspace *ws)
                 (mpfr_ptr)0);
 }
 
-static workspace *workspace_new(size_t dv, size_t nwg)
+static workspace *workspace_new(const ug_f32_model *model, size_t dv, size_t nwg)
 {
     workspace *ws = malloc(sizeof *ws);
     if (ws) workspace_init(ws, dv, nwg);
+    if (ws) ws->model = model;
     return ws;
 }
 
@@ -143,9 +139,9 @@ static void exp_directed(workspace *ws, double factor, mpfr_rnd_t rnd)
 }
 
 /* m_w = exp(M_w - M*) and the window of the kernel's expf(fl(M_w - M*)):
- * the difference errs by <= u |d| (d <= 0), expf by ATTN_REDUCE_FWHT_EXPF_*,
- * so the kernel's weight and m_w both lie in [lo, hi] with
- * lo = exp(d (1 + u)) (1 - 2^-23) - 2^-149, hi = exp(d (1 - u)) (1 + 2^-23) + 2^-149. */
+ * the difference errs by <= u |d| (d <= 0), expf by the profile's {rel, abs}
+ * over the argument's reach, so the kernel's weight and m_w both lie in
+ * [lo, hi] with lo = exp(d (1 + u)) (1 - rel) - abs, hi = exp(d (1 - u)) (1 + rel) + abs. */
 static void weight(workspace *ws, size_t w, float m_w, float m_star)
 {
     if (m_w == -INFINITY) { /* expf(-inf) = 0 = exp(-inf): no error */
@@ -157,17 +153,24 @@ static void weight(workspace *ws, size_t w, float m_w, float m_star)
     mpfr_sub_d(ws->arg, ws->arg, m_star, MPFR_RNDN); /* exact */
     mpfr_exp(ws->m[w], ws->arg, MPFR_RNDN);
     ws->m_mag[w] = mpfr_get_d(ws->m[w], MPFR_RNDU);
+    /* The argument's reach, widened below to -2^-149 so that the maximal
+     * workgroup's weight (d == 0) keeps expf's allowance too: this bound
+     * does not use expf(0) == 1 (doing so would change fixtures/baseline.json's
+     * figures; docs/error-model-attn_reduce_fwht.md). */
+    const double d = mpfr_get_d(ws->arg, MPFR_RNDD);
+    const ug_f32_error exp =
+        ug_f32_op_error(ws->model, UG_F32_EXP, fmin(d * (1 + 2 * UG_F32_U), -0x1p-149), fmin(d * (1 - UG_F32_U), 0));
 
-    exp_directed(ws, 1 - unit_roundoff, MPFR_RNDU);
-    mpfr_mul_d(ws->edge, ws->edge, 1 + ATTN_REDUCE_FWHT_EXPF_REL, MPFR_RNDU);
-    mpfr_add_d(ws->edge, ws->edge, ATTN_REDUCE_FWHT_EXPF_ABS, MPFR_RNDU);
+    exp_directed(ws, 1 - UG_F32_U, MPFR_RNDU);
+    mpfr_mul_d(ws->edge, ws->edge, 1 + exp.rel, MPFR_RNDU);
+    mpfr_add_d(ws->edge, ws->edge, exp.abs, MPFR_RNDU);
     ws->m_up[w] = mpfr_get_d(ws->edge, MPFR_RNDU);
     mpfr_sub(ws->diff, ws->edge, ws->m[w], MPFR_RNDU);
     double dev_above = mpfr_get_d(ws->diff, MPFR_RNDU);
 
-    exp_directed(ws, 1 + unit_roundoff, MPFR_RNDD);
-    mpfr_mul_d(ws->edge, ws->edge, 1 - ATTN_REDUCE_FWHT_EXPF_REL, MPFR_RNDD);
-    mpfr_sub_d(ws->edge, ws->edge, ATTN_REDUCE_FWHT_EXPF_ABS, MPFR_RNDD);
+    exp_directed(ws, 1 + UG_F32_U, MPFR_RNDD);
+    mpfr_mul_d(ws->edge, ws->edge, 1 - exp.rel, MPFR_RNDD);
+    mpfr_sub_d(ws->edge, ws->edge, exp.abs, MPFR_RNDD);
     if (mpfr_sgn(ws->edge) < 0) mpfr_set_zero(ws->edge, 1);
     mpfr_sub(ws->diff, ws->m[w], ws->edge, MPFR_RNDU);
     double dev_below = mpfr_get_d(ws->diff, MPFR_RNDU);
@@ -213,7 +216,7 @@ static bool softmax_sum_is_zero(const row_input *in, size_t nwg)
 }
 
 /* S, and the relative error bound eps_tau of the kernel's S / S~ * (1 + eps1). */
-static ug_status softmax_sum(workspace *ws, const row_input *in, double *s_down, double *eps_tau)
+static ug_status softmax_sum(workspace *ws, const row_input *in, double *s_down, double *eps_tau, double *div_abs)
 {
     const size_t nwg = ws->nwg;
     double dev_sum = 0, up_sum = 0;
@@ -224,7 +227,7 @@ static ug_status softmax_sum(workspace *ws, const row_input *in, double *s_down,
         up_sum += s_w * ws->m_up[w];
     }
     mpfr_sum(ws->s, ws->term_ptrs, nwg, MPFR_RNDN);
-    const double e_s = up(dev_sum + gamma_n(nwg) * up_sum + (double)nwg * f32_underflow_sum);
+    const double e_s = up(dev_sum + ug_f32_gamma(nwg) * up_sum + (double)nwg * ug_f32_underflow(ws->model));
     *s_down = mpfr_get_d(ws->s, MPFR_RNDD) * (1 - 0x1p-60);
     if (!(*s_down >= 0x1p-100 && mpfr_get_d(ws->s, MPFR_RNDU) <= 0x1p100 && e_s <= *s_down / 2))
         return ug_fail(UG_EREF,
@@ -233,7 +236,10 @@ static ug_status softmax_sum(workspace *ws, const row_input *in, double *s_down,
                        in->row, mpfr_get_d(ws->s, MPFR_RNDN), e_s);
     const double s_lo = (*s_down - e_s) * (1 - 0x1p-50);
     const double eps_s = up(e_s / s_lo);
-    *eps_tau = up(eps_s + unit_roundoff + eps_s * unit_roundoff);
+    /* the kernel's division by its S~ in [s_lo, S + e_s]: the profile's div */
+    const ug_f32_error div = ug_f32_op_error(ws->model, UG_F32_DIV, s_lo, up(mpfr_get_d(ws->s, MPFR_RNDU) + e_s));
+    *eps_tau = up(eps_s + div.rel + eps_s * div.rel);
+    *div_abs = div.abs;
     return ug_ok();
 }
 
@@ -249,11 +255,11 @@ static ug_status reference_row(workspace *ws, const row_input *in, ug_ref_value 
         finish_row(ws, 0, 0, 0, out_row);
         return ug_ok();
     }
-    double s_down = 0, eps_tau = 0;
-    UG_TRY(softmax_sum(ws, in, &s_down, &eps_tau));
+    double s_down = 0, eps_tau = 0, div_abs = 0;
+    UG_TRY(softmax_sum(ws, in, &s_down, &eps_tau, &div_abs));
 
     /* a_d = sum_w P_w[d] m_w and y_d = a_d / S; E_a[d] and A_d (docs §3). */
-    const double gamma = gamma_n(nwg);
+    const double gamma = ug_f32_gamma(nwg), underflow = ug_f32_underflow(ws->model);
     double sum_e_a = 0, sum_a = 0, sum_mag = 0;
     bool finite_partials = true;
     for (size_t d = 0; d < dv; d++) {
@@ -271,8 +277,8 @@ static ug_status reference_row(workspace *ws, const row_input *in, ug_ref_value 
         }
         mpfr_sum(ws->a, ws->term_ptrs, nwg, MPFR_RNDN);
         mpfr_div(ws->t[d], ws->a, ws->s, MPFR_RNDN);
-        sum_e_a += dev + gamma * mag_up + (double)nwg * f32_underflow_sum;
-        sum_a += (1 + gamma) * mag_up + (double)nwg * f32_underflow_sum;
+        sum_e_a += dev + gamma * mag_up + (double)nwg * underflow;
+        sum_a += (1 + gamma) * mag_up + (double)nwg * underflow;
         sum_mag += mag;
     }
     undo_in_place(ws);
@@ -284,20 +290,23 @@ static ug_status reference_row(workspace *ws, const row_input *in, ug_ref_value 
     /* docs §3: E_t = eps_tau |t_j| + (1 + eps_tau)(sum E_a + u sum A)/S + DV 2^-150
      *              + gamma_L ((1 + eps_tau)(1 + u) sum A / S + DV 2^-150);
      * E_j = c E_t + kappa |r_j| with |t_j| c <= (1 + kappa) |r_j|. */
-    const double stages = log2((double)dv), dv_underflow = (double)dv * f32_underflow;
-    const double ydiff = (1 + eps_tau) * (sum_e_a + unit_roundoff * sum_a) / s_down + dv_underflow;
-    const double ymag = (1 + eps_tau) * (1 + unit_roundoff) * sum_a / s_down + dv_underflow;
-    const double constant = up(ws->scale * up(ydiff + gamma_n((size_t)stages) * ymag));
+    /* an underflowing f32 product or quotient: the profile's half subnormal
+     * rounding, or its division's absolute floor */
+    const double stages = log2((double)dv);
+    const double dv_underflow = (double)dv * fmax(ug_f32_underflow_half(ws->model), div_abs);
+    const double ydiff = (1 + eps_tau) * (sum_e_a + UG_F32_U * sum_a) / s_down + dv_underflow;
+    const double ymag = (1 + eps_tau) * (1 + UG_F32_U) * sum_a / s_down + dv_underflow;
+    const double constant = up(ws->scale * up(ydiff + ug_f32_gamma((size_t)stages) * ymag));
     const double relative = up(eps_tau * (1 + ws->kappa) + ws->kappa);
     finish_row(ws, relative, constant, up(sum_mag / s_down / sqrt((double)dv)), out_row);
     return ug_ok();
 }
 
-ug_status attn_reduce_fwht_reference(const attn_reduce_fwht_shape *s, const float *htmp, ug_ref_mode mode,
-                                     ug_ref_value *out)
+ug_status attn_reduce_fwht_reference(const attn_reduce_fwht_shape *s, const float *htmp,
+                                     const ug_f32_model *model, ug_ref_mode mode, ug_ref_value *out)
 {
     (void)mode; /* no deliberate intermediate rounding: staged == exact */
-    workspace *ws = workspace_new(s->head_dim, s->nwg);
+    workspace *ws = workspace_new(model, s->head_dim, s->nwg);
     if (!ws) return ug_fail(UG_ENOMEM, "attn_reduce_fwht reference: cannot allocate a workspace");
     ug_status st = ug_ok();
     const float *stats = htmp + s->nrows * s->head_dim * s->nwg;
@@ -311,11 +320,12 @@ ug_status attn_reduce_fwht_reference(const attn_reduce_fwht_shape *s, const floa
 
 /* ---- the standalone sign-undo ------------------------------------------- */
 
-ug_status attn_fwht_undo_reference(size_t nrows, size_t head_dim, const float *x, ug_ref_value *out)
+ug_status attn_fwht_undo_reference(size_t nrows, size_t head_dim, const float *x, const ug_f32_model *model,
+                                   ug_ref_value *out)
 {
-    workspace *ws = workspace_new(head_dim, 1);
+    workspace *ws = workspace_new(model, head_dim, 1);
     if (!ws) return ug_fail(UG_ENOMEM, "attn_fwht_undo reference: cannot allocate a workspace");
-    const double gamma_stages = gamma_n((size_t)log2((double)head_dim));
+    const double gamma_stages = ug_f32_gamma((size_t)log2((double)head_dim));
     for (size_t r = 0; r < nrows; r++) {
         const float *row = x + r * head_dim;
         double sum_abs = 0;

@@ -29,19 +29,16 @@ typedef struct {
     size_t nrows, head_dim, nwg;
 } attn_reduce_fwht_shape;
 
-/* The kernel's expf is assumed within 2^-23 relative (one f32 ulp) plus
- * 2^-149 absolute of exp (tested in tests/test_ref_attn_reduce_fwht.c). */
-#define ATTN_REDUCE_FWHT_EXPF_REL 0x1p-23
-#define ATTN_REDUCE_FWHT_EXPF_ABS 0x1p-149
-
 /* htmp: f32[nrows * nwg * (head_dim + 2)] in the kernel's layout; out has
- * nrows * head_dim entries. */
-ug_status attn_reduce_fwht_reference(const attn_reduce_fwht_shape *s, const float *htmp, ug_ref_mode mode,
-                                     ug_ref_value *out);
+ * nrows * head_dim entries. The kernel's expf and division err as the
+ * model's profile declares. */
+ug_status attn_reduce_fwht_reference(const attn_reduce_fwht_shape *s, const float *htmp,
+                                     const ug_f32_model *model, ug_ref_mode mode, ug_ref_value *out);
 
 /* The standalone sign-undo alone, on f32 rows x [nrows, head_dim]:
  * r = s_j (H x)_j / sqrt(DV), with the bound of the kernel's butterflies and
  * scaling (the pair's second half; also the roundtrip test's reference). */
-ug_status attn_fwht_undo_reference(size_t nrows, size_t head_dim, const float *x, ug_ref_value *out);
+ug_status attn_fwht_undo_reference(size_t nrows, size_t head_dim, const float *x, const ug_f32_model *model,
+                                   ug_ref_value *out);
 
 #endif

@@ -7,7 +7,7 @@
 enum { EXACT_SUM_PREC = 320 };
 
 ug_status gdn_chunk_cumsum_reference(const gdn_chunk_cumsum_shape *s, const float *g_raw,
-                                     ug_ref_mode mode, ug_ref_value *g)
+                                     const ug_f32_model *model, ug_ref_mode mode, ug_ref_value *g)
 {
     (void)mode; /* no staged cast: both modes are the exact sum */
     mpfr_t sum;
@@ -23,11 +23,12 @@ ug_status gdn_chunk_cumsum_reference(const gdn_chunk_cumsum_shape *s, const floa
                 }
                 mpfr_add_d(sum, sum, g_raw[at], MPFR_RNDN); /* exact */
                 abs_sum += fabs((double)g_raw[at]);
-                /* i additions after the first term; f32 additions never
-                 * underflow inexactly, so no absolute term. */
-                const double gamma = i * 0x1p-24 / (1 - i * 0x1p-24);
-                const double bounded = abs_sum * UG_REF_SUM_SLACK;
-                ug_ref_finish(&g[at], sum, gamma * bounded * UG_REF_SUM_SLACK, bounded, 0, UG_F32);
+                /* i additions after the first term; under gradual underflow
+                 * an f32 addition is exact below 2^-126, so the absolute
+                 * term is only a flushing profile's. */
+                const double bounded = abs_sum * UG_F32_SLACK;
+                const double flushed = ug_f32_flushes(model) ? (double)i * ug_f32_underflow(model) : 0;
+                ug_ref_finish(&g[at], sum, ug_f32_gamma(i) * bounded * UG_F32_SLACK + flushed, bounded, 0, UG_F32);
             }
         }
     mpfr_clear(sum);

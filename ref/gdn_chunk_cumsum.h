@@ -22,6 +22,6 @@ typedef struct {
 } gdn_chunk_cumsum_shape;
 
 ug_status gdn_chunk_cumsum_reference(const gdn_chunk_cumsum_shape *s, const float *g_raw,
-                                     ug_ref_mode mode, ug_ref_value *g);
+                                     const ug_f32_model *model, ug_ref_mode mode, ug_ref_value *g);
 
 #endif

@@ -22,28 +22,18 @@ enum {
     PRODUCT_BITS = 16,    /* a product of two bf16 significands */
 };
 
-static const double u32 = 0x1p-24; /* f32 unit roundoff */
+double gdn_chunk_o_exp_up(double x) { return exp(x) * UG_F32_SLACK + 0x1p-1074; }
 
-static double gamma_n(size_t n) { return (double)n * u32 / (1 - (double)n * u32) * UG_REF_SUM_SLACK; }
-
-double gdn_chunk_o_exp_up(double x) { return exp(x) * UG_REF_SUM_SLACK + 0x1p-1074; }
-
-double gdn_chunk_o_decay_rel_error(double abs_diff)
-{
-    if (abs_diff == 0) return 0;
-    double shift = expm1(u32 * abs_diff) * UG_REF_SUM_SLACK; /* exp(d(1 + delta)) / exp(d) - 1 */
-    return (shift + 0x1p-23 + shift * 0x1p-23) * UG_REF_SUM_SLACK;
-}
-
-double gdn_chunk_o_product_error(double e_up, double exp_rel, double abs_dot, double abs_terms, size_t n)
+double gdn_chunk_o_product_error(const ug_f32_model *m, double e_up, ug_f32_error exp, double abs_dot,
+                                 double abs_terms, size_t n)
 {
     /* Dot product: gamma_n relative to the magnitudes, plus one subnormal
-     * rounding (<= 2^-150, doubled) per term. */
-    double dot_err = gamma_n(n) * abs_terms + (double)n * 0x1p-149;
-    double exp_err = exp_rel > 0 ? e_up * exp_rel + 0x1p-149 : 0;
+     * rounding per term (bf16 x bf16 products are exact in f32 and tf32). */
+    double dot_err = ug_f32_gamma(n) * UG_F32_SLACK * abs_terms + (double)n * ug_f32_underflow(m);
+    double exp_err = exp.rel == 0 && exp.abs == 0 ? 0 : e_up * exp.rel + exp.abs;
     /* |e^ D^ - e D| <= |e^ - e| |D^| + e |D^ - D|; the product rounds once. */
     double unrounded = exp_err * (abs_dot + dot_err) + e_up * dot_err;
-    return (unrounded * (1 + u32) + u32 * e_up * abs_dot + 0x1p-150) * UG_REF_SUM_SLACK;
+    return (unrounded * (1 + UG_F32_U) + UG_F32_U * e_up * abs_dot + ug_f32_underflow_half(m)) * UG_F32_SLACK;
 }
 
 /* ---- exact dot products of bf16 vectors ---------------------------------- */
@@ -125,7 +115,7 @@ static mpfr_srcptr exact_dot(dot_workspace *dw, const int_vector *a, const int_v
             sum += p;
             magnitude += p < 0 ? -p : p;
         }
-        *abs_terms = ldexp((double)magnitude, lo) * UG_REF_SUM_SLACK;
+        *abs_terms = ldexp((double)magnitude, lo) * UG_F32_SLACK;
         mpfr_set_sj_2exp(dw->result, sum, lo, MPFR_RNDN); /* exact: 64 bits */
         return dw->result;
     }
@@ -138,7 +128,7 @@ static mpfr_srcptr exact_dot(dot_workspace *dw, const int_vector *a, const int_v
             sum += m < 0 ? -(i128)p : (i128)p;
             magnitude += p;
         }
-        *abs_terms = ldexp((double)magnitude, lo) * UG_REF_SUM_SLACK;
+        *abs_terms = ldexp((double)magnitude, lo) * UG_F32_SLACK;
         u128 mag = sum < 0 ? -(u128)sum : (u128)sum;
         mpfr_set_uj_2exp(dw->result, (uintmax_t)(mag >> 64), lo + 64, MPFR_RNDN);
         mpfr_set_uj_2exp(dw->low, (uintmax_t)(uint64_t)mag, lo, MPFR_RNDN);
@@ -152,7 +142,7 @@ static mpfr_srcptr exact_dot(dot_workspace *dw, const int_vector *a, const int_v
         magnitude += fabs(p);
         mpfr_set_d(dw->terms[i], p, MPFR_RNDN);
     }
-    *abs_terms = magnitude * UG_REF_SUM_SLACK;
+    *abs_terms = magnitude * UG_F32_SLACK;
     mpfr_sum(dw->result, dw->term_ptrs, n, MPFR_RNDN); /* exact at DOT_PREC_MAX */
     return dw->result;
 }
@@ -164,6 +154,7 @@ typedef struct {
     double scale;
     const ug_bf16 *q, *k, *v, *h;
     const float *g;
+    const ug_f32_model *model;
     ug_ref_mode mode;
     ug_ref_value *o;
 } args;
@@ -313,12 +304,11 @@ static ug_status attention_operand(workspace *ws, const args *a, size_t b, size_
             return ug_fail(UG_EREF, "gdn_chunk_o reference: cannot round exp(%a - %a) * q.k to bf16 with %d bits",
                            (double)g_t, (double)g_s, EXP_PREC_MAX);
     }
-    double abs_diff = fabs(mpfr_get_d(ws->diff, MPFR_RNDA));
     double e_up = unit_decay ? 1.0 : gdn_chunk_o_exp_up(mpfr_get_d(ws->diff, MPFR_RNDU));
     double abs_dot = fabs(mpfr_get_d(dot, MPFR_RNDA));
     mpfr_set_d(ws->radius,
-               finite_gates ? gdn_chunk_o_product_error(e_up, gdn_chunk_o_decay_rel_error(abs_diff), abs_dot,
-                                                        abs_terms, ws->kdim)
+               finite_gates ? gdn_chunk_o_product_error(a->model, e_up, ug_f32_exp_of_rounded(a->model, mpfr_get_d(ws->diff, MPFR_RNDA)),
+                                                        abs_dot, abs_terms, ws->kdim)
                             : 0.0, /* x is 0, +-inf or NaN: its own cast */
                MPFR_RNDU);
     ug_staged *st = &ws->staged[i * ws->bt + j];
@@ -361,14 +351,15 @@ static void output_row(workspace *ws, const args *a, size_t b, size_t head, size
 {
     const gdn_chunk_o_shape *s = a->s;
     const size_t bt = ws->bt, n_terms = i + 2; /* the state term and the attention terms j <= i */
-    const double abs_scale = fabs(a->scale), gamma = gamma_n(n_terms);
-    /* exp(g_t) is exact (1) at g_t == 0, where expf is exact too; elsewhere
-     * expf is assumed within one f32 ulp. */
+    const double abs_scale = fabs(a->scale), gamma = ug_f32_gamma(n_terms) * UG_F32_SLACK;
+    /* exp(g_t) is exact (1) at g_t == 0, where the profile may declare expf
+     * exact too. */
     const float g_t = gate(a, b, t0 + i, head);
     mpfr_set_prec(ws->e, UG_REF_PREC);
     mpfr_set_flt(ws->e, g_t, MPFR_RNDN);
     mpfr_exp(ws->e, ws->e, MPFR_RNDN);
-    const double e_up = g_t == 0 ? 1.0 : gdn_chunk_o_exp_up((double)g_t), exp_rel = g_t == 0 ? 0 : 0x1p-23;
+    const double e_up = g_t == 0 ? 1.0 : gdn_chunk_o_exp_up((double)g_t);
+    const ug_f32_error exp_err = ug_f32_op_error(a->model, UG_F32_EXP, g_t, g_t);
     if (a->mode == UG_REF_STAGED) {
         for (size_t j = 0; j < bt; j++) ws->rounded_row[j] = j <= i ? ws->staged[i * bt + j].rn : 0;
         int_vector_set(&ws->attention_rows[i], ws->rounded_row, 1, bt);
@@ -379,7 +370,7 @@ static void output_row(workspace *ws, const args *a, size_t b, size_t head, size
         mpfr_mul(ws->terms[0], ws->e, dot, MPFR_RNDN);
         mpfr_mul_d(ws->terms[0], ws->terms[0], a->scale, MPFR_RNDN);
         double abs_dot = fabs(mpfr_get_d(dot, MPFR_RNDA));
-        double err_p = gdn_chunk_o_product_error(e_up, exp_rel, abs_dot, abs_state_terms, ws->kdim);
+        double err_p = gdn_chunk_o_product_error(a->model, e_up, exp_err, abs_dot, abs_state_terms, ws->kdim);
         attention_magnitudes m = attention_sums(ws, a->mode, i, col);
         size_t summed = n_terms;
         if (a->mode == UG_REF_EXACT) {
@@ -393,10 +384,10 @@ static void output_row(workspace *ws, const args *a, size_t b, size_t head, size
         }
         mpfr_sum(ws->sum, ws->term_ptrs, summed, MPFR_RNDN);
         double abs_sum = e_up * abs_state_terms + m.abs_sum, acc_mag = e_up * abs_dot + err_p + m.acc_mag;
-        double bound = abs_scale * (gamma * acc_mag + err_p + m.cast_err) * UG_REF_SUM_SLACK +
-                       (double)(n_terms + 2) * 0x1p-149;
+        double bound = abs_scale * (gamma * acc_mag + err_p + m.cast_err) * UG_F32_SLACK +
+                       (double)(n_terms + 2) * ug_f32_underflow(a->model);
         ug_ref_finish(&a->o[at4(s, b, t0 + i, s->h, head, s->v) + col], ws->sum, bound,
-                      abs_scale * abs_sum * UG_REF_SUM_SLACK, m.flagged, UG_BF16);
+                      abs_scale * abs_sum * UG_F32_SLACK, m.flagged, UG_BF16);
     }
 }
 
@@ -426,12 +417,12 @@ static ug_status reference_chunk(workspace *ws, const args *a, size_t b, size_t 
 
 ug_status gdn_chunk_o_reference(const gdn_chunk_o_shape *s, float scale, const ug_bf16 *q,
                                 const ug_bf16 *k, const ug_bf16 *v, const ug_bf16 *h,
-                                const float *g, ug_ref_mode mode, ug_ref_value *o)
+                                const float *g, const ug_f32_model *model, ug_ref_mode mode, ug_ref_value *o)
 {
     if (s->k > (size_t)1 << CARRY_BITS)
         return ug_fail(UG_EREF, "gdn_chunk_o reference: K (%zu) exceeds the %d terms an exact dot product "
                        "is sized for", s->k, 1 << CARRY_BITS);
-    const args a = {s, scale, q, k, v, h, g, mode, o};
+    const args a = {s, scale, q, k, v, h, g, model, mode, o};
     workspace ws;
     UG_TRY(workspace_init(&ws, s->bt, s->k, s->v));
     ug_status st = ug_ok();

@@ -28,24 +28,19 @@ typedef struct {
 
 ug_status gdn_chunk_o_reference(const gdn_chunk_o_shape *s, float scale, const ug_bf16 *q,
                                 const ug_bf16 *k, const ug_bf16 *v, const ug_bf16 *h,
-                                const float *g, ug_ref_mode mode, ug_ref_value *o);
+                                const float *g, const ug_f32_model *model, ug_ref_mode mode, ug_ref_value *o);
 
 /* The pieces of the bound, exposed so that tests can check them against a
- * scalar f32 statement of the kernel (all results rounded up).
+ * scalar f32 statement of the kernel (all results rounded up). The decay
+ * exp(g_t - g_s) errs by ug_f32_exp_of_rounded(model, g_t - g_s) (the f32
+ * difference, then the profile's expf), exp(g_t) by the profile's expf.
  *
- * Relative error of the kernel's expf(fl32(g_t - g_s)) against exp(g_t - g_s)
- * for |g_t - g_s| <= abs_diff, beyond an absolute 2^-149: the f32 difference
- * (one rounding, relative u) moves the exponent by <= u|d|, and expf is
- * assumed within one f32 ulp (2^-23 relative). 0 when the difference is 0
- * (expf(0) == 1 exactly). */
-double gdn_chunk_o_decay_rel_error(double abs_diff);
-
-/* Bound on |fl32(e^ * D^) - e*D| for a product of a computed exponential e^
- * (|e^ - e| <= e_up*exp_rel + 2^-149 unless exp_rel is 0) and an f32 dot
- * product D^ of n bf16 x bf16 terms (any order, FMA or not), where
+ * Bound on |fl32(e^ * D^) - e*D| for a product of a computed exponential e^
+ * (|e^ - e| <= e_up exp.rel + exp.abs) and an f32 dot product D^ of n
+ * bf16 x bf16 terms (any order, FMA or not; exact products, tf32 or not), where
  * e_up >= e, abs_dot >= |D| and abs_terms >= sum |terms|. */
-double gdn_chunk_o_product_error(double e_up, double exp_rel, double abs_dot, double abs_terms,
-                                 size_t n);
+double gdn_chunk_o_product_error(const ug_f32_model *m, double e_up, ug_f32_error exp, double abs_dot,
+                                 double abs_terms, size_t n);
 
 /* exp(x) rounded up (absolute slack covers an underflowing double exp). */
 double gdn_chunk_o_exp_up(double x);

@@ -103,25 +103,27 @@ static void chunk_dots(workspace *ws, const ug_bf16 *k, size_t b, size_t kh, siz
             }
             ws->nonzero[i * bt + j] = n;
             /* <= 256 nonnegative terms in binary64: relative error < 2^-44. */
-            ws->abs_dot[i * bt + j] = abs_dot * (1 + 0x1p-40);
+            ws->abs_dot[i * bt + j] = abs_dot * UG_F32_SLACK;
         }
 }
 
 /* Bound on |y - L| before the kernel's last rounding (see the error model):
  * y = fl(a b) c for {a, b, c} = {beta, e_hat, dot_hat} in any order; the dot
  * product has n nonzero terms, so n - 1 roundings after its first product. */
-static double pre_round_bound(double beta, double e, double eps_e, double abs_dot, size_t n)
+static double pre_round_bound(const ug_f32_model *m, double beta, double e, ug_f32_error exp, double abs_dot,
+                              size_t n)
 {
-    const double gamma = ug_f32_gamma(n ? n - 1 : 0);
-    const double dot_err = gamma * abs_dot + n * UG_F32_UNDERFLOW;      /* |dot_hat - dot| */
+    const double gamma = ug_f32_gamma(n ? n - 1 : 0) * UG_F32_SLACK; /* bf16 x bf16 products: exact, tf32 or not */
+    const double dot_err = gamma * abs_dot + n * ug_f32_underflow(m);   /* |dot_hat - dot| */
     const double dot_up = abs_dot + dot_err;                           /* >= |dot_hat| */
-    const double e_err = ug_expf_error(e, eps_e);                      /* |e_hat - e| */
+    const double e_err = ug_f32_error_at(exp, e);                      /* |e_hat - e| */
     const double e_up = e + e_err;                                     /* >= e_hat */
-    const double first_rounding = UG_F32_U * beta * e_up * dot_up + 0.5 * UG_F32_UNDERFLOW * (beta + e_up + dot_up);
-    return (first_rounding + beta * (e_err * dot_up + e * dot_err)) * (1 + 0x1p-40);
+    const double first_rounding =
+        UG_F32_U * beta * e_up * dot_up + ug_f32_underflow_half(m) * (beta + e_up + dot_up);
+    return (first_rounding + beta * (e_err * dot_up + e * dot_err)) * UG_F32_SLACK;
 }
 
-static void scale_chunk(workspace *ws, const float *beta, const float *g, size_t b, size_t h, size_t t0,
+static void scale_chunk(workspace *ws, const ug_f32_model *model, const float *beta, const float *g, size_t b, size_t h, size_t t0,
                         ug_ref_value *out)
 {
     const gdn_chunk_scaled_kkt_shape *s = ws->s;
@@ -142,17 +144,17 @@ static void scale_chunk(workspace *ws, const float *beta, const float *g, size_t
             mpfr_mul(ws->l, ws->e, ws->dot[i * bt + j], MPFR_RNDN);
             mpfr_mul_d(ws->l, ws->l, beta[row], MPFR_RNDN);
             const double abs_beta = fabs((double)beta[row]), e = mpfr_get_d(ws->e, MPFR_RNDU);
-            const double eps_e = ug_expf_of_difference_rel(g[row], g[col]);
+            const ug_f32_error exp = ug_f32_exp_of_difference(model, g[row], g[col]);
             const double abs_dot = ws->abs_dot[i * bt + j];
-            ug_ref_finish(o, ws->l, pre_round_bound(abs_beta, e, eps_e, abs_dot, ws->nonzero[i * bt + j]),
-                          abs_beta * e * abs_dot * (1 + 0x1p-40), 0, UG_F32);
+            ug_ref_finish(o, ws->l, pre_round_bound(model, abs_beta, e, exp, abs_dot, ws->nonzero[i * bt + j]),
+                          abs_beta * e * abs_dot * UG_F32_SLACK, 0, UG_F32);
         }
     }
 }
 
 ug_status gdn_chunk_scaled_kkt_reference(const gdn_chunk_scaled_kkt_shape *s, const ug_bf16 *k,
-                                         const float *beta, const float *g, ug_ref_mode mode,
-                                         ug_ref_value *l)
+                                         const float *beta, const float *g, const ug_f32_model *model,
+                                         ug_ref_mode mode, ug_ref_value *l)
 {
     (void)mode; /* no staged cast: both modes are the exact function */
     workspace ws = {0};
@@ -162,7 +164,7 @@ ug_status gdn_chunk_scaled_kkt_reference(const gdn_chunk_scaled_kkt_shape *s, co
         for (size_t kh = 0; kh < s->hg; kh++)
             for (size_t t0 = 0; t0 < s->t; t0 += s->bt) {
                 chunk_dots(&ws, k, b, kh, t0);
-                for (size_t h = kh * group; h < (kh + 1) * group; h++) scale_chunk(&ws, beta, g, b, h, t0, l);
+                for (size_t h = kh * group; h < (kh + 1) * group; h++) scale_chunk(&ws, model, beta, g, b, h, t0, l);
             }
     workspace_free(&ws);
     return ug_ok();

@@ -25,7 +25,7 @@ typedef struct {
 } gdn_chunk_scaled_kkt_shape;
 
 ug_status gdn_chunk_scaled_kkt_reference(const gdn_chunk_scaled_kkt_shape *s, const ug_bf16 *k,
-                                         const float *beta, const float *g, ug_ref_mode mode,
-                                         ug_ref_value *l);
+                                         const float *beta, const float *g, const ug_f32_model *model,
+                                         ug_ref_mode mode, ug_ref_value *l);
 
 #endif

@@ -39,6 +39,7 @@ typedef struct {
 
 typedef struct {
     const gdn_chunk_state_shape *s;
+    const ug_f32_model *model;
     ug_ref_mode mode;
     size_t b, h, key_head;
     /* state, [K][V] */
@@ -145,10 +146,10 @@ static double abs_up(mpfr_srcptr x) { return fabs(mpfr_get_d(x, MPFR_RNDA)); }
 
 /* Bound parts of an f32 sum of n terms whose own parts are b: gamma_n sum|terms|
  * plus the deviations of the operands plus underflow (error model §4). */
-static double f32_sum_error(size_t n, const sum_bound *b)
+static double f32_sum_error(const ug_f32_model *m, size_t n, const sum_bound *b)
 {
-    return (ug_f32_gamma(n) * b->mag * UG_REF_SUM_SLACK + b->dev * UG_REF_SUM_SLACK) * UG_REF_SUM_SLACK +
-           (double)n * UG_F32_UNDERFLOW;
+    return (ug_f32_gamma(n) * UG_F32_SLACK * b->mag * UG_F32_SLACK + b->dev * UG_F32_SLACK) * UG_F32_SLACK +
+           (double)n * ug_f32_underflow(m);
 }
 
 /* out = terms[0] + sum_j weight_j op_j, one correct rounding of exact terms;
@@ -241,10 +242,10 @@ static void corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, const u
             sum_bound acc = {fabs(u_val), 0, fabs(u_val), 0};
             mpfr_ptr v = ws->v[i * s->v + vv];
             weighted_sum(ws, s->k, &w_row, &column, v, &acc);
-            const double err = f32_sum_error(s->k + 1, &acc);
+            const double err = f32_sum_error(ws->model, s->k + 1, &acc);
             ws->v_err[i * s->v + vv] = err;
             ws->v_mag[i * s->v + vv] = abs_up(v);
-            ug_ref_finish(&v_new[row + vv], v, err, acc.abs * UG_REF_SUM_SLACK, acc.flagged, UG_BF16);
+            ug_ref_finish(&v_new[row + vv], v, err, acc.abs * UG_F32_SLACK, acc.flagged, UG_BF16);
         }
     }
 }
@@ -260,14 +261,14 @@ static void decayed_values(workspace *ws, size_t t0, const float *g, float g_las
         mpfr_sub_d(ws->diff, ws->diff, g_i, MPFR_RNDN); /* exact */
         mpfr_exp(ws->e, ws->diff, MPFR_RNDN);
         const double e = mpfr_get_d(ws->e, MPFR_RNDU);
-        const double e_err = ug_expf_error(e, ug_expf_of_difference_rel(g_last, g_i)), e_up = e + e_err;
+        const double e_err = ug_f32_error_at(ug_f32_exp_of_difference(ws->model, g_last, g_i), e), e_up = e + e_err;
         for (size_t vv = 0; vv < s->v; vv++) {
             const size_t x = i * s->v + vv, op = vv * s->bt + i;
             mpfr_mul(ws->decayed, ws->e, ws->v[x], MPFR_RNDN);
             const double v_abs = ws->v_mag[x] + ws->v_err[x]; /* >= |v^| */
-            double radius = e_err * v_abs + e * ws->v_err[x] + UG_F32_U * e_up * v_abs + 0.5 * UG_F32_UNDERFLOW;
+            double radius = e_err * v_abs + e * ws->v_err[x] + UG_F32_U * e_up * v_abs + ug_f32_underflow_half(ws->model);
             /* plus the reference's own 2^-126 relative error, far below the rest */
-            radius = radius * UG_REF_SUM_SLACK + abs_up(ws->decayed) * 0x1p-100;
+            radius = radius * UG_F32_SLACK + abs_up(ws->decayed) * 0x1p-100;
             stage(ws, ws->decayed, radius, ws->decayed_ops.value[op], &ws->decayed_ops.bound[op]);
         }
     }
@@ -281,7 +282,7 @@ static void advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_la
     mpfr_set_flt(ws->e, g_last, MPFR_RNDN);
     mpfr_exp(ws->e, ws->e, MPFR_RNDN);
     const double e = mpfr_get_d(ws->e, MPFR_RNDU);
-    const double e_err = ug_expf_error(e, ug_expf_of_difference_rel(g_last, 0.0f));
+    const double e_err = ug_f32_error_at(ug_f32_op_error(ws->model, UG_F32_EXP, g_last, g_last), e);
     for (size_t i = 0; i < s->bt; i++)
         for (size_t kk = 0; kk < s->k; kk++)
             set_weight(&ws->keys, kk * s->bt + i, k[token(ws, t0 + i, s->hg, ws->key_head, s->k) + kk], false);
@@ -294,8 +295,8 @@ static void advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_la
             mpfr_mul(ws->terms[0], ws->e, ws->state[x], MPFR_RNDN);   /* exact */
             sum_bound acc = {(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x], e * ws->state_mag[x], 0};
             weighted_sum(ws, s->bt, &key_column, &column, ws->next[x], &acc);
-            ws->state_err[x] = f32_sum_error(s->bt + 1, &acc);
-            ws->state_abs[x] = acc.abs * UG_REF_SUM_SLACK;
+            ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
+            ws->state_abs[x] = acc.abs * UG_F32_SLACK;
             ws->state_flagged[x] = acc.flagged;
         }
     }
@@ -335,10 +336,10 @@ static void reference_head(workspace *ws, const io *a)
 }
 
 ug_status gdn_chunk_state_reference(const gdn_chunk_state_shape *s, const ug_bf16 *k, const ug_bf16 *w,
-                                    const ug_bf16 *u, const float *g, const float *h0, ug_ref_mode mode,
-                                    ug_ref_value *h, ug_ref_value *v_new, ug_ref_value *final_state)
+                                    const ug_bf16 *u, const float *g, const float *h0, const ug_f32_model *model,
+                                    ug_ref_mode mode, ug_ref_value *h, ug_ref_value *v_new, ug_ref_value *final_state)
 {
-    workspace ws = {0};
+    workspace ws = {.model = model};
     UG_TRY(workspace_init(&ws, s, mode));
     const io a = {k, w, u, g, s->has_h0 ? h0 : NULL, h, v_new, final_state};
     const size_t group = s->h / s->hg;

@@ -31,7 +31,8 @@ typedef struct {
 
 /* h0 may be NULL when !has_h0. */
 ug_status gdn_chunk_state_reference(const gdn_chunk_state_shape *s, const ug_bf16 *k, const ug_bf16 *w,
-                                    const ug_bf16 *u, const float *g, const float *h0, ug_ref_mode mode,
-                                    ug_ref_value *h, ug_ref_value *v_new, ug_ref_value *final_state);
+                                    const ug_bf16 *u, const float *g, const float *h0, const ug_f32_model *model,
+                                    ug_ref_mode mode, ug_ref_value *h, ug_ref_value *v_new,
+                                    ug_ref_value *final_state);
 
 #endif

@@ -198,6 +198,7 @@ static void token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *k, co
         mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);
         mpfr_mul(w->acc, w->acc, w->scale, MPFR_RNDN);
         ug_ref_finish(&o_row[vv], w->acc, INFINITY, scale_abs * abs_sum, 0, UG_BF16);
+        o_row[vv].no_bound = false; /* +inf by design, not from the profile (see the header) */
     }
 }
 
@@ -211,6 +212,7 @@ static void finish_head(workspace *w, ug_ref_value *final_state)
             mpfr_mul(w->acc, w->state[vv * s->k + kk], w->c, MPFR_RNDN);
             double abs_sum = w->decayed_abs[vv * s->k + kk] + w->key_abs[kk] * w->d_abs[vv];
             ug_ref_finish(&out[kk * s->v + vv], w->acc, INFINITY, abs_sum, 0, UG_F32);
+            out[kk * s->v + vv].no_bound = false; /* +inf by design, not from the profile */
         }
 }
 

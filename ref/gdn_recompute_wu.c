@@ -45,6 +45,8 @@ typedef struct {
     bool unit; /* the gate is exactly 1 (ungated, or g == 0) */
     bool ok;   /* exp(g) is a positive 128-bit number within the accumulator's reach */
     double e_up; /* gate_up: exp(g) in binary64, rounded up, for the underflow allowance */
+    double precast_rel; /* the kernel's pre-cast error of this token's operands, relative */
+    double tiny;        /* its absolute unit: two subnormal roundings, or the profile's expf floor */
 } gate_parts;
 
 typedef struct {
@@ -208,17 +210,28 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
 }
 
 /* The absolute part of the kernel's pre-cast window (rounded to nearest; the
- * caller adds it rounding up): f32 underflow, 2^-148 covering the subnormal
- * expf and product roundings. */
-static double gate_up(bool gated, float g) { return gated ? exp((double)g) * (1 + 0x1p-40) : 1.0; }
+ * caller adds it rounding up): f32 underflow, twice the profile's underflow
+ * allowance (or twice expf's absolute floor) covering the subnormal expf and
+ * product roundings. */
+static double gate_up(bool gated, float g) { return gated ? exp((double)g) * UG_F32_SLACK : 1.0; }
 
-static double underflow_allowance(double scale, double e_up) { return (fabs(scale) + 1.0 + e_up) * 0x1p-148; }
+static double underflow_allowance(double scale, const gate_parts *gp) { return (fabs(scale) + 1.0 + gp->e_up) * gp->tiny; }
+
+/* The pre-cast error of a w operand fl(fl(k beta) expf(g)) relative to
+ * k beta exp(g): two f32 roundings and expf's rel r, (1 + u)^2 (1 + r) - 1
+ * = 2u + r + (u^2 + r (2u + u^2)), the second-order part taken as at least
+ * the 2^-44 the bound had before profiles (so that cpu's is unchanged). */
+static double precast_rel_w(ug_f32_error exp)
+{
+    const double u = UG_F32_U;
+    const double second_order = fmax(0x1p-44, (u * u + exp.rel * (2 * u + u * u)) * UG_F32_SLACK);
+    return 2 * u + exp.rel + second_order;
+}
 
 /* Operand x = scale * e (scale an exact double, e = exp(g) or 1), its staged
  * analysis with the kernel's pre-cast window, and a check that RN_bf16 of the
  * true operand is determined despite e's rounding (Ziv: retry more bits). */
-static ug_status stage_one(workspace *ws, size_t idx, double scale, float g, bool gated,
-                           double precast_rel)
+static ug_status stage_one(workspace *ws, size_t idx, double scale, float g, bool gated, const gate_parts *gp)
 {
     mpfr_ptr x = ws->x[idx];
     /* e = exp(g) is exact when g == 0 or the operand is ungated; otherwise
@@ -252,11 +265,11 @@ static ug_status stage_one(workspace *ws, size_t idx, double scale, float g, boo
                            "with %d bits", (double)g, EXP_PREC_MAX);
     }
     /* The kernel's window: relative pre-cast error, plus the absolute f32
-     * underflow terms (2^-148 covers the subnormal expf and product roundings). */
+     * underflow terms (gp->tiny covers the subnormal expf and product roundings). */
     mpfr_set_prec(ws->radius, 64);
     mpfr_abs(ws->radius, x, MPFR_RNDU);
-    mpfr_mul_d(ws->radius, ws->radius, precast_rel, MPFR_RNDU);
-    mpfr_add_d(ws->radius, ws->radius, underflow_allowance(scale, gate_up(gated, g)), MPFR_RNDU);
+    mpfr_mul_d(ws->radius, ws->radius, gp->precast_rel, MPFR_RNDU);
+    mpfr_add_d(ws->radius, ws->radius, underflow_allowance(scale, gp), MPFR_RNDU);
     ug_staged *st = &ws->staged[idx];
     ug_stage_operand(x, ws->radius, st);
     if (!exact && mpfr_number_p(x)) st->dev += fabs(mpfr_get_d(x, MPFR_RNDU)) * 0x1p-126;
@@ -284,7 +297,7 @@ static parts parts_of(double x)
  * exact x. Zero operands (always flagged: the window holds -0 and +0), those
  * rounding to zero or beyond the bf16 range, and windows that reach a
  * rounding boundary return false: the caller stages them through MPFR. */
-static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double scale, double precast_rel)
+static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double scale)
 {
     const parts *sp = &ws->scale[idx];
     if (sp->m == 0 || sp->m >> 32 || !gp->ok) return false;
@@ -300,7 +313,7 @@ static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double s
      * roundings of these double operations (each <= 2^-53 relative). */
     const ug_xval_doubles xd = ug_xval_to_doubles(&x);
     const double abs_x0 = fabs(xd.nearest);
-    const double reach = (abs_x0 * precast_rel + underflow_allowance(scale, gp->e_up)) * (1 + 0x1p-20) +
+    const double reach = (abs_x0 * gp->precast_rel + underflow_allowance(scale, gp)) * (1 + 0x1p-20) +
                          abs_x0 * 0x1p-48;
     if (!(abs_x0 - reach > near && abs_x0 + reach < far)) return false;
     ug_staged *st = &ws->staged[idx];
@@ -322,6 +335,7 @@ static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double s
 typedef struct {
     const gdn_recompute_wu_shape *s;
     const float *beta, *g, *a;
+    const ug_f32_model *model;
     ug_ref_mode mode;
 } common_args;
 
@@ -331,7 +345,6 @@ typedef struct {
     const ug_bf16 *src;
     size_t src_heads, src_head;
     bool gated;
-    double precast_rel;
 } chunk_args;
 
 /* Whether every input of the chunk is finite: the fast path's domain (the
@@ -367,7 +380,13 @@ static ug_status stage_chunk(workspace *ws, const common_args *ca, const chunk_a
         const double beta = ca->beta[at3(s, ch->b, tok, ch->h)];
         const float g = ca->g[at3(s, ch->b, tok, ch->h)];
         gate_parts *gp = &ws->gate[j];
-        *gp = (gate_parts){.m = 1, .e = 0, .unit = !ch->gated || g == 0.0f, .ok = true, .e_up = gate_up(ch->gated, g)};
+        *gp = (gate_parts){.m = 1, .e = 0, .unit = !ch->gated || g == 0.0f, .ok = true, .e_up = gate_up(ch->gated, g),
+                           .precast_rel = GDN_WU_PRECAST_REL_U, .tiny = 2 * ug_f32_underflow(ca->model)};
+        if (ch->gated) {
+            const ug_f32_error exp = ug_f32_op_error(ca->model, UG_F32_EXP, g, g);
+            gp->precast_rel = precast_rel_w(exp);
+            gp->tiny = fmax(gp->tiny, 2 * exp.abs);
+        }
         if (fast && !gp->unit) {
             mpfr_set_flt(ws->gate_value[j], g, MPFR_RNDN);
             mpfr_exp(ws->gate_value[j], ws->gate_value[j], MPFR_RNDN);
@@ -380,8 +399,8 @@ static ug_status stage_chunk(workspace *ws, const common_args *ca, const chunk_a
             const double scale = val * beta; /* bf16 x f32: exact */
             ws->scale[idx] = parts_of(scale);
             ws->x_ready[idx] = false;
-            if (fast && stage_fast(ws, idx, gp, scale, ch->precast_rel)) continue;
-            UG_TRY(stage_one(ws, idx, scale, g, ch->gated, ch->precast_rel));
+            if (fast && stage_fast(ws, idx, gp, scale)) continue;
+            UG_TRY(stage_one(ws, idx, scale, g, ch->gated, gp));
             ws->x_ready[idx] = true;
             /* x is scale * gate unless exp needed more bits (Ziv) or the gate is out of reach. */
             ws->wide[col] |= !gp->ok || mpfr_get_prec(ws->x[idx]) > UG_REF_PREC + OPERAND_PREC_EXTRA ||
@@ -701,7 +720,8 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
     operand_parts(ws, ca->mode);
     const bool simd = fast && bt <= UG_XWIN52_MAX_TERMS && ug_ref_simd_available();
     if (fast) column_factors(ws, ca->mode, simd);
-    const double gamma = bt * 0x1p-24 / (1 - bt * 0x1p-24);
+    /* A X multiplies f32 by the bf16 operands: a tf32 profile rounds A */
+    const double gamma = ug_f32_dot_gamma(ca->model, ug_f32_gamma(bt));
     for (size_t i = 0; i < bt; i++) {
         size_t tok = ch->c * bt + i;
         const float *arow = ca->a + at4(s, ch->b, tok, s->h, ch->h, bt, 0);
@@ -718,9 +738,9 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
             ug_xwin52_windows(&r, ws->win);
         }
         for (size_t col = 0; col < width; col++) {
-            const double bound = (gamma * ws->acc_mag[col] * UG_REF_SUM_SLACK + ws->cast_err[col]) * UG_REF_SUM_SLACK +
-                                 bt * 0x1p-149;
-            const double abs_sum = ws->abs_sum[col] * UG_REF_SUM_SLACK;
+            const double bound =
+                (gamma * ws->acc_mag[col] * UG_F32_SLACK + ws->cast_err[col]) * UG_F32_SLACK + bt * ug_f32_underflow(ca->model);
+            const double abs_sum = ws->abs_sum[col] * UG_F32_SLACK;
             ug_ref_value *o = &out[at4(s, ch->b, tok, s->h, ch->h, width, col)];
             /* The window holds the sum unless an operand of the column is
              * wider than scale * gate (exact mode) or infinite (staged mode),
@@ -739,7 +759,7 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
 }
 
 static ug_status reference_output(const common_args *ca, const ug_bf16 *src, size_t src_heads,
-                                  size_t width, bool gated, double precast_rel, ug_ref_value *out)
+                                  size_t width, bool gated, ug_ref_value *out)
 {
     const gdn_recompute_wu_shape *s = ca->s;
     workspace ws;
@@ -750,7 +770,7 @@ static ug_status reference_output(const common_args *ca, const ug_bf16 *src, siz
     for (size_t b = 0; b < s->b && ug_is_ok(&st); b++)
         for (size_t h = 0; h < s->h && ug_is_ok(&st); h++)
             for (size_t c = 0; c < s->t / s->bt && ug_is_ok(&st); c++) {
-                const chunk_args ch = {b, h, c, src, src_heads, h / group, gated, precast_rel};
+                const chunk_args ch = {b, h, c, src, src_heads, h / group, gated};
                 st = reference_chunk(&ws, ca, &ch, out);
             }
     workspace_free(&ws);
@@ -759,10 +779,10 @@ static ug_status reference_output(const common_args *ca, const ug_bf16 *src, siz
 
 ug_status gdn_recompute_wu_reference(const gdn_recompute_wu_shape *s, const ug_bf16 *k,
                                      const ug_bf16 *v, const float *beta, const float *g,
-                                     const float *a, ug_ref_mode mode, ug_ref_value *w,
-                                     ug_ref_value *u)
+                                     const float *a, const ug_f32_model *model, ug_ref_mode mode,
+                                     ug_ref_value *w, ug_ref_value *u)
 {
-    const common_args ca = {s, beta, g, a, mode};
-    UG_TRY(reference_output(&ca, v, s->h, s->v, false, GDN_WU_PRECAST_REL_U, u));
-    return reference_output(&ca, k, s->hg, s->k, true, GDN_WU_PRECAST_REL_W, w);
+    const common_args ca = {s, beta, g, a, model, mode};
+    UG_TRY(reference_output(&ca, v, s->h, s->v, false, u));
+    return reference_output(&ca, k, s->hg, s->k, true, w);
 }

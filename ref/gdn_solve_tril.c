@@ -15,6 +15,7 @@ enum { START_PREC = 256, MAX_PREC = 4096 };
 
 typedef struct {
     size_t bt;
+    const ug_f32_model *model;
     mpfr_t *x;          /* [BT][BT] the inverse, lower triangle */
     mpfr_t *terms;      /* [BT] */
     mpfr_ptr *term_ptrs;
@@ -99,7 +100,7 @@ double gdn_solve_tril_kappa(size_t bt, const double *abs_l, const double *abs_x)
         norm_t = fmax(norm_t, row_t);
         norm_x = fmax(norm_x, row_x);
     }
-    return norm_t * norm_x * UG_REF_SUM_SLACK * UG_REF_SUM_SLACK;
+    return norm_t * norm_x * UG_F32_SLACK * UG_F32_SLACK;
 }
 
 /* delta[i][j] >= |X^ - X| for the kernel's X^ (error model §3): per column j,
@@ -115,7 +116,8 @@ static void propagate_bound(workspace *ws)
         for (size_t m = j + 1; m < bt; m++) {
             double s = 0;
             for (size_t l = j; l < m; l++) s += al[m * bt + l] * (ax[l * bt + j] + delta[l * bt + j]);
-            rho[m] = ug_f32_gamma(m - j) * s + (double)(m - j) * UG_F32_UNDERFLOW;
+            /* L X^ multiplies f32 by f32: a tf32 profile rounds both operands */
+            rho[m] = ug_f32_dot_gamma(ws->model, ug_f32_gamma(m - j) * UG_F32_SLACK) * s + (double)(m - j) * ug_f32_underflow(ws->model);
             double d = 0;
             for (size_t p = j + 1; p <= m; p++) d += ax[m * bt + p] * rho[p];
             delta[m * bt + j] = d;
@@ -158,7 +160,7 @@ static ug_status reference_chunk(workspace *ws, const gdn_solve_tril_shape *s, c
         for (size_t k = 0; k < bt * bt; k++)
             if (mpfr_number_p(ws->x[k])) max_x = fmax(max_x, fabs(mpfr_get_d(ws->x[k], MPFR_RNDA)));
         const double n_max = ldexp((double)bt * max_x, 1 - (int)prec);
-        tau = n_max <= 0.5 ? 2 * n_max * max_x * UG_REF_SUM_SLACK : INFINITY;
+        tau = n_max <= 0.5 ? 2 * n_max * max_x * UG_F32_SLACK : INFINITY;
     }
     if (!(tau <= TAU_LIMIT))
         return ug_fail(UG_EREF, "gdn_solve_tril reference: the inverse of chunk t0=%zu (b=%zu, h=%zu) needs "
@@ -182,7 +184,7 @@ static ug_status reference_chunk(workspace *ws, const gdn_solve_tril_shape *s, c
                 continue;
             }
             const mpfr_ptr x = ws->x[i * bt + j];
-            double bound = (ws->delta[i * bt + j] * NESTED_SLACK + tau) * UG_REF_SUM_SLACK;
+            double bound = (ws->delta[i * bt + j] * NESTED_SLACK + tau) * UG_F32_SLACK;
             /* condition max(kappa, 1 + (|X||L||X|)_ij / |X_ij|): see the header */
             const double abs_x = fabs(mpfr_get_d(x, MPFR_RNDA));
             double abs_sum = fmax(kappa * abs_x, abs_x + ws->skeel[i * bt + j] * NESTED_SLACK);
@@ -195,11 +197,11 @@ static ug_status reference_chunk(workspace *ws, const gdn_solve_tril_shape *s, c
     return ug_ok();
 }
 
-ug_status gdn_solve_tril_reference(const gdn_solve_tril_shape *s, const float *l, ug_ref_mode mode,
-                                   ug_ref_value *a)
+ug_status gdn_solve_tril_reference(const gdn_solve_tril_shape *s, const float *l, const ug_f32_model *model,
+                                   ug_ref_mode mode, ug_ref_value *a)
 {
     (void)mode; /* no staged cast: both modes are the exact inverse */
-    workspace ws = {0};
+    workspace ws = {.model = model};
     UG_TRY(workspace_init(&ws, s->bt));
     ug_status st = ug_ok();
     for (size_t b = 0; b < s->b && ug_is_ok(&st); b++)

@@ -32,8 +32,8 @@ typedef struct {
     size_t b, t, h, bt;
 } gdn_solve_tril_shape;
 
-ug_status gdn_solve_tril_reference(const gdn_solve_tril_shape *s, const float *l, ug_ref_mode mode,
-                                   ug_ref_value *a);
+ug_status gdn_solve_tril_reference(const gdn_solve_tril_shape *s, const float *l, const ug_f32_model *model,
+                                   ug_ref_mode mode, ug_ref_value *a);
 
 /* The chunk's condition number ||I + L||_inf ||(I + L)^-1||_inf, rounded up,
  * from the reference's values (exposed for the tests and the report). */

@@ -3,32 +3,32 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "round.h"
-
 /* Angles carry ANGLE_PREC bits: an angle below 2^32 is then known to 2^-220
- * absolutely, far below the 2^-128 relative error of its cos and sin.
- * Correctly rounded f32 steps are decided by Ziv's strategy up to
- * ZIV_PREC_MAX bits. */
-enum { ANGLE_PREC = 256, ZIV_PREC_MAX = 4096 };
-
-static const double u32 = 0x1p-24; /* f32 unit roundoff */
-static const double slack = UG_REF_SUM_SLACK;
-
-static double gamma_n(double n) { return n * u32 / (1 - n * u32); }
+ * absolutely, far below the 2^-128 relative error of its cos and sin. */
+enum { ANGLE_PREC = 256 };
 
 /* (1 + a)(1 + b) - 1, rounded up enough for a bound. */
-static double compose(double a, double b) { return (a + b + a * b) * slack; }
+static double compose(double a, double b) { return (a + b + a * b) * UG_F32_SLACK; }
 
 /* (1 + u)^k - 1 <= k u (1 + k u) for k u <= 1/2. */
-static double k_u(double k) { return k * u32 * (1 + k * u32) * slack; }
+static double k_u(double k) { return k * UG_F32_U * (1 + k * UG_F32_U) * UG_F32_SLACK; }
+
+/* The relative error of a step whose result y has |y| >= y_min > 0. */
+static double rel_at_least(ug_f32_error e, double y_min)
+{
+    if (e.rel == 0 && e.abs == 0) return 0;
+    return (e.rel + e.abs / y_min) * UG_F32_SLACK;
+}
 
 static double abs_up(mpfr_srcptr x) { return fabs(mpfr_get_d(x, MPFR_RNDA)); }
+
+static bool is_subnormal(double x) { return x != 0 && fabs(x) < UG_F32_MIN_NORMAL; }
 
 /* ---- the norm of one head (both variants) ---------------------------------- */
 
 /* y_i = x_i r w_i at UG_REF_PREC, with what the bound needs of the kernel's
- * f32 value of y_i: relative error eps_y, absolute underflow allowance
- * abs_y[i], and |y_i| rounded up. */
+ * f32 value of y_i: relative error eps_y, absolute allowance abs_y[i], and
+ * |y_i| rounded up. */
 typedef struct {
     size_t head_dim;
     mpfr_t *y;
@@ -79,12 +79,14 @@ static ug_status norm_ws_init(norm_ws *ws, size_t head_dim)
 }
 
 /* x and w as doubles (exact: bf16 or f32); w NULL without a weight. The
- * kernel's y_i (docs/error-model-head_norm_rope.md §2):
- *   ss^ within gamma_d ss + d 2^-150 of ss (any order, FMA or not),
- *   v^ = fl(fl(ss^ / fl(d)) + eps) = v (1 + t), |t| <= (1+gamma_d)(1+u)^3 - 1 + 2^-148/v,
- *   r^ = fl(1 / fl(sqrt(v^))): |r^/r - 1| <= (1 - |t|)^-1/2 (1+u)/(1-u) - 1,
- *   y^ = fl(fl(x r^) w): relative (1+eps_r)(1+u)^2 - 1, absolute 2^-150 (1 + |w|)(1+u). */
-static void norm_head(norm_ws *ws, const double *x, const double *w, float eps)
+ * kernel's y_i under the profile m (docs/error-model-head_norm_rope.md §2):
+ *   ss^ within gamma_d ss + d mu of ss (any order, FMA or not),
+ *   v^ = v (1 + t), |t| <= (1 + gamma_d)(1 + eps_div)(1 + u)^2 - 1 + (mu + div_abs + mu/2)/v,
+ *   r^ = 1/sqrt(v^) as fl(1 / sqrtf) or rsqrtf:
+ *        |r^/r - 1| <= (1 - |t|)^-1/2 max((1 + eps_div')/(1 - eps_sqrt), 1 + eps_rsqrt) - 1,
+ *   y^ = fl(fl(x r^) w): relative (1 + eps_r)(1 + u)^k - 1, absolute (mu/2)(1 + |w|)(1 + 2u),
+ *        or all of |y| where the profile flushes a subnormal x_i or w_i. */
+static void norm_head(const ug_f32_model *m, norm_ws *ws, const double *x, const double *w, float eps)
 {
     const size_t d = ws->head_dim;
     for (size_t i = 0; i < d; i++) mpfr_set_d(ws->terms[i], x[i] * x[i], MPFR_RNDN); /* exact */
@@ -93,70 +95,96 @@ static void norm_head(norm_ws *ws, const double *x, const double *w, float eps)
     mpfr_add_d(ws->v, ws->v, eps, MPFR_RNDN);
     mpfr_rec_sqrt(ws->r, ws->v, MPFR_RNDN);
 
-    double v_low = mpfr_get_d(ws->v, MPFR_RNDD);
-    double t = (compose(gamma_n((double)d), k_u(3)) + 0x1p-148 / v_low) * slack;
-    /* (1 - t)^-1/2 - 1 <= (t/2) (1 - t)^-3/2 (mean value), free of cancellation;
-     * (1 + u)/(1 - u) = 1 + 2u/(1 - u). */
-    double eps_r = compose(0.5 * t * pow(1 - t, -1.5) * slack, 2 * u32 / (1 - u32));
+    const double mu = ug_f32_underflow(m), mu_half = ug_f32_underflow_half(m);
+    const double v_low = mpfr_get_d(ws->v, MPFR_RNDD), v_high = mpfr_get_d(ws->v, MPFR_RNDU);
+    const ug_f32_error div_d = ug_f32_op_error(m, UG_F32_DIV, (double)d, (double)d);
+    const double t = (compose(compose(ug_f32_gamma(d), div_d.rel), k_u(2)) + (mu + div_d.abs + mu_half) / v_low) *
+                     UG_F32_SLACK;
+    /* v^ in [v_low (1 - t), v_high (1 + t)]; sqrt(v^) and r^ within a factor
+     * 2 of sqrt(v), 1/sqrt(v) (every allowance is far below 1/2). */
+    const double v_lo = v_low * (1 - t), v_hi = v_high * (1 + t) * UG_F32_SLACK;
+    const double s_lo = sqrt(v_lo) / 2, s_hi = sqrt(v_hi) * 2;
+    const double eps_sqrt = rel_at_least(ug_f32_op_error(m, UG_F32_SQRT, v_lo, v_hi), s_lo);
+    const double eps_div = rel_at_least(ug_f32_op_error(m, UG_F32_DIV, s_lo, s_hi), 1 / s_hi);
+    const double eps_rsqrt = rel_at_least(ug_f32_op_error(m, UG_F32_RSQRT, v_lo, v_hi), 1 / s_hi);
+    const double via_sqrt = (eps_div + eps_sqrt) / (1 - eps_sqrt) * UG_F32_SLACK; /* (1 + a)/(1 - b) - 1 */
+    /* (1 - t)^-1/2 - 1 <= (t/2) (1 - t)^-3/2 (mean value), free of cancellation. */
+    const double eps_r =
+        t < 0.5 ? compose(0.5 * t * pow(1 - t, -1.5) * UG_F32_SLACK, fmax(via_sqrt, eps_rsqrt)) : INFINITY;
     ws->eps_y = compose(eps_r, k_u(w ? 2 : 1));
+    const bool flushes = ug_f32_flushes(m);
     for (size_t i = 0; i < d; i++) {
         mpfr_mul_d(ws->y[i], ws->r, x[i], MPFR_RNDN);
         if (w) mpfr_mul_d(ws->y[i], ws->y[i], w[i], MPFR_RNDN);
-        ws->y_mag[i] = abs_up(ws->y[i]) * slack;
-        ws->abs_y[i] = 0x1p-150 * (1 + (w ? fabs(w[i]) : 0)) * (1 + 2 * u32);
+        ws->y_mag[i] = abs_up(ws->y[i]) * UG_F32_SLACK;
+        ws->abs_y[i] = mu_half * (1 + (w ? fabs(w[i]) : 0)) * (1 + 2 * UG_F32_U);
+        if (flushes && (is_subnormal(x[i]) || (w && is_subnormal(w[i]))))
+            ws->abs_y[i] = (ws->abs_y[i] + ws->y_mag[i]) * UG_F32_SLACK; /* the kernel's y_i may be 0 */
     }
 }
 
 /* ---- the rotation of one element -------------------------------------------- */
 
 /* cos and sin of a pair as the reference uses them, the kernel's error in
- * them (relative eps_cs, absolute zeta) and its angle's deviation d_angle
- * from the reference's angle. */
+ * them for the angle it holds (relative eps_cs, absolute zeta, both infinite
+ * where the profile states nothing) and that angle's deviation d_angle from
+ * the reference's angle. */
 typedef struct {
     mpfr_t c, s;
     double c_mag, s_mag;
     double eps_cs, zeta, d_angle;
-    uint32_t flagged;
 } pair_trig;
+
+/* Nothing is rounded on purpose before the output: no flags. An allowance
+ * the profile does not state (inf) times a zero magnitude is no bound
+ * either: NaN becomes inf. */
+static void finish(ug_ref_value *out, mpfr_srcptr r, double e, double abs_sum, ug_dtype dtype)
+{
+    ug_ref_finish(out, r, isnan(e) ? INFINITY : e, abs_sum, 0, dtype);
+}
 
 /* out_lo = y_lo c - y_hi s (sign = -1) or out_hi = y_hi c + y_lo s (sign = +1),
  * with the bound (docs/error-model-head_norm_rope.md §3):
- *   E = k1 (T + da Y) + da Y + (1+gamma_2)[(a_lo+a_hi)(C + zeta) + Y(1+eps_y) zeta] + 2^-149,
- *   k1 = (1+eps_y)(1+eps_cs)(1+gamma_2) - 1, T = |y_self c| + |y_other s|,
- *   Y = |y_lo| + |y_hi|, C = (max(|c|,|s|) + da)(1+eps_cs). */
-static void rotated_element(const norm_ws *ws, const pair_trig *pt, size_t self, size_t other, int sign,
-                            mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
+ *   E = k1 T' + min(da, 2) |y|_2 + (1+gamma_2)[(a_lo+a_hi)(C (1+eps_cs) + zeta) + Y (1+eps_y) zeta] + mu,
+ *   k1 = (1+eps_y)(1+eps_cs)(1+gamma_2) - 1, T' = |y_self| C_c + |y_other| C_s,
+ *   C_c = min(|c| + da, 1), C_s = min(|s| + da, 1), C = max(C_c, C_s),
+ *   Y = |y_lo| + |y_hi|, |y|_2 = hypot(y_lo, y_hi). */
+static void rotated_element(const ug_f32_model *m, const norm_ws *ws, const pair_trig *pt, size_t self,
+                            size_t other, int sign, mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
 {
     mpfr_mul(acc, ws->y[other], pt->s, MPFR_RNDN);
     if (sign < 0) mpfr_fms(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
     else mpfr_fma(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
 
-    const double gamma2 = gamma_n(2), da = pt->d_angle;
+    const double slack = UG_F32_SLACK, gamma2 = ug_f32_gamma(2), da = pt->d_angle;
     const double big_t = (ws->y_mag[self] * pt->c_mag + ws->y_mag[other] * pt->s_mag) * slack;
+    const double c_c = fmin(pt->c_mag + da, 1), c_s = fmin(pt->s_mag + da, 1);
+    const double t_kernel = (ws->y_mag[self] * c_c + ws->y_mag[other] * c_s) * slack;
     const double big_y = (ws->y_mag[self] + ws->y_mag[other]) * slack;
+    const double norm2 = hypot(ws->y_mag[self], ws->y_mag[other]) * slack;
     const double k1 = compose(compose(ws->eps_y, pt->eps_cs), gamma2);
-    const double big_c = compose((fmax(pt->c_mag, pt->s_mag) + da), pt->eps_cs);
+    const double big_c = compose(fmax(c_c, c_s), pt->eps_cs);
     const double tiny = (1 + gamma2) * ((ws->abs_y[self] + ws->abs_y[other]) * (big_c + pt->zeta) +
-                                        big_y * (1 + ws->eps_y) * pt->zeta) + 0x1p-149;
-    const double e = (k1 * (big_t + da * big_y) + da * big_y + tiny) * slack * slack;
-    ug_ref_finish(out, acc, e, big_t, pt->flagged, dtype);
+                                        big_y * (1 + ws->eps_y) * pt->zeta) +
+                        2 * ug_f32_underflow_half(m);
+    const double e = (k1 * t_kernel + fmin(da, 2) * norm2 + tiny) * slack * slack;
+    finish(out, acc, e, big_t, dtype);
 }
 
 static void passed_element(const norm_ws *ws, size_t i, ug_dtype dtype, ug_ref_value *out)
 {
-    double e = (ws->eps_y * ws->y_mag[i] + ws->abs_y[i]) * slack;
-    ug_ref_finish(out, ws->y[i], e, ws->y_mag[i], 0, dtype);
+    finish(out, ws->y[i], (ws->eps_y * ws->y_mag[i] + ws->abs_y[i]) * UG_F32_SLACK, ws->y_mag[i], dtype);
 }
 
 /* One head's outputs: pairs (i, i + span) for i < pairs rotated with trig[i],
  * the rest passed through. */
-static void finish_head(const norm_ws *ws, const pair_trig *trig, size_t pairs, size_t span, mpfr_ptr acc,
-                        ug_dtype dtype, ug_ref_value *out)
+static void finish_head(const ug_f32_model *m, const norm_ws *ws, const pair_trig *trig, size_t pairs, size_t span,
+                        mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
 {
     for (size_t i = 0; i < ws->head_dim; i++) {
         bool lo = i < pairs, hi = i >= span && i < span + pairs;
-        if (lo) rotated_element(ws, &trig[i], i, i + span, -1, acc, dtype, &out[i]);
-        else if (hi) rotated_element(ws, &trig[i - span], i, i - span, +1, acc, dtype, &out[i]);
+        if (lo) rotated_element(m, ws, &trig[i], i, i + span, -1, acc, dtype, &out[i]);
+        else if (hi) rotated_element(m, ws, &trig[i - span], i, i - span, +1, acc, dtype, &out[i]);
         else passed_element(ws, i, dtype, &out[i]);
     }
 }
@@ -182,8 +210,9 @@ static void trig_magnitudes(pair_trig *t)
 
 /* ---- bf16 variant -------------------------------------------------------------- */
 
-ug_status head_norm_rope_bf16_reference(const head_norm_rope_shape *s, const ug_bf16 *x, const ug_bf16 *w,
-                                        const float *cos_cache, const float *sin_cache, ug_ref_value *out)
+ug_status head_norm_rope_bf16_reference(const ug_f32_model *model, const head_norm_rope_shape *s, const ug_bf16 *x,
+                                        const ug_bf16 *w, const float *cos_cache, const float *sin_cache,
+                                        ug_ref_value *out)
 {
     const size_t d = s->head_dim, pairs = s->half_rope_dim;
     norm_ws ws;
@@ -203,8 +232,8 @@ ug_status head_norm_rope_bf16_reference(const head_norm_rope_shape *s, const ug_
     for (size_t i = 0; w && wd && i < d; i++) wd[i] = ug_bf16_to_f32(w[i]);
     for (size_t h = 0; h < s->n_heads && ug_is_ok(&st); h++) {
         for (size_t i = 0; i < d; i++) xd[i] = ug_bf16_to_f32(x[h * d + i]);
-        norm_head(&ws, xd, w ? wd : NULL, s->eps);
-        finish_head(&ws, trig, pairs, pairs, acc, UG_BF16, out + h * d);
+        norm_head(model, &ws, xd, w ? wd : NULL, s->eps);
+        finish_head(model, &ws, trig, pairs, pairs, acc, UG_BF16, out + h * d);
     }
     mpfr_clear(acc);
     free(xd);
@@ -216,211 +245,178 @@ ug_status head_norm_rope_bf16_reference(const head_norm_rope_shape *s, const ug_
 
 /* ---- f32 variant: the angles ----------------------------------------------------- */
 
-typedef int mpfr_fn(mpfr_ptr, mpfr_srcptr, mpfr_rnd_t);
-
-/* A correctly rounded f32 step of the staged formula, f(arg) rounded to f32
- * (Ziv: f in both directions at growing precision until both round alike),
- * and whether a libm result that is the correct rounding of some value within
- * relative rho of f(arg) could be the other neighbour (flagged). */
-static ug_status staged_f32_step(mpfr_fn *f, mpfr_srcptr arg, double rho, const char *what, float *value,
-                                 bool *flagged)
+/* The exponent t = e L (e = 2i/d, L the log of theta in the formula's base)
+ * as a kernel forms it: e^ from at most one division and one more rounding,
+ * L^ within lambda of L, t^ = fl(e^ L^). A bound on |t^ - t| (§4). */
+static double exponent_deviation(double t, double e, double eps_e, double lambda, double mu_half)
 {
-    for (mpfr_prec_t prec = 2 * ANGLE_PREC; prec <= ZIV_PREC_MAX; prec *= 2) {
-        mpfr_t lo, hi, radius;
-        mpfr_inits2(prec, lo, hi, radius, (mpfr_ptr)0);
-        f(lo, arg, MPFR_RNDD);
-        f(hi, arg, MPFR_RNDU);
-        uint32_t bits = ug_mpfr_to_f32_bits(lo);
-        bool decided = bits == ug_mpfr_to_f32_bits(hi);
-        if (decided) {
-            *value = ug_f32_from_bits(bits);
-            mpfr_abs(radius, fabs(mpfr_get_d(lo, MPFR_RNDA)) > fabs(mpfr_get_d(hi, MPFR_RNDA)) ? lo : hi, MPFR_RNDU);
-            mpfr_mul_d(radius, radius, rho, MPFR_RNDU);
-            mpfr_sub(lo, lo, radius, MPFR_RNDD);
-            mpfr_add(hi, hi, radius, MPFR_RNDU);
-            *flagged = ug_mpfr_to_f32_bits(lo) != ug_mpfr_to_f32_bits(hi);
-        }
-        mpfr_clears(lo, hi, radius, (mpfr_ptr)0);
-        if (decided) return ug_ok();
-    }
-    return ug_fail(UG_EREF, "head_norm_rope reference: cannot round %s to f32 with %d bits", what, ZIV_PREC_MAX);
+    if (e == 0) return 0; /* e^ = 0 and t^ = 0 exactly, whatever the formula */
+    return ((fabs(t) * eps_e + e * (1 + eps_e) * lambda) * (1 + UG_F32_U) + UG_F32_U * fabs(t) + mu_half) *
+           UG_F32_SLACK * UG_F32_SLACK;
 }
 
-/* RN_f32 of an exact rational held at ANGLE_PREC bits: a quotient of f32 or
- * small integers lies either on an f32 rounding boundary or 2^-80 relative
- * away from it, so rounding the 256-bit value cannot double-round. */
-static float rn_f32(mpfr_srcptr x) { return ug_f32_from_bits(ug_mpfr_to_f32_bits(x)); }
+/* exp2f or expf (op) of -t^: the relative error of w^ against w = base^-t,
+ * dev = |t^ - t| in the formula's base (ln_base: its natural log). */
+static double via_exp(const ug_f32_model *m, ug_f32_op op, double t, double dev, double ln_base, double w)
+{
+    const double shift = expm1(dev * ln_base * UG_F32_SLACK) * UG_F32_SLACK; /* base^dev - 1 */
+    const ug_f32_error e = ug_f32_op_error(m, op, -t - dev, -t + dev);
+    return compose(shift, rel_at_least(e, w / (1 + shift) / UG_F32_SLACK));
+}
+
+/* The relative error of the kernel's theta^-e (w), over every admitted
+ * formula (docs/error-model-head_norm_rope.md §4): the maximum of
+ *   pow:  1/powf(theta, e^) or powf(theta, -e^): exp(tau eps_e)(1 + eps_pow/(1 - eps_pow))(1 + eps_div) - 1,
+ *   exp2f(-(e^ log2^ theta)) and expf(-(e^ ln^ theta)): via_exp,
+ *   an f64 formula (f64 libm within 4 ulps), rounded to f32: (1 + (2 tau + 16) 2^-52)(1 + u + nu/w) - 1,
+ * with tau = |e ln theta|, log2^ / ln^ theta from the profile's log2 (assumed
+ * of logf too) or an f64 log rounded once to f32. */
+static double frequency_rel_error(const ug_f32_model *m, size_t i, size_t d, float theta, double ln_theta,
+                                  double log2_theta)
+{
+    const double e = 2.0 * (double)i / (double)d, tau = fabs(e * ln_theta) * UG_F32_SLACK;
+    const double w = exp(-e * ln_theta) / UG_F32_SLACK, mu_half = ug_f32_underflow_half(m);
+    const double eps_e =
+        i == 0 ? 0 : compose(rel_at_least(ug_f32_op_error(m, UG_F32_DIV, (double)d, (double)d), e / 2), UG_F32_U);
+    /* pow: the exponent's error moves theta^e by exp(+-tau eps_e). */
+    const double e_hi = e * (1 + eps_e) * UG_F32_SLACK, p_lo = exp(-tau * (1 + eps_e)) / 2;
+    const double eps_pow = rel_at_least(ug_f32_op_error(m, UG_F32_POW, -e_hi, e_hi), p_lo);
+    const double eps_recip = rel_at_least(ug_f32_op_error(m, UG_F32_DIV, p_lo, 1 / p_lo), p_lo);
+    double worst = compose(compose(expm1(tau * eps_e) * UG_F32_SLACK, eps_pow / (1 - eps_pow) * UG_F32_SLACK),
+                           eps_recip);
+    /* exp2 and exp of the exponent formed with log2 or ln of theta. */
+    const ug_f32_error log_error = ug_f32_op_error(m, UG_F32_LOG2, theta, theta);
+    const double f64_log = compose(0x1p-52, UG_F32_U);
+    for (int base2 = 0; base2 < 2; base2++) {
+        const double l = base2 ? log2_theta : ln_theta;
+        const double lambda = fmax(ug_f32_error_at(log_error, fabs(l)), fabs(l) * f64_log);
+        const double dev = exponent_deviation(e * l, e, eps_e, lambda, mu_half);
+        worst = fmax(worst, via_exp(m, base2 ? UG_F32_EXP2 : UG_F32_EXP, e * l, dev, base2 ? M_LN2 : 1, w));
+    }
+    const ug_f32_error to_f32 = {UG_F32_U, mu_half}; /* the table's rounding, w possibly subnormal */
+    return fmax(worst, compose((2 * tau + 16) * 0x1p-52, rel_at_least(to_f32, w)));
+}
 
 /* Everything about the angles that does not depend on the position. */
 typedef struct {
-    size_t head_dim, pairs;
-    float theta;
-    bool log2_flagged;
-    mpfr_t log2_theta;           /* l = log2(theta), ANGLE_PREC bits */
-    float *f_staged;             /* RN(RN(2^-RN(e_i L)) / ff_i) */
-    bool *flagged;
-    double *kappa;               /* the relative factor of the generic bound G */
-    double *ff;
-    mpfr_t *inv_exact;           /* theta^(-2i/d) / ff_i */
-    mpfr_t *inv_rounded;         /* theta^(-e_i) / ff_i, e_i = RN(2i/d) */
+    size_t pairs;
+    double *freq_rel;   /* frequency_rel_error of the pair, times the division by ff_i */
+    double *freq_abs;   /* absolute error of the kernel's frequency (a subnormal w/ff_i) */
+    mpfr_t *inv_exact;  /* theta^(-2i/d) / ff_i, ANGLE_PREC bits */
 } angle_table;
 
 static void angle_table_free(angle_table *t)
 {
-    for (size_t i = 0; t->inv_exact && i < t->pairs; i++) mpfr_clears(t->inv_exact[i], t->inv_rounded[i], (mpfr_ptr)0);
-    mpfr_clear(t->log2_theta);
-    free(t->f_staged);
-    free(t->flagged);
-    free(t->kappa);
-    free(t->ff);
+    for (size_t i = 0; t->inv_exact && i < t->pairs; i++) mpfr_clear(t->inv_exact[i]);
+    free(t->freq_rel);
+    free(t->freq_abs);
     free(t->inv_exact);
-    free(t->inv_rounded);
 }
 
-static int exp2_of_negated(mpfr_ptr out, mpfr_srcptr t, mpfr_rnd_t rnd)
+/* Pairs [first, pairs) of the table; ff NULL: no freq_factors (then no
+ * division by them in any formula). */
+static ug_status angle_table_init(const ug_f32_model *m, angle_table *t, float theta, size_t head_dim, size_t first,
+                                  size_t pairs, const float *ff)
 {
-    mpfr_t neg;
-    mpfr_init2(neg, mpfr_get_prec(t));
-    mpfr_neg(neg, t, MPFR_RNDN); /* exact */
-    int inexact = mpfr_exp2(out, neg, rnd);
-    mpfr_clear(neg);
-    return inexact;
-}
-
-/* Pair i of the table (docs/error-model-head_norm_rope.md §4). */
-static ug_status angle_table_pair(angle_table *t, size_t i, float log2_staged, mpfr_ptr ln_theta, mpfr_ptr tmp)
-{
-    const double eps_l = compose(HEAD_NORM_ROPE_LOG2_REL, u32), eps_t = compose(eps_l, u32);
-    /* e_i = RN(RN(2i) / RN(d)) (the conversions are exact below 2^24);
-     * t_i = RN(e_i L) (an exact double product, rounded once). */
-    mpfr_set_ui(tmp, t->head_dim, MPFR_RNDN);
-    const float d_f32 = rn_f32(tmp);
-    mpfr_set_ui(tmp, 2 * i, MPFR_RNDN);
-    mpfr_set_flt(tmp, rn_f32(tmp), MPFR_RNDN);
-    mpfr_div_d(tmp, tmp, d_f32, MPFR_RNDN);
-    const float e = rn_f32(tmp);
-    const float t_i = (float)((double)e * (double)log2_staged);
-    mpfr_set_flt(tmp, t_i, MPFR_RNDN);
-    float w;
-    bool w_flagged;
-    UG_TRY(staged_f32_step(exp2_of_negated, tmp, HEAD_NORM_ROPE_EXP2F_REL, "2^-t", &w, &w_flagged));
-    mpfr_set_flt(tmp, w, MPFR_RNDN);
-    mpfr_div_d(tmp, tmp, t->ff[i], MPFR_RNDN);
-    t->f_staged[i] = rn_f32(tmp);
-    t->flagged[i] = t->log2_flagged || w_flagged;
-    /* |t' eps_t| with t' = e_i l: the exponent's relative error moves 2^-t. */
-    double t_exact = fabs((double)e * mpfr_get_d(t->log2_theta, MPFR_RNDA)) * slack;
-    double shift = expm1(t_exact * eps_t * M_LN2 * slack) * slack; /* 2^(|t'| eps_t) - 1 */
-    t->kappa[i] = compose(compose(k_u(4), HEAD_NORM_ROPE_EXP2F_REL), shift);
-    /* theta^(-2i/d) / ff = exp(-(2i/d) ln theta) / ff, and theta^(-e_i) / ff. */
-    mpfr_mul_ui(t->inv_exact[i], ln_theta, 2 * i, MPFR_RNDN);
-    mpfr_div_ui(t->inv_exact[i], t->inv_exact[i], t->head_dim, MPFR_RNDN);
-    mpfr_neg(t->inv_exact[i], t->inv_exact[i], MPFR_RNDN);
-    mpfr_exp(t->inv_exact[i], t->inv_exact[i], MPFR_RNDN);
-    mpfr_div_d(t->inv_exact[i], t->inv_exact[i], t->ff[i], MPFR_RNDN);
-    mpfr_mul_d(t->inv_rounded[i], ln_theta, -(double)e, MPFR_RNDN);
-    mpfr_exp(t->inv_rounded[i], t->inv_rounded[i], MPFR_RNDN);
-    mpfr_div_d(t->inv_rounded[i], t->inv_rounded[i], t->ff[i], MPFR_RNDN);
-    return ug_ok();
-}
-
-/* Pairs [first, pairs) of the table; ff NULL: no freq_factors (the same as
- * factors of 1: the division is exact). */
-static ug_status angle_table_init(angle_table *t, float theta, size_t head_dim, size_t first, size_t pairs,
-                                  const float *ff)
-{
-    *t = (angle_table){.head_dim = head_dim, .pairs = pairs, .theta = theta};
-    mpfr_init2(t->log2_theta, ANGLE_PREC);
+    *t = (angle_table){.pairs = pairs};
     size_t n = pairs ? pairs : 1;
-    t->f_staged = calloc(n, sizeof *t->f_staged);
-    t->flagged = calloc(n, sizeof *t->flagged);
-    t->kappa = calloc(n, sizeof *t->kappa);
-    t->ff = calloc(n, sizeof *t->ff);
-    mpfr_t *inv_exact = calloc(n, sizeof *inv_exact), *inv_rounded = calloc(n, sizeof *inv_rounded);
-    if (!t->f_staged || !t->flagged || !t->kappa || !t->ff || !inv_exact || !inv_rounded) {
+    t->freq_rel = calloc(n, sizeof *t->freq_rel);
+    t->freq_abs = calloc(n, sizeof *t->freq_abs);
+    mpfr_t *inv_exact = calloc(n, sizeof *inv_exact);
+    if (!t->freq_rel || !t->freq_abs || !inv_exact) {
         free(inv_exact);
-        free(inv_rounded);
         angle_table_free(t);
         return ug_fail(UG_ENOMEM, "head_norm_rope reference: cannot allocate %zu pairs", pairs);
     }
-    for (size_t i = 0; i < pairs; i++) {
-        mpfr_inits2(ANGLE_PREC, inv_exact[i], inv_rounded[i], (mpfr_ptr)0);
-        t->ff[i] = ff ? ff[i] : 1.0;
-    }
+    for (size_t i = 0; i < pairs; i++) mpfr_init2(inv_exact[i], ANGLE_PREC);
     t->inv_exact = inv_exact;
-    t->inv_rounded = inv_rounded;
 
-    mpfr_t theta_m, ln_theta, tmp;
-    mpfr_inits2(ANGLE_PREC + 64, theta_m, ln_theta, tmp, (mpfr_ptr)0);
+    mpfr_t theta_m, ln_theta;
+    mpfr_inits2(ANGLE_PREC + 64, theta_m, ln_theta, (mpfr_ptr)0);
     mpfr_set_flt(theta_m, theta, MPFR_RNDN);
     mpfr_log(ln_theta, theta_m, MPFR_RNDN);
-    mpfr_log2(t->log2_theta, theta_m, MPFR_RNDN);
-    float log2_staged;
-    ug_status st = staged_f32_step(mpfr_log2, theta_m, HEAD_NORM_ROPE_LOG2_REL, "log2(theta)", &log2_staged,
-                                   &t->log2_flagged);
-    for (size_t i = first; i < pairs && ug_is_ok(&st); i++) st = angle_table_pair(t, i, log2_staged, ln_theta, tmp);
-    mpfr_clears(theta_m, ln_theta, tmp, (mpfr_ptr)0);
-    if (!ug_is_ok(&st)) angle_table_free(t);
-    return st;
+    const double ln_d = mpfr_get_d(ln_theta, MPFR_RNDN), log2_d = ln_d / M_LN2;
+    for (size_t i = first; i < pairs; i++) {
+        /* theta^(-2i/d) / ff = exp(-(2i/d) ln theta) / ff */
+        mpfr_mul_ui(inv_exact[i], ln_theta, 2 * i, MPFR_RNDN);
+        mpfr_div_ui(inv_exact[i], inv_exact[i], head_dim, MPFR_RNDN);
+        mpfr_neg(inv_exact[i], inv_exact[i], MPFR_RNDN);
+        mpfr_exp(inv_exact[i], inv_exact[i], MPFR_RNDN);
+        t->freq_rel[i] = frequency_rel_error(m, i, head_dim, theta, ln_d, log2_d);
+        if (ff) {
+            mpfr_div_d(inv_exact[i], inv_exact[i], ff[i], MPFR_RNDN);
+            const ug_f32_error by_ff = ug_f32_op_error(m, UG_F32_DIV, ff[i], ff[i]);
+            t->freq_rel[i] = compose(t->freq_rel[i], by_ff.rel);
+            t->freq_abs[i] = by_ff.abs;
+        }
+    }
+    mpfr_clears(theta_m, ln_theta, (mpfr_ptr)0);
+    return ug_ok();
 }
 
-/* The angle of pair i at pos: exact (MPFR, into `exact`), staged, and the
- * kernel's deviation from each (docs/error-model-head_norm_rope.md §4):
- * unflagged, the kernel's angle is the staged one bit for bit; flagged, it
- * lies within G = a' kappa_i + P 2^-149 (1/ff + 1) + 2^-149 of
- * a' = pos theta^(-e_i) / ff. */
-static void angle_at(const angle_table *t, size_t i, uint32_t pos, mpfr_ptr exact, mpfr_ptr tmp,
+/* The exact angle of pair i at pos (MPFR, into `exact`) and the admitted
+ * deviation of a kernel's (docs/error-model-head_norm_rope.md §4):
+ *   |a^ - a| <= a ((1 + rho_f)(1 + eps_pos)(1 + u) - 1) + P^ (1 + u) alpha_f + mu/2,
+ * eps_pos = u where pos is no f32 (beyond 2^24), else 0; 0 at pos 0. */
+static void angle_at(const ug_f32_model *m, const angle_table *t, size_t i, uint32_t pos, mpfr_ptr exact,
                      head_norm_rope_angle *out)
 {
-    mpfr_set_ui(tmp, pos, MPFR_RNDN);
-    const float p_staged = rn_f32(tmp);
-    out->staged = (float)((double)p_staged * (double)t->f_staged[i]); /* exact product, one rounding */
-    out->flagged = t->flagged[i];
     mpfr_mul_ui(exact, t->inv_exact[i], pos, MPFR_RNDN);
     out->exact = mpfr_get_d(exact, MPFR_RNDN);
-    mpfr_sub_d(tmp, exact, out->staged, MPFR_RNDN);
-    out->staged_error = abs_up(tmp) * slack;
-    out->kernel_vs_exact = out->staged_error;
-    out->kernel_vs_staged = 0;
-    if (out->flagged) {
-        mpfr_mul_ui(tmp, t->inv_rounded[i], pos, MPFR_RNDN); /* a' */
-        double a_prime = abs_up(tmp) * slack;
-        double g = (a_prime * t->kappa[i] + (double)p_staged * 0x1p-149 * (1 / t->ff[i] + 1) + 0x1p-149) * slack;
-        mpfr_sub(exact, tmp, exact, MPFR_RNDN);
-        out->kernel_vs_exact = (g + abs_up(exact)) * slack;
-        mpfr_sub_d(tmp, tmp, out->staged, MPFR_RNDN);
-        out->kernel_vs_staged = (g + abs_up(tmp)) * slack;
-        mpfr_mul_ui(exact, t->inv_exact[i], pos, MPFR_RNDN);
-    }
+    out->deviation = 0;
+    if (pos == 0) return; /* 0 times any frequency is 0 */
+    const bool pos_exact = (double)(float)pos == (double)pos;
+    const double rho = compose(compose(t->freq_rel[i], pos_exact ? 0 : UG_F32_U), UG_F32_U);
+    const double p_hat = (double)pos * (1 + UG_F32_U);
+    out->deviation = (abs_up(exact) * rho + p_hat * (1 + UG_F32_U) * t->freq_abs[i] + ug_f32_underflow_half(m)) *
+                     UG_F32_SLACK * UG_F32_SLACK;
 }
 
-ug_status head_norm_rope_angle_of(uint32_t position, size_t i, size_t head_dim, float theta, float freq_factor,
-                                  head_norm_rope_angle *out)
+ug_status head_norm_rope_angle_of(const ug_f32_model *model, uint32_t position, size_t i, size_t head_dim, float theta,
+                                  const float *freq_factor, head_norm_rope_angle *out)
 {
-    float *ff = malloc((i + 1) * sizeof *ff);
-    if (!ff) return ug_fail(UG_ENOMEM, "head_norm_rope reference: cannot allocate %zu pairs", i + 1);
-    for (size_t k = 0; k <= i; k++) ff[k] = freq_factor;
+    float *ff = NULL;
+    if (freq_factor) {
+        ff = malloc((i + 1) * sizeof *ff);
+        if (!ff) return ug_fail(UG_ENOMEM, "head_norm_rope reference: cannot allocate %zu pairs", i + 1);
+        for (size_t k = 0; k <= i; k++) ff[k] = *freq_factor;
+    }
     angle_table t;
-    ug_status st = angle_table_init(&t, theta, head_dim, i, i + 1, ff);
+    ug_status st = angle_table_init(model, &t, theta, head_dim, i, i + 1, ff);
     free(ff);
     UG_TRY(st);
-    mpfr_t exact, tmp;
-    mpfr_inits2(ANGLE_PREC, exact, tmp, (mpfr_ptr)0);
-    angle_at(&t, i, position, exact, tmp, out);
-    mpfr_clears(exact, tmp, (mpfr_ptr)0);
+    mpfr_t exact;
+    mpfr_init2(exact, ANGLE_PREC);
+    angle_at(model, &t, i, position, exact, out);
+    mpfr_clear(exact);
     angle_table_free(&t);
     return ug_ok();
 }
 
+/* cos and sin of the exact angle, and the kernel's errors in them for an
+ * angle within `deviation` of it: the profile's sin and cos allowances over
+ * that range (infinite where it leaves the range they are stated for). */
+static void pair_trig_at(const ug_f32_model *m, mpfr_srcptr angle, double deviation, pair_trig *out)
+{
+    mpfr_sin_cos(out->s, out->c, angle, MPFR_RNDN);
+    trig_magnitudes(out);
+    const double a = mpfr_get_d(angle, MPFR_RNDN), reach = deviation + fabs(a) * 0x1p-52;
+    const double lo = deviation == 0 ? a : a - reach, hi = deviation == 0 ? a : a + reach;
+    const ug_f32_error ec = ug_f32_op_error(m, UG_F32_COS, lo, hi), es = ug_f32_op_error(m, UG_F32_SIN, lo, hi);
+    out->eps_cs = fmax(ec.rel, es.rel);
+    out->zeta = fmax(ec.abs, es.abs);
+    out->d_angle = deviation;
+}
+
 /* ---- f32 variant ----------------------------------------------------------------- */
 
-ug_status head_norm_rope_f32_reference(const head_norm_rope_shape *s, size_t seq_len, float theta, const float *x,
-                                       const float *w, const uint32_t *positions, const float *freq_factors,
-                                       ug_ref_mode mode, ug_ref_value *out)
+ug_status head_norm_rope_f32_reference(const ug_f32_model *model, const head_norm_rope_shape *s, size_t seq_len,
+                                       float theta, const float *x, const float *w, const uint32_t *positions,
+                                       const float *freq_factors, ug_ref_value *out)
 {
     const size_t d = s->head_dim, pairs = s->half_rope_dim;
     angle_table table;
-    UG_TRY(angle_table_init(&table, theta, d, 0, pairs, freq_factors));
+    UG_TRY(angle_table_init(model, &table, theta, d, 0, pairs, freq_factors));
     norm_ws ws;
     ug_status st = norm_ws_init(&ws, d);
     if (!ug_is_ok(&st)) {
@@ -429,31 +425,25 @@ ug_status head_norm_rope_f32_reference(const head_norm_rope_shape *s, size_t seq
     }
     pair_trig *trig = trig_alloc(pairs);
     double *xd = malloc(d * sizeof *xd), *wd = malloc(d * sizeof *wd);
-    mpfr_t acc, angle, tmp;
+    mpfr_t acc, angle;
     mpfr_init2(acc, UG_REF_PREC);
-    mpfr_inits2(ANGLE_PREC, angle, tmp, (mpfr_ptr)0);
+    mpfr_init2(angle, ANGLE_PREC);
     if (!trig || !xd || !wd) st = ug_fail(UG_ENOMEM, "head_norm_rope reference: cannot allocate a head of %zu", d);
     for (size_t i = 0; w && wd && i < d; i++) wd[i] = w[i];
     for (size_t t = 0; t < seq_len && ug_is_ok(&st); t++) {
         for (size_t i = 0; i < pairs; i++) {
             head_norm_rope_angle a;
-            angle_at(&table, i, positions[t], angle, tmp, &a);
-            if (mode == UG_REF_STAGED) mpfr_set_flt(angle, a.staged, MPFR_RNDN);
-            mpfr_sin_cos(trig[i].s, trig[i].c, angle, MPFR_RNDN);
-            trig_magnitudes(&trig[i]);
-            trig[i].eps_cs = HEAD_NORM_ROPE_TRIG_REL;
-            trig[i].zeta = 0x1p-149;
-            trig[i].d_angle = mode == UG_REF_STAGED ? a.kernel_vs_staged : a.kernel_vs_exact;
-            trig[i].flagged = a.flagged;
+            angle_at(model, &table, i, positions[t], angle, &a);
+            pair_trig_at(model, angle, a.deviation, &trig[i]);
         }
         for (size_t h = 0; h < s->n_heads; h++) {
             const size_t offset = (t * s->n_heads + h) * d;
             for (size_t i = 0; i < d; i++) xd[i] = x[offset + i];
-            norm_head(&ws, xd, w ? wd : NULL, s->eps);
-            finish_head(&ws, trig, pairs, d / 2, acc, UG_F32, out + offset);
+            norm_head(model, &ws, xd, w ? wd : NULL, s->eps);
+            finish_head(model, &ws, trig, pairs, d / 2, acc, UG_F32, out + offset);
         }
     }
-    mpfr_clears(acc, angle, tmp, (mpfr_ptr)0);
+    mpfr_clears(acc, angle, (mpfr_ptr)0);
     free(xd);
     free(wd);
     trig_free(trig, pairs);

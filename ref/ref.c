@@ -73,9 +73,21 @@ void ug_ref_fill(ug_ref_value *out, double r_hi, double r_lo, uint32_t rn_bits, 
     out->flagged = flagged;
     out->abs_sum = abs_sum;
     out->wild = UG_WILD_NONE;
+    out->no_bound = isinf(pre_round_bound) && isfinite(r_hi);
     /* |RN(y) - r| <= |RN(y) - y| + |y - r| <= ulp(|r| + E)/2 + E, ulp monotone. */
     double magnitude = fabs(out->r_hi) + fabs(out->r_lo) + pre_round_bound;
-    magnitude *= UG_REF_SUM_SLACK;
+    magnitude *= UG_F32_SLACK;
     double half_ulp = 0.5 * (dtype == UG_BF16 ? ug_ulp_bf16(magnitude) : ug_ulp_f32(magnitude));
-    out->bound = isfinite(magnitude) ? (pre_round_bound + half_ulp) * UG_REF_SUM_SLACK : INFINITY;
+    out->bound = isfinite(magnitude) ? (pre_round_bound + half_ulp) * UG_F32_SLACK : INFINITY;
+}
+
+void ug_ref_allow_flushed_output(const ug_f32_model *m, ug_ref_value *v, size_t n)
+{
+    if (!ug_f32_flushes(m)) return;
+    for (size_t i = 0; i < n; i++) {
+        const double magnitude = fabs(v[i].r_hi) + fabs(v[i].r_lo);
+        /* a kernel value within the bound may lie below 2^-126, and so be +-0 */
+        if (isfinite(magnitude) && magnitude - v[i].bound < UG_F32_MIN_NORMAL)
+            v[i].bound = fmax(v[i].bound, magnitude * UG_F32_SLACK);
+    }
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../core/buf.h"
+#include "f32_model.h"
 
 typedef enum { UG_REF_EXACT = 0, UG_REF_STAGED, UG_REF_MODE_COUNT } ug_ref_mode;
 
@@ -41,6 +42,11 @@ typedef struct {
     ug_wild wild;       /* wild inputs in a kernel's dependence cone of this
                            element (docs/nonfinite.md); ug_ref_finish clears
                            it, the family's descriptor sets it */
+    bool no_bound;      /* r is finite but the bound is +inf: an operation the
+                           element depends on has an argument outside the
+                           profile's declared range (ug_f32_op_error). The
+                           runner fails such an element unless its cone is
+                           wild; ug_ref_fill sets it */
 } ug_ref_value;
 
 
@@ -88,8 +94,11 @@ void ug_ref_fill(ug_ref_value *out, double r_hi, double r_lo, uint32_t rn_bits, 
 void ug_ref_set_fast(bool on);
 bool ug_ref_fast(void);
 
-/* Rounding up a binary64 sum of at most 64 nonnegative terms, accumulated in
- * round-to-nearest: multiplying by this covers its relative error (< 2^-46). */
-#define UG_REF_SUM_SLACK (1.0 + 0x1p-40)
+/* Under a profile that flushes (ug_f32_flushes), a kernel may return a
+ * signed zero for a result below the normal range: widens the bound of each
+ * of the n values whose |r| - bound lies below 2^-126 to cover |0 - r|.
+ * Nothing changes under gradual underflow. The runner applies it to every
+ * reference value (all families, both modes). */
+void ug_ref_allow_flushed_output(const ug_f32_model *m, ug_ref_value *v, size_t n);
 
 #endif

@@ -38,7 +38,7 @@ static void test_kernel_scratch_allocation_failure(void)
         ug_guarded mem[UG_MAX_BUFFERS] = {{0}};
         ug_buf bufs[UG_MAX_BUFFERS] = {{0}};
         for (size_t i = 0; i < f->n_buffers; i++) {
-            CU_ASSERT_FATAL(f->buffer_count(&c->params, i, &bufs[i].count).code == UG_OK);
+            CU_ASSERT_FATAL(ug_family_buffer_count(f, &c->params, i, &bufs[i].count).code == UG_OK);
             bufs[i].dtype = f->buffers[i].dtype;
             CU_ASSERT_FATAL(ug_guarded_alloc(&mem[i], bufs[i].count * ug_dtype_size(bufs[i].dtype)).code == UG_OK);
             bufs[i].data = ug_guarded_data(&mem[i]);
@@ -78,7 +78,7 @@ static void test_case_buffer_allocation_failure_fails_the_case(void)
     CU_ASSERT_FATAL(ug_sweep_load("fixtures/sweeps/memcheck", &sw).code == UG_OK);
     CU_ASSERT_FATAL(ug_sweep_filter(&sw, "gdn_recompute_wu/K=256").code == UG_OK);
     CU_ASSERT_FATAL(sw.n_cases == 1);
-    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
+    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
     ug_run_result run;
     ug_guarded_fail_after(2);
@@ -104,7 +104,7 @@ static void test_full_disk_is_reported_and_leaves_nothing(void)
     for (size_t i = 0; i < sw.n_cases; i++)
         if (sw.cases[i].expect_reject) sw.cases[kept++] = sw.cases[i];
     sw.n_cases = kept;
-    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
+    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
     ug_run_result run;
     ug_budgets budgets = {0};
@@ -143,7 +143,7 @@ static void test_killed_while_writing_leaves_no_partial_report(void)
     for (size_t i = 0; i < sw.n_cases; i++)
         if (sw.cases[i].expect_reject) sw.cases[kept++] = sw.cases[i];
     sw.n_cases = kept;
-    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
+    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
     ug_run_result run;
     ug_budgets budgets = {0};

@@ -135,6 +135,9 @@ static fixture *fixture_new(void)
     init_family(fx);
     fx->run = (ug_run_result){.sweep = &fx->sweep, .moderate_cond = 64, .n_cases = 2,
                               .cases = fx->results, .n_families = 1, .families = &fx->fam};
+    snprintf(fx->run.profile.name, sizeof fx->run.profile.name, "cpu");
+    snprintf(fx->run.profile.hash, sizeof fx->run.profile.hash, "0123456789abcdef");
+    snprintf(fx->run.profile.origin, sizeof fx->run.profile.origin, "fixtures/profiles/cpu.json");
     write_text(fx->budgets_path, budgets_text);
     return fx;
 }
@@ -746,7 +749,7 @@ static void test_outside_kernel_baseline(void)
         ug_budgets_free(&fx->budgets);
         fx->run.source_name = others[i].source;
         snprintf(fx->run.source_detail, sizeof fx->run.source_detail, "%s", others[i].detail);
-        fx->run.profile = others[i].profile;
+        snprintf(fx->run.profile.name, sizeof fx->run.profile.name, "%s", others[i].profile ? others[i].profile : "cpu");
         evaluate(fx, true);
         CU_ASSERT_FALSE(fx->verdict.pass);
         CU_ASSERT(find(&fx->verdict, UG_FINDING_FAIL, others[i].needle) >= 0);

@@ -84,7 +84,8 @@ static void export_fixtures(fixture *fx, const char *path, bool few)
     snprintf(fx->fixtures, sizeof fx->fixtures, "%s/fixtures", fx->dir);
     snprintf(fx->candidate, sizeof fx->candidate, "%s/candidate", fx->dir);
     size_t exported, skipped;
-    ug_status st = ug_export(&fx->sweep, fx->fixtures, (size_t)1 << 30, false, &exported, &skipped);
+    ug_status st =
+        ug_export(&fx->sweep, ug_test_cpu_model(), fx->fixtures, (size_t)1 << 30, false, &exported, &skipped);
     CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
     CU_ASSERT_EQUAL(exported, accepted_cases(&fx->sweep));
     CU_ASSERT_EQUAL(skipped, fx->sweep.n_cases - exported);
@@ -129,7 +130,7 @@ static void write_candidate(const fixture *fx, const ug_case *c, candidate_kind 
     ug_st_entry out[UG_MAX_BUFFERS];
     size_t n_out = 0, out0_count = 0;
     for (size_t i = 0; i < f->n_buffers; i++) {
-        CU_ASSERT_EQUAL_FATAL(f->buffer_count(&c->params, i, &bufs[i].count).code, UG_OK);
+        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(f, &c->params, i, &bufs[i].count).code, UG_OK);
         bufs[i].dtype = f->buffers[i].dtype;
         bufs[i].data = calloc(bufs[i].count + 1, ug_dtype_size(bufs[i].dtype));
         CU_ASSERT_FATAL(bufs[i].data != NULL);
@@ -183,7 +184,8 @@ static ug_status score(fixture *fx, ug_run_result *run)
     ug_status st = ug_candidate_open(fx->fixtures, fx->candidate, (size_t)1 << 30, &fx->scored, &cand, &source);
     if (!ug_is_ok(&st)) return st;
     CU_ASSERT_EQUAL(fx->scored.n_cases, accepted_cases(&fx->sweep));
-    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = (size_t)1 << 30, .jobs = 2, .source = &source};
+    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = (size_t)1 << 30,
+                          .jobs = 2, .source = &source};
     st = ug_run_sweep(&fx->scored, &opt, run);
     CU_ASSERT_EQUAL(st.code, UG_OK);
     CU_ASSERT_STRING_EQUAL(run->source_name, "candidate");
@@ -206,7 +208,7 @@ static void test_kernel_candidate_passes(void)
     teardown(&fx);
 }
 
-/* Every family and layout (NT derived from the count, htmp flat, buffers
+/* Every family and layout (NT a derived dim, htmp flat, buffers
  * absent in a variant as [0]): fixtures of memcheck-sweep cases, a candidate
  * from the built-in kernel, and score passes every case with the bits the
  * built-in path gives in the same runner. */
@@ -217,7 +219,7 @@ static void test_every_family_round_trips(void)
     write_candidates(&fx, CAND_KERNEL);
     ug_run_result run, builtin;
     CU_ASSERT_EQUAL_FATAL(score(&fx, &run).code, UG_OK);
-    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = (size_t)1 << 30, .jobs = 2};
+    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = (size_t)1 << 30, .jobs = 2};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = i == UG_ISA_PORTABLE;
     CU_ASSERT_EQUAL_FATAL(ug_run_sweep(&fx.scored, &opt, &builtin).code, UG_OK);
     size_t families = 0;

@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/attn_reduce_fwht_paths.h"
+#include "../kernels/gdn_chunk_cumsum_paths.h"
+#include "../kernels/gdn_solve_tril_paths.h"
+#include "../kernels/gemm_paths.h"
+#include "../kernels/head_norm_rope_paths.h"
 #include "../kernels/isa.h"
 #include "tests.h"
 
@@ -133,8 +138,42 @@ static void test_parse_round_trips_every_name(void)
     CU_ASSERT_STRING_EQUAL(ug_isa_name(UG_ISA_COUNT), "?");
 }
 
+/* Each kernel's ISA files registered their own paths, and the table hands
+ * them out: were the lookup to fall back to portable, every path would
+ * still agree with every other, and nothing else would notice. */
+static void test_every_kernel_has_its_own_simd_paths(void)
+{
+#define UG_DISTINCT_PATHS(kernel)                                                                            \
+    do {                                                                                                     \
+        const void *portable = UG_ISA_PATHS_OF(kernel, UG_ISA_PORTABLE);                                     \
+        CU_ASSERT_PTR_NOT_NULL(portable);                                                                    \
+        CU_ASSERT(UG_ISA_PATHS_OF(kernel, UG_ISA_AVX2) != portable);                                         \
+        CU_ASSERT(UG_ISA_PATHS_OF(kernel, UG_ISA_AVX512) != portable);                                       \
+        CU_ASSERT(UG_ISA_PATHS_OF(kernel, UG_ISA_AVX512) != (const void *)UG_ISA_PATHS_OF(kernel, UG_ISA_AVX2)); \
+    } while (0)
+    UG_DISTINCT_PATHS(ug_gemm);
+    UG_DISTINCT_PATHS(attn_reduce_fwht);
+    UG_DISTINCT_PATHS(gdn_chunk_cumsum);
+    UG_DISTINCT_PATHS(gdn_solve_tril);
+    UG_DISTINCT_PATHS(head_norm_rope);
+#undef UG_DISTINCT_PATHS
+}
+
+/* A kernel without a path for an ISA runs its portable one there. */
+static void test_missing_path_falls_back_to_portable(void)
+{
+    static const int portable = 0, avx2 = 2;
+    const ug_isa_paths_entry entries[] = {{UG_ISA_AVX2, &avx2}, {UG_ISA_PORTABLE, &portable}};
+    const ug_isa_paths_entry *const table[] = {&entries[0], &entries[1]};
+    CU_ASSERT_PTR_EQUAL(ug_isa_paths_pick(table, table + 2, UG_ISA_AVX2), &avx2);
+    CU_ASSERT_PTR_EQUAL(ug_isa_paths_pick(table, table + 2, UG_ISA_AVX512), &portable);
+    CU_ASSERT_PTR_EQUAL(ug_isa_paths_pick(table, table + 2, UG_ISA_PORTABLE), &portable);
+}
+
 UG_TEST_SUITE(isa_suite, "isa",
               UG_TEST(test_every_supported_path_matches_the_naive_fma_chain),
               UG_TEST(test_select_rejects_a_path_the_cpu_lacks),
               UG_TEST(test_best_is_the_widest_supported_path),
-              UG_TEST(test_parse_round_trips_every_name));
+              UG_TEST(test_parse_round_trips_every_name),
+              UG_TEST(test_every_kernel_has_its_own_simd_paths),
+              UG_TEST(test_missing_path_falls_back_to_portable));

@@ -335,7 +335,7 @@ static void family_case_run(family_case *fc, const params *shape, gdn_regime reg
         fc->p.v[at] = dims[i];
     }
     for (int i = 0; i < N_BUFS; i++) {
-        CU_ASSERT_EQUAL_FATAL(fc->f->buffer_count(&fc->p, (size_t)i, &fc->bufs[i].count).code, UG_OK);
+        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(fc->f, &fc->p, (size_t)i, &fc->bufs[i].count).code, UG_OK);
         fc->bufs[i].dtype = fc->f->buffers[i].dtype;
         fc->bufs[i].data = calloc(fc->bufs[i].count ? fc->bufs[i].count : 1, ug_dtype_size(fc->bufs[i].dtype));
         CU_ASSERT_PTR_NOT_NULL_FATAL(fc->bufs[i].data);
@@ -349,13 +349,13 @@ static void family_case_run(family_case *fc, const params *shape, gdn_regime reg
         fc->ref[o] = calloc(fc->bufs[BUF_O + o].count, sizeof(ug_ref_value));
         CU_ASSERT_PTR_NOT_NULL_FATAL(fc->ref[o]);
     }
-    CU_ASSERT_EQUAL_FATAL(fc->f->reference(&fc->p, fc->bufs, UG_REF_EXACT, fc->ref).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(fc->f->reference(&fc->p, fc->bufs, ug_test_cpu_model(), UG_REF_EXACT, fc->ref).code, UG_OK);
     ug_ref_value *staged[2];
     for (int o = 0; o < 2; o++) {
         staged[o] = calloc(fc->bufs[BUF_O + o].count, sizeof(ug_ref_value));
         CU_ASSERT_PTR_NOT_NULL_FATAL(staged[o]);
     }
-    CU_ASSERT_EQUAL_FATAL(fc->f->reference(&fc->p, fc->bufs, UG_REF_STAGED, staged).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(fc->f->reference(&fc->p, fc->bufs, ug_test_cpu_model(), UG_REF_STAGED, staged).code, UG_OK);
     for (int o = 0; o < 2; o++) {
         CU_ASSERT_EQUAL(memcmp(staged[o], fc->ref[o], fc->bufs[BUF_O + o].count * sizeof(ug_ref_value)), 0);
         free(staged[o]);

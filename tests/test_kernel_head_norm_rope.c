@@ -301,23 +301,23 @@ static void test_simd_store_writes_exactly_the_row_from_every_alignment(void)
     enum { MAX_N = 70, PAD = 16 };
     float y[MAX_N], row[PAD + MAX_N + PAD] __attribute__((aligned(64)));
     for (size_t i = 0; i < MAX_N; i++) y[i] = (float)i + 0.5f;
-    const ug_isa isas[] = {UG_ISA_AVX2, UG_ISA_AVX512};
-    const head_norm_rope_path *paths[] = {&head_norm_rope_path_avx2, &head_norm_rope_path_avx512};
-    for (size_t k = 0; k < 2; k++) {
-        if (!ug_isa_supported(isas[k])) continue;
+    for (int isa = UG_ISA_PORTABLE + 1; isa < UG_ISA_COUNT; isa++) {
+        if (!ug_isa_supported((ug_isa)isa)) continue;
+        const head_norm_rope_paths *path = UG_ISA_PATHS_OF(head_norm_rope, (ug_isa)isa);
         for (int stream = 0; stream < 2; stream++)
             for (size_t shift = 0; shift < PAD; shift++)
                 for (size_t n = 0; n <= MAX_N; n++) {
                     memset(row, 0xFF, sizeof row);
-                    paths[k]->store_f32(row + shift, y, n, stream);
-                    paths[k]->end_stream();
+                    path->store_f32(row + shift, y, n, stream);
+                    path->end_stream();
                     bool ok = true;
                     for (size_t i = 0; i < sizeof row / sizeof row[0]; i++) {
                         uint32_t got = ug_f32_bits(row[i]);
                         ok &= i >= shift && i < shift + n ? got == ug_f32_bits(y[i - shift]) : got == 0xFFFFFFFFu;
                     }
                     if (!ok) {
-                        printf("\n  %s: store of %zu floats at +%zu, stream %d", ug_isa_name(isas[k]), n, shift, stream);
+                        printf("\n  %s: store of %zu floats at +%zu, stream %d", ug_isa_name((ug_isa)isa), n, shift,
+                               stream);
                         CU_FAIL("SIMD store differs from a copy of the row");
                     }
                 }

@@ -43,7 +43,7 @@ static void case_alloc(case_memory *cm, const ug_case *c)
 {
     const ug_family *f = cm->f = c->family;
     for (size_t i = 0; i < f->n_buffers; i++) {
-        CU_ASSERT_FATAL(f->buffer_count(&c->params, i, &cm->bufs[i].count).code == UG_OK);
+        CU_ASSERT_FATAL(ug_family_buffer_count(f, &c->params, i, &cm->bufs[i].count).code == UG_OK);
         cm->bufs[i].dtype = f->buffers[i].dtype;
         size_t bytes = cm->bufs[i].count * ug_dtype_size(cm->bufs[i].dtype);
         CU_ASSERT_FATAL(ug_guarded_alloc(&cm->mem[i], bytes).code == UG_OK);
@@ -221,11 +221,11 @@ static const ug_case *case_for(const ug_sweep *sw, const ug_family *f, size_t b)
         const ug_case *c = &sw->cases[i];
         if (c->family != f || c->expect_reject) continue;
         size_t n = 0, out = 0;
-        CU_ASSERT_FATAL(f->buffer_count(&c->params, b, &n).code == UG_OK);
+        CU_ASSERT_FATAL(ug_family_buffer_count(f, &c->params, b, &n).code == UG_OK);
         if (n == 0) continue;
         for (size_t o = 0; o < f->n_buffers; o++)
             if (f->buffers[o].is_output) {
-                CU_ASSERT_FATAL(f->buffer_count(&c->params, o, &n).code == UG_OK);
+                CU_ASSERT_FATAL(ug_family_buffer_count(f, &c->params, o, &n).code == UG_OK);
                 out += n;
             }
         if (out > best_out) best = c, best_out = out;
@@ -260,7 +260,7 @@ static void run_cell(case_memory *cm, const ug_case *c, size_t tensor, int col, 
         size_t n_out = 0;
         for (size_t o = 0; o < f->n_buffers; o++)
             if (f->buffers[o].is_output) outs[n_out++] = calloc(cm->bufs[o].count + 1, sizeof(ug_ref_value));
-        st = f->reference(&c->params, cm->bufs, (ug_ref_mode)m, outs);
+        st = f->reference(&c->params, cm->bufs, ug_test_cpu_model(), (ug_ref_mode)m, outs);
         if (st.code != UG_OK) {
             printf("\n    %s %s = %s: reference: %s", f->name, f->buffers[tensor].name, col_names[col], st.msg);
             CU_FAIL("the reference refused a planted value");

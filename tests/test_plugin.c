@@ -56,6 +56,7 @@ static ug_run_options options(const ug_plugin *p)
 {
     ug_run_options opt = {0};
     opt.moderate_cond = 16;
+    opt.model = ug_test_cpu_model();
     opt.isa_enabled[ug_isa_best()] = true;
     opt.max_case_bytes = (size_t)1 << 30;
     opt.jobs = 1;

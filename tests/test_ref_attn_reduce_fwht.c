@@ -45,7 +45,7 @@ static void set_stats(one_row *r, size_t w, float s, float m)
     r->htmp[r->s.head_dim * r->s.nwg + 2 * w + 1] = m;
 }
 
-static ug_status run_reference(one_row *r) { return attn_reduce_fwht_reference(&r->s, r->htmp, UG_REF_EXACT, r->out); }
+static ug_status run_reference(one_row *r) { return attn_reduce_fwht_reference(&r->s, r->htmp, ug_test_cpu_model(), UG_REF_EXACT, r->out); }
 
 static double sign_of(size_t j) { return attn_reduce_fwht_sign_is_negative(j) ? -1.0 : 1.0; }
 
@@ -116,7 +116,7 @@ static roundtrip_result roundtrip(size_t dv, long flip_j, uint64_t seed)
     memcpy(back, rotated, dv * sizeof *back);
     ug_buf buf = {back, dv, UG_F32};
     CU_ASSERT_EQUAL(attn_fwht_sign_undo(1, (uint32_t)dv, &buf).code, UG_OK);
-    CU_ASSERT_EQUAL(attn_fwht_undo_reference(1, dv, rotated, ref).code, UG_OK);
+    CU_ASSERT_EQUAL(attn_fwht_undo_reference(1, dv, rotated, ug_test_cpu_model(), ref).code, UG_OK);
     const double propagated = err_sum / sqrt((double)dv) * (1 + 0x1p-40);
     roundtrip_result res = {0, 0, dv};
     for (size_t j = 0; j < dv; j++) {
@@ -338,8 +338,8 @@ static void test_modes_are_identical(void)
     static ug_ref_value exact[ROWS * DV], staged[ROWS * DV];
     generate_rows(f, ROWS, DV, NWG, regime_index(f, "masked"), 5, htmp);
     attn_reduce_fwht_shape s = {ROWS, DV, NWG};
-    CU_ASSERT_EQUAL(attn_reduce_fwht_reference(&s, htmp, UG_REF_EXACT, exact).code, UG_OK);
-    CU_ASSERT_EQUAL(attn_reduce_fwht_reference(&s, htmp, UG_REF_STAGED, staged).code, UG_OK);
+    CU_ASSERT_EQUAL(attn_reduce_fwht_reference(&s, htmp, ug_test_cpu_model(), UG_REF_EXACT, exact).code, UG_OK);
+    CU_ASSERT_EQUAL(attn_reduce_fwht_reference(&s, htmp, ug_test_cpu_model(), UG_REF_STAGED, staged).code, UG_OK);
     CU_ASSERT_EQUAL(memcmp(exact, staged, sizeof exact), 0);
 }
 
@@ -367,7 +367,8 @@ static void test_expf_within_one_ulp_on_merge_arguments(void)
         mpfr_exp(e, e, MPFR_RNDN);
         mpfr_sub_d(diff, e, (double)expf(x), MPFR_RNDN);
         double err = fabs(mpfr_get_d(diff, MPFR_RNDU));
-        double allowed = ATTN_REDUCE_FWHT_EXPF_REL * mpfr_get_d(e, MPFR_RNDD) + ATTN_REDUCE_FWHT_EXPF_ABS;
+        const ug_f32_error exp = ug_f32_op_error(ug_test_cpu_model(), UG_F32_EXP, x, x);
+        double allowed = exp.rel * mpfr_get_d(e, MPFR_RNDD) + exp.abs;
         bad += !(err <= allowed);
     }
     CU_ASSERT_EQUAL(bad, 0);
@@ -390,7 +391,7 @@ static void test_bound_is_tight_on_well_conditioned_elements(void)
     static ug_ref_value ref[ROWS * DV];
     generate_rows(f, ROWS, DV, NWG, regime_index(f, "decode"), 17, htmp);
     attn_reduce_fwht_shape s = {ROWS, DV, NWG};
-    CU_ASSERT_EQUAL_FATAL(attn_reduce_fwht_reference(&s, htmp, UG_REF_EXACT, ref).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(attn_reduce_fwht_reference(&s, htmp, ug_test_cpu_model(), UG_REF_EXACT, ref).code, UG_OK);
     size_t too_loose = 0, moderate = 0, off_caught = 0, signed_elems = 0, flip_caught = 0;
     for (size_t i = 0; i < ROWS * DV; i++) {
         const ug_ref_value *r = &ref[i];

@@ -80,7 +80,7 @@ static size_t family_fast_equals_mpfr(const char *family, const char *const *nam
             ug_ref_value *fast[UG_MAX_BUFFERS] = {0}, *plain[UG_MAX_BUFFERS] = {0};
             size_t counts[UG_MAX_BUFFERS], n_out = 0;
             for (size_t i = 0; i < f->n_buffers; i++) {
-                CU_ASSERT_EQUAL_FATAL(f->buffer_count(&p, i, &bufs[i].count).code, UG_OK);
+                CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(f, &p, i, &bufs[i].count).code, UG_OK);
                 bufs[i].dtype = f->buffers[i].dtype;
                 bufs[i].data = calloc(bufs[i].count, ug_dtype_size(bufs[i].dtype));
                 if (f->buffers[i].is_output) {
@@ -93,11 +93,11 @@ static size_t family_fast_equals_mpfr(const char *family, const char *const *nam
             CU_ASSERT_EQUAL_FATAL(f->generate(&p, regime, rng, bufs).code, UG_OK);
             for (int mode = 0; mode < UG_REF_MODE_COUNT; mode++) {
                 ug_ref_set_fast(false);
-                CU_ASSERT_EQUAL(f->reference(&p, bufs, (ug_ref_mode)mode, plain).code, UG_OK);
+                CU_ASSERT_EQUAL(f->reference(&p, bufs, ug_test_cpu_model(), (ug_ref_mode)mode, plain).code, UG_OK);
                 ug_ref_set_fast(true);
                 for (int simd = 0, paths = row_loop_paths(); simd < paths; simd++) {
                     ug_ref_simd_set_enabled(simd);
-                    CU_ASSERT_EQUAL(f->reference(&p, bufs, (ug_ref_mode)mode, fast).code, UG_OK);
+                    CU_ASSERT_EQUAL(f->reference(&p, bufs, ug_test_cpu_model(), (ug_ref_mode)mode, fast).code, UG_OK);
                     for (size_t o = 0; o < n_out; o++) {
                         CU_ASSERT_EQUAL(count_differences(fast[o], plain[o], counts[o], &mismatches), 0);
                         elements += counts[o];
@@ -148,12 +148,12 @@ static size_t fast_vs_plain(chunk *c)
     size_t differ = 0, mismatches = 0;
     for (int mode = 0; mode < UG_REF_MODE_COUNT; mode++) {
         ug_ref_set_fast(false);
-        CU_ASSERT_EQUAL(gdn_recompute_wu_reference(&c->s, c->k, c->v, c->beta, c->g, c->a, (ug_ref_mode)mode, c->w[1],
+        CU_ASSERT_EQUAL(gdn_recompute_wu_reference(&c->s, c->k, c->v, c->beta, c->g, c->a, ug_test_cpu_model(), (ug_ref_mode)mode, c->w[1],
                                                    c->u[1]).code, UG_OK);
         ug_ref_set_fast(true);
         for (int simd = 0, paths = row_loop_paths(); simd < paths; simd++) {
             ug_ref_simd_set_enabled(simd);
-            CU_ASSERT_EQUAL(gdn_recompute_wu_reference(&c->s, c->k, c->v, c->beta, c->g, c->a, (ug_ref_mode)mode,
+            CU_ASSERT_EQUAL(gdn_recompute_wu_reference(&c->s, c->k, c->v, c->beta, c->g, c->a, ug_test_cpu_model(), (ug_ref_mode)mode,
                                                        c->w[0], c->u[0]).code, UG_OK);
             differ += count_differences(c->w[0], c->w[1], T * K, &mismatches);
             differ += count_differences(c->u[0], c->u[1], T * V, &mismatches);

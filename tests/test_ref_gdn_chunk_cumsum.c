@@ -18,7 +18,7 @@ static size_t at(size_t t, size_t h) { return t * H + h; }
 
 static void reference(const float *g_raw, ug_ref_value *out)
 {
-    CU_ASSERT_EQUAL_FATAL(gdn_chunk_cumsum_reference(&shape, g_raw, UG_REF_EXACT, out).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(gdn_chunk_cumsum_reference(&shape, g_raw, ug_test_cpu_model(), UG_REF_EXACT, out).code, UG_OK);
 }
 
 static void random_gates(float *g_raw, uint64_t seed)

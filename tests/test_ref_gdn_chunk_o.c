@@ -43,7 +43,7 @@ static two_chunks *case_new(float scale)
 
 static void run_reference(two_chunks *c, ug_ref_mode mode)
 {
-    ug_status st = gdn_chunk_o_reference(&c->s, c->scale, c->q, c->k, c->v, c->h, c->g, mode, c->o);
+    ug_status st = gdn_chunk_o_reference(&c->s, c->scale, c->q, c->k, c->v, c->h, c->g, ug_test_cpu_model(), mode, c->o);
     CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
 }
 
@@ -259,7 +259,8 @@ static void state_dot_exact_across_the_exponent_range(void)
 static void expf_of_gate_differences_within_the_allowance(void)
 {
     CU_ASSERT_EQUAL(expf(0.0f), 1.0f);
-    CU_ASSERT_EQUAL(gdn_chunk_o_decay_rel_error(0), 0);
+    const ug_f32_error at_zero = ug_f32_exp_of_rounded(ug_test_cpu_model(), 0);
+    CU_ASSERT(at_zero.rel == 0 && at_zero.abs == 0);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     mpfr_t d, e, err;
     mpfr_inits2(200, d, e, err, (mpfr_ptr)0);
@@ -273,8 +274,8 @@ static void expf_of_gate_differences_within_the_allowance(void)
         mpfr_sub_d(d, d, g_s, MPFR_RNDN); /* exact at 200 bits */
         mpfr_exp(e, d, MPFR_RNDN);
         mpfr_sub_d(err, e, computed, MPFR_RNDN);
-        double abs_d = fabs(mpfr_get_d(d, MPFR_RNDA));
-        double allowed = mpfr_get_d(e, MPFR_RNDU) * gdn_chunk_o_decay_rel_error(abs_d) + 0x1p-149;
+        const ug_f32_error exp = ug_f32_exp_of_rounded(ug_test_cpu_model(), mpfr_get_d(d, MPFR_RNDA));
+        double allowed = mpfr_get_d(e, MPFR_RNDU) * exp.rel + exp.abs;
         if (fabs(mpfr_get_d(err, MPFR_RNDA)) > allowed)
             UG_TEST_MISMATCH(bad, "expf(%a - %a) = %a", (double)g_t, (double)g_s, (double)computed);
     }
@@ -354,8 +355,10 @@ static void precast_error_within_the_flag_window(void)
         mpfr_mul(exact, e, dot, MPFR_RNDN);
         double d_value = mpfr_get_d(d, MPFR_RNDU);
         double e_up = d_value == 0 ? 1.0 : gdn_chunk_o_exp_up(d_value);
-        double rel = state_term ? (g_t == 0 ? 0 : 0x1p-23) : gdn_chunk_o_decay_rel_error(fabs(d_value));
-        double radius = gdn_chunk_o_product_error(e_up, rel, fabs(mpfr_get_d(dot, MPFR_RNDA)), abs_terms, K);
+        const ug_f32_model *cpu = ug_test_cpu_model();
+        const ug_f32_error exp = state_term ? ug_f32_op_error(cpu, UG_F32_EXP, g_t, g_t)
+                                            : ug_f32_exp_of_rounded(cpu, mpfr_get_d(d, MPFR_RNDA));
+        double radius = gdn_chunk_o_product_error(cpu, e_up, exp, fabs(mpfr_get_d(dot, MPFR_RNDA)), abs_terms, K);
         const float dots[] = {dot_forward(a, b), dot_backward(a, b), dot_pairwise(a, b)};
         for (size_t o = 0; o < 3; o++) {
             float computed = decay * dots[o];

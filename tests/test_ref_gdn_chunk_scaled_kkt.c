@@ -25,7 +25,7 @@ static const gdn_chunk_scaled_kkt_shape shape = {1, T, HG, H, K, BT};
 
 static void reference(chunk *c)
 {
-    CU_ASSERT_EQUAL_FATAL(gdn_chunk_scaled_kkt_reference(&shape, c->k, c->beta, c->g, UG_REF_EXACT, c->l).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(gdn_chunk_scaled_kkt_reference(&shape, c->k, c->beta, c->g, ug_test_cpu_model(), UG_REF_EXACT, c->l).code, UG_OK);
 }
 
 static void fill_random(chunk *c, uint64_t seed)
@@ -102,7 +102,7 @@ static void matches_plain_mpfr_loop(void)
 }
 
 /* The bound assumes |expf(fl32(a - b)) - exp(a - b)| <= eps exp(a - b) + 2^-149
- * with eps = ug_expf_of_difference_rel(a, b): checked on gate-like pairs,
+ * within ug_f32_exp_of_difference(cpu, a, b): checked on gate-like pairs,
  * including differences the f32 subtraction rounds and ones expf takes
  * into the subnormal range, and expf(0) == 1. */
 static void expf_of_a_gate_difference_stays_within_the_model(void)
@@ -127,12 +127,13 @@ static void expf_of_a_gate_difference_stays_within_the_model(void)
         mpfr_exp(e, e, MPFR_RNDN);
         mpfr_sub_d(y, e, (double)expf(d), MPFR_RNDN);
         const double err = fabs(mpfr_get_d(y, MPFR_RNDU));
-        bad += err > ug_expf_error(mpfr_get_d(e, MPFR_RNDU), ug_expf_of_difference_rel(a, b));
+        bad += err > ug_f32_error_at(ug_f32_exp_of_difference(ug_test_cpu_model(), a, b), mpfr_get_d(e, MPFR_RNDU));
     }
     CU_ASSERT(rounded > samples / 10);
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT_EQUAL(expf(0.0f), 1.0f);
-    CU_ASSERT_EQUAL(ug_expf_of_difference_rel(-3.5f, -3.5f), 0.0);
+    const ug_f32_error same = ug_f32_exp_of_difference(ug_test_cpu_model(), -3.5f, -3.5f);
+    CU_ASSERT(same.rel == 0 && same.abs == 0);
     mpfr_clears(e, y, (mpfr_ptr)0);
     mpfr_free_cache();
 }

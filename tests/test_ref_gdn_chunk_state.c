@@ -67,7 +67,7 @@ static void problem_free(problem *p)
 static void reference(problem *p)
 {
     for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
-        ug_status st = gdn_chunk_state_reference(&p->s, p->k, p->w, p->u, p->g, p->h0, (ug_ref_mode)m,
+        ug_status st = gdn_chunk_state_reference(&p->s, p->k, p->w, p->u, p->g, p->h0, ug_test_cpu_model(), (ug_ref_mode)m,
                                                  p->ref[m][OUT_H], p->ref[m][OUT_V_NEW], p->ref[m][OUT_FINAL]);
         CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
     }

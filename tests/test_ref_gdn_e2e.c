@@ -329,7 +329,7 @@ static void descriptor_case_open(descriptor_case *dc, unsigned long seed)
     memset(&dc->p, 0, sizeof dc->p);
     for (size_t i = 0; i < 8; i++) dc->p.v[ug_family_param_index(dc->f, names[i])] = values[i];
     for (size_t i = 0; i < dc->f->n_buffers; i++) {
-        CU_ASSERT_EQUAL_FATAL(dc->f->buffer_count(&dc->p, i, &dc->bufs[i].count).code, UG_OK);
+        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(dc->f, &dc->p, i, &dc->bufs[i].count).code, UG_OK);
         dc->bufs[i].dtype = dc->f->buffers[i].dtype;
         dc->bufs[i].data = calloc(dc->bufs[i].count, ug_dtype_size(dc->bufs[i].dtype));
         CU_ASSERT_PTR_NOT_NULL_FATAL(dc->bufs[i].data);
@@ -354,7 +354,7 @@ static ug_ref_value **descriptor_reference(const descriptor_case *dc, ug_ref_mod
         outs[o] = calloc(dc->bufs[6 + o].count, sizeof **outs);
         CU_ASSERT_PTR_NOT_NULL_FATAL(outs[o]);
     }
-    CU_ASSERT_EQUAL_FATAL(dc->f->reference(&dc->p, dc->bufs, mode, outs).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(dc->f->reference(&dc->p, dc->bufs, ug_test_cpu_model(), mode, outs).code, UG_OK);
     return outs;
 }
 

@@ -30,7 +30,7 @@ static one_chunk *chunk_new(void)
 
 static void run_reference(one_chunk *c, ug_ref_mode mode)
 {
-    ug_status st = gdn_recompute_wu_reference(&c->s, c->k, c->v, c->beta, c->g, c->a, mode, c->w, c->u);
+    ug_status st = gdn_recompute_wu_reference(&c->s, c->k, c->v, c->beta, c->g, c->a, ug_test_cpu_model(), mode, c->w, c->u);
     CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
 }
 

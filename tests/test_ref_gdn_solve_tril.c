@@ -21,7 +21,7 @@ static size_t at(size_t i, size_t h, size_t j) { return (i * H + h) * BT + j; }
 
 static void reference(const float *l, ug_ref_value *a)
 {
-    CU_ASSERT_EQUAL_FATAL(gdn_solve_tril_reference(&shape, l, UG_REF_EXACT, a).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(gdn_solve_tril_reference(&shape, l, ug_test_cpu_model(), UG_REF_EXACT, a).code, UG_OK);
 }
 
 /* Strictly lower L like the scaled K·Kᵀ of random keys: entries beta

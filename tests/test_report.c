@@ -22,9 +22,9 @@ enum { N_CASES = 4, W = 0, U = 1 };
 static const char *const toy_params[] = {"B", "T"};
 static const char *const toy_regimes[] = {"realistic", "adversarial"};
 static const ug_buffer_desc toy_buffers[] = {
-    {"x", UG_BF16, false, "[B,T]"},
-    {"w", UG_BF16, true, "[B,T]"},
-    {"u", UG_F32, true, "[B,T]"},
+    {"x", UG_BF16, false, UG_DIMS(0, 1)},
+    {"w", UG_BF16, true, UG_DIMS(0, 1)},
+    {"u", UG_F32, true, UG_DIMS(0, 1)},
 };
 /* Never run: the reports read only names and results. */
 static const ug_family toy = {

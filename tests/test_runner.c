@@ -72,6 +72,7 @@ static ug_run_options options(size_t max_case_bytes)
     ug_run_options opt;
     memset(&opt, 0, sizeof opt);
     opt.moderate_cond = 16;
+    opt.model = ug_test_cpu_model();
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
     opt.max_case_bytes = max_case_bytes;
     opt.progress = false;

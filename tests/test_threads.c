@@ -29,7 +29,7 @@ static void open_case(const ug_case *c, case_buffers *cb)
     memset(cb, 0, sizeof *cb);
     const ug_family *f = c->family;
     for (size_t i = 0; i < f->n_buffers; i++) {
-        CU_ASSERT_FATAL(f->buffer_count(&c->params, i, &cb->buf[i].count).code == UG_OK);
+        CU_ASSERT_FATAL(ug_family_buffer_count(f, &c->params, i, &cb->buf[i].count).code == UG_OK);
         cb->buf[i].dtype = f->buffers[i].dtype;
         CU_ASSERT_FATAL(ug_guarded_alloc(&cb->mem[i], bytes_of(&cb->buf[i])).code == UG_OK);
         cb->buf[i].data = ug_guarded_data(&cb->mem[i]);

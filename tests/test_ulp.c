@@ -19,7 +19,7 @@ enum { SEED = 31337 };
 /* A reference value with r = hi + lo, RN bits, bound and abs_sum. */
 static ug_ref_value ref(double hi, double lo, uint32_t rn, double bound, double abs_sum)
 {
-    ug_ref_value r = {hi, lo, rn, 0, bound, abs_sum, UG_WILD_NONE};
+    ug_ref_value r = {.r_hi = hi, .r_lo = lo, .rn_bits = rn, .bound = bound, .abs_sum = abs_sum, .wild = UG_WILD_NONE};
     return r;
 }
 

@@ -24,6 +24,11 @@ unsigned long ug_test_random_samples(void);
 uint32_t ug_test_next_u32(uint64_t *state);
 float ug_test_uniform(uint64_t *state, float lo, float hi);
 
+/* The `cpu` profile (fixtures/profiles/cpu.json, loaded once; tests run from
+ * the repository root): the model tests pass to the references. */
+struct ug_f32_model;
+const struct ug_f32_model *ug_test_cpu_model(void);
+
 /* Removes a test's temporary directory and everything below it. */
 void ug_test_remove_tree(const char *dir);
 

@@ -17,10 +17,19 @@
 enum { P_NROWS, P_HEAD_DIM, P_NWG, P_FUSED, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"nrows", "head_dim", "nwg", "fused"};
 
+/* htmp is two arrays end to end, so its count is not a product of dims. */
+static bool htmp_count(const ug_params *p, size_t *count)
+{
+    size_t per_row;
+    return !__builtin_mul_overflow((size_t)p->v[P_NWG], (size_t)p->v[P_HEAD_DIM] + 2, &per_row) &&
+           !__builtin_mul_overflow(per_row, (size_t)p->v[P_NROWS], count);
+}
+
 enum { BUF_HTMP, BUF_OUTPUT, N_BUFFERS };
 static const ug_buffer_desc buffers[N_BUFFERS] = {
-    [BUF_HTMP] = {"htmp", UG_F32, false, "[nrows,head_dim/4,nwg,4] partials, then [nrows,nwg,2] (S,M)"},
-    [BUF_OUTPUT] = {"output", UG_F32, true, "[nrows,head_dim]"},
+    [BUF_HTMP] = {"htmp", UG_F32, false, .layout_words = "[nrows,head_dim/4,nwg,4] partials, then [nrows,nwg,2] (S,M)",
+                  .count = htmp_count},
+    [BUF_OUTPUT] = {"output", UG_F32, true, UG_DIMS(P_NROWS, P_HEAD_DIM)},
 };
 
 /* Input regimes: a realistic split-K decode, then the hard cases. */
@@ -42,16 +51,6 @@ static const ug_mutant_desc mutants[] = {
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
-static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
-{
-    size_t per_row = param(p, P_HEAD_DIM);
-    bool overflow = i == BUF_HTMP && __builtin_mul_overflow(param(p, P_NWG), per_row + 2, &per_row);
-    if (overflow || __builtin_mul_overflow(per_row, param(p, P_NROWS), count))
-        return ug_fail(UG_EINVAL, "attn_reduce_fwht: %s %s has more than SIZE_MAX elements", buffers[i].name,
-                       buffers[i].layout);
-    return ug_ok();
-}
-
 static ug_status run(const ug_params *p, ug_buf *bufs)
 {
     attn_reduce_fwht_params kp = {(uint32_t)p->v[P_NROWS], (uint32_t)p->v[P_HEAD_DIM], (uint32_t)p->v[P_NWG]};
@@ -60,10 +59,11 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
     return attn_fwht_sign_undo(kp.nrows, kp.head_dim, &bufs[BUF_OUTPUT]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                           ug_ref_value *const *outs)
 {
     attn_reduce_fwht_shape s = {param(p, P_NROWS), param(p, P_HEAD_DIM), param(p, P_NWG)};
-    UG_TRY(attn_reduce_fwht_reference(&s, bufs[BUF_HTMP].data, mode, outs[0]));
+    UG_TRY(attn_reduce_fwht_reference(&s, bufs[BUF_HTMP].data, model, mode, outs[0]));
     /* A row's partials reach every output of the row (the transform mixes
      * it). Its (S, M) pairs are the merge's data contract, not values of its
      * math: M_w = -inf and -FLT_MAX/2 mark masked workgroups, and the

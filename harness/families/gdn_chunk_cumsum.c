@@ -13,8 +13,8 @@ static const char *const param_names[N_PARAMS] = {"B", "T", "H", "BT"};
 
 enum { BUF_G_RAW, BUF_G, N_BUFFERS };
 static const ug_buffer_desc buffers[N_BUFFERS] = {
-    [BUF_G_RAW] = {"g_raw", UG_F32, false, "[B,T,H]"},
-    [BUF_G] = {"g", UG_F32, true, "[B,T,H]"},
+    [BUF_G_RAW] = {"g_raw", UG_F32, false, UG_DIMS(P_B, P_T, P_H)},
+    [BUF_G] = {"g", UG_F32, true, UG_DIMS(P_B, P_T, P_H)},
 };
 
 static const ug_mutant_desc mutants[] = {
@@ -29,15 +29,6 @@ static const ug_mutant_desc variants[] = {
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
-static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
-{
-    size_t n;
-    if (__builtin_mul_overflow(param(p, P_B), param(p, P_T), &n) || __builtin_mul_overflow(n, param(p, P_H), &n))
-        return ug_fail(UG_EINVAL, "gdn_chunk_cumsum: %s [B,T,H] has more than SIZE_MAX elements", buffers[i].name);
-    *count = n;
-    return ug_ok();
-}
-
 static ug_status run(const ug_params *p, ug_buf *bufs)
 {
     gdn_chunk_cumsum_params kp = {(uint32_t)p->v[P_B], (uint32_t)p->v[P_T], (uint32_t)p->v[P_H],
@@ -45,10 +36,11 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
     return gdn_chunk_cumsum(&kp, &bufs[BUF_G_RAW], &bufs[BUF_G]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                           ug_ref_value *const *outs)
 {
     gdn_chunk_cumsum_shape s = {param(p, P_B), param(p, P_T), param(p, P_H), param(p, P_BT)};
-    UG_TRY(gdn_chunk_cumsum_reference(&s, bufs[BUF_G_RAW].data, mode, outs[0]));
+    UG_TRY(gdn_chunk_cumsum_reference(&s, bufs[BUF_G_RAW].data, model, mode, outs[0]));
     /* A scan may sum a chunk in any order (blocked, tree). */
     const size_t bt = param(p, P_BT), h = param(p, P_H);
     const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};

@@ -17,14 +17,24 @@
 enum { P_B, P_T, P_HG, P_H, P_K, P_V, P_BT, P_SCALE_BITS, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "V", "BT", "scale_bits"};
 
+/* NT = ceil(T / BT), as the seed's num_chunks(); 0 for the rejected BT = 0. */
+static size_t chunks(const ug_params *p)
+{
+    size_t t = (size_t)p->v[P_T], bt = (size_t)p->v[P_BT];
+    return bt ? t / bt + (t % bt != 0) : 0;
+}
+
+enum { DIM_NT = UG_DIM_DERIVED(0) };
+static const ug_derived_dim derived_dims[] = {{"NT", chunks}};
+
 enum { BUF_Q, BUF_K, BUF_V, BUF_H, BUF_G, BUF_O, N_BUFFERS };
 static const ug_buffer_desc buffers[N_BUFFERS] = {
-    [BUF_Q] = {"q", UG_BF16, false, "[B,T,Hg,K]"},
-    [BUF_K] = {"k", UG_BF16, false, "[B,T,Hg,K]"},
-    [BUF_V] = {"v", UG_BF16, false, "[B,T,H,V]"},
-    [BUF_H] = {"h", UG_BF16, false, "[B,NT,H,V,K]"},
-    [BUF_G] = {"g", UG_F32, false, "[B,T,H]"},
-    [BUF_O] = {"o", UG_BF16, true, "[B,T,H,V]"},
+    [BUF_Q] = {"q", UG_BF16, false, UG_DIMS(P_B, P_T, P_HG, P_K)},
+    [BUF_K] = {"k", UG_BF16, false, UG_DIMS(P_B, P_T, P_HG, P_K)},
+    [BUF_V] = {"v", UG_BF16, false, UG_DIMS(P_B, P_T, P_H, P_V)},
+    [BUF_H] = {"h", UG_BF16, false, UG_DIMS(P_B, DIM_NT, P_H, P_V, P_K)},
+    [BUF_G] = {"g", UG_F32, false, UG_DIMS(P_B, P_T, P_H)},
+    [BUF_O] = {"o", UG_BF16, true, UG_DIMS(P_B, P_T, P_H, P_V)},
 };
 
 /* Input regimes (SPEC §1.3), named as in gdn_recompute_wu: beta only enters
@@ -57,23 +67,6 @@ static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
 static float scale_of(const ug_params *p) { return ug_f32_from_bits((uint32_t)p->v[P_SCALE_BITS]); }
 
-/* NT = ceil(T / BT), as the seed's num_chunks(); 0 for the rejected BT = 0. */
-static size_t chunks(const ug_params *p)
-{
-    size_t t = param(p, P_T), bt = param(p, P_BT);
-    return bt ? t / bt + (t % bt != 0) : 0;
-}
-
-static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
-{
-    static const int dims[N_BUFFERS][UG_LAYOUT_MAX_DIMS] = {
-        [BUF_Q] = {P_B, P_T, P_HG, P_K, UG_DIM_END}, [BUF_K] = {P_B, P_T, P_HG, P_K, UG_DIM_END},
-        [BUF_V] = {P_B, P_T, P_H, P_V, UG_DIM_END},  [BUF_H] = {P_B, UG_DIM_CHUNKS, P_H, P_V, P_K},
-        [BUF_G] = {P_B, P_T, P_H, UG_DIM_END},       [BUF_O] = {P_B, P_T, P_H, P_V, UG_DIM_END},
-    };
-    return ug_layout_count("gdn_chunk_o", &buffers[i], dims[i], p, chunks(p), count);
-}
-
 static gdn_chunk_o_shape ref_shape(const ug_params *p)
 {
     gdn_chunk_o_shape s = {param(p, P_B), param(p, P_T), param(p, P_HG), param(p, P_H),
@@ -91,12 +84,12 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
                        &bufs[BUF_O]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode,
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
                            ug_ref_value *const *outs)
 {
     gdn_chunk_o_shape s = ref_shape(p);
     UG_TRY(gdn_chunk_o_reference(&s, scale_of(p), bufs[BUF_Q].data, bufs[BUF_K].data, bufs[BUF_V].data,
-                                 bufs[BUF_H].data, bufs[BUF_G].data, mode, outs[0]));
+                                 bufs[BUF_H].data, bufs[BUF_G].data, model, mode, outs[0]));
     /* The kernel forms whole BT x BT tiles (the masked upper triangle too). */
     const size_t bt = param(p, P_BT), hg = param(p, P_HG), h = param(p, P_H), k = param(p, P_K), v = param(p, P_V);
     const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};
@@ -322,6 +315,7 @@ static const ug_family gdn_chunk_o_family = {
     .spec_section = "SPEC 1.2",
     UG_FAMILY_COMMON_FIELDS,
     UG_FAMILY_VARIANT_FIELDS,
+    UG_FAMILY_DERIVED_DIM_FIELDS,
     .n_regimes = N_REGIMES,
     .regimes = regimes,
     .exact_regimes = 1u << R_TIES,

@@ -13,10 +13,10 @@ static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "BT"
 
 enum { BUF_K, BUF_BETA, BUF_G, BUF_L, N_BUFFERS };
 static const ug_buffer_desc buffers[N_BUFFERS] = {
-    [BUF_K] = {"k", UG_BF16, false, "[B,T,Hg,K]"},
-    [BUF_BETA] = {"beta", UG_F32, false, "[B,T,H]"},
-    [BUF_G] = {"g", UG_F32, false, "[B,T,H]"},
-    [BUF_L] = {"L", UG_F32, true, "[B,T,H,BT]"},
+    [BUF_K] = {"k", UG_BF16, false, UG_DIMS(P_B, P_T, P_HG, P_K)},
+    [BUF_BETA] = {"beta", UG_F32, false, UG_DIMS(P_B, P_T, P_H)},
+    [BUF_G] = {"g", UG_F32, false, UG_DIMS(P_B, P_T, P_H)},
+    [BUF_L] = {"L", UG_F32, true, UG_DIMS(P_B, P_T, P_H, P_BT)},
 };
 
 static const ug_mutant_desc mutants[] = {
@@ -32,15 +32,6 @@ static const ug_mutant_desc variants[] = {
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
-static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
-{
-    static const int dims[N_BUFFERS][UG_LAYOUT_MAX_DIMS] = {
-        [BUF_K] = {P_B, P_T, P_HG, P_K, UG_DIM_END}, [BUF_BETA] = {P_B, P_T, P_H, UG_DIM_END},
-        [BUF_G] = {P_B, P_T, P_H, UG_DIM_END},       [BUF_L] = {P_B, P_T, P_H, P_BT, UG_DIM_END},
-    };
-    return ug_layout_count("gdn_chunk_scaled_kkt", &buffers[i], dims[i], p, 0, count);
-}
-
 static ug_status run(const ug_params *p, ug_buf *bufs)
 {
     gdn_chunk_scaled_kkt_params kp = {(uint32_t)p->v[P_B], (uint32_t)p->v[P_T], (uint32_t)p->v[P_HG],
@@ -48,12 +39,13 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
     return gdn_chunk_scaled_kkt(&kp, &bufs[BUF_K], &bufs[BUF_BETA], &bufs[BUF_G], &bufs[BUF_L]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                           ug_ref_value *const *outs)
 {
     gdn_chunk_scaled_kkt_shape s = {param(p, P_B), param(p, P_T), param(p, P_HG),
                                     param(p, P_H), param(p, P_K), param(p, P_BT)};
     UG_TRY(gdn_chunk_scaled_kkt_reference(&s, bufs[BUF_K].data, bufs[BUF_BETA].data, bufs[BUF_G].data,
-                                          mode, outs[0]));
+                                          model, mode, outs[0]));
     /* The kernel forms the whole BT x BT tile, the masked part too. */
     const size_t bt = param(p, P_BT), h = param(p, P_H);
     const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};

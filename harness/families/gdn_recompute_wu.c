@@ -13,13 +13,13 @@ static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "V",
 
 enum { BUF_K, BUF_V, BUF_BETA, BUF_G, BUF_A, BUF_W, BUF_U, N_BUFFERS };
 static const ug_buffer_desc buffers[N_BUFFERS] = {
-    [BUF_K] = {"k", UG_BF16, false, "[B,T,Hg,K]"},
-    [BUF_V] = {"v", UG_BF16, false, "[B,T,H,V]"},
-    [BUF_BETA] = {"beta", UG_F32, false, "[B,T,H]"},
-    [BUF_G] = {"g", UG_F32, false, "[B,T,H]"},
-    [BUF_A] = {"A", UG_F32, false, "[B,T,H,BT]"},
-    [BUF_W] = {"w", UG_BF16, true, "[B,T,H,K]"},
-    [BUF_U] = {"u", UG_BF16, true, "[B,T,H,V]"},
+    [BUF_K] = {"k", UG_BF16, false, UG_DIMS(P_B, P_T, P_HG, P_K)},
+    [BUF_V] = {"v", UG_BF16, false, UG_DIMS(P_B, P_T, P_H, P_V)},
+    [BUF_BETA] = {"beta", UG_F32, false, UG_DIMS(P_B, P_T, P_H)},
+    [BUF_G] = {"g", UG_F32, false, UG_DIMS(P_B, P_T, P_H)},
+    [BUF_A] = {"A", UG_F32, false, UG_DIMS(P_B, P_T, P_H, P_BT)},
+    [BUF_W] = {"w", UG_BF16, true, UG_DIMS(P_B, P_T, P_H, P_K)},
+    [BUF_U] = {"u", UG_BF16, true, UG_DIMS(P_B, P_T, P_H, P_V)},
 };
 
 static const ug_mutant_desc mutants[] = {
@@ -33,17 +33,6 @@ static const ug_mutant_desc mutants[] = {
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
-
-static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
-{
-    static const int dims[N_BUFFERS][UG_LAYOUT_MAX_DIMS] = {
-        [BUF_K] = {P_B, P_T, P_HG, P_K, UG_DIM_END},  [BUF_V] = {P_B, P_T, P_H, P_V, UG_DIM_END},
-        [BUF_BETA] = {P_B, P_T, P_H, UG_DIM_END},     [BUF_G] = {P_B, P_T, P_H, UG_DIM_END},
-        [BUF_A] = {P_B, P_T, P_H, P_BT, UG_DIM_END},  [BUF_W] = {P_B, P_T, P_H, P_K, UG_DIM_END},
-        [BUF_U] = {P_B, P_T, P_H, P_V, UG_DIM_END},
-    };
-    return ug_layout_count("gdn_recompute_wu", &buffers[i], dims[i], p, 0, count);
-}
 
 static gdn_recompute_wu_params kernel_params(const ug_params *p)
 {
@@ -68,12 +57,12 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
                             &bufs[BUF_A], &bufs[BUF_W], &bufs[BUF_U]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode,
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
                            ug_ref_value *const *outs)
 {
     gdn_recompute_wu_shape s = ref_shape(p);
     UG_TRY(gdn_recompute_wu_reference(&s, bufs[BUF_K].data, bufs[BUF_V].data, bufs[BUF_BETA].data,
-                                      bufs[BUF_G].data, bufs[BUF_A].data, mode, outs[0], outs[1]));
+                                      bufs[BUF_G].data, bufs[BUF_A].data, model, mode, outs[0], outs[1]));
     /* The kernel sums whole chunk rows of A (zeros above the diagonal too). */
     const size_t bt = param(p, P_BT), hg = param(p, P_HG), h = param(p, P_H);
     const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};

@@ -15,8 +15,8 @@ static const char *const param_names[N_PARAMS] = {"B", "T", "H", "BT"};
 
 enum { BUF_L, BUF_A, N_BUFFERS };
 static const ug_buffer_desc buffers[N_BUFFERS] = {
-    [BUF_L] = {"L", UG_F32, false, "[B,T,H,BT]"},
-    [BUF_A] = {"A", UG_F32, true, "[B,T,H,BT]"},
+    [BUF_L] = {"L", UG_F32, false, UG_DIMS(P_B, P_T, P_H, P_BT)},
+    [BUF_A] = {"A", UG_F32, true, UG_DIMS(P_B, P_T, P_H, P_BT)},
 };
 
 /* L is the scaled K·Kᵀ of keys of this head dimension (the models' 128). */
@@ -35,26 +35,17 @@ static const ug_mutant_desc variants[] = {
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 
-static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
-{
-    size_t n = 1;
-    for (int d = 0; d < N_PARAMS; d++)
-        if (__builtin_mul_overflow(n, param(p, d), &n))
-            return ug_fail(UG_EINVAL, "gdn_solve_tril: %s [B,T,H,BT] has more than SIZE_MAX elements", buffers[i].name);
-    *count = n;
-    return ug_ok();
-}
-
 static ug_status run(const ug_params *p, ug_buf *bufs)
 {
     gdn_solve_tril_params kp = {(uint32_t)p->v[P_B], (uint32_t)p->v[P_T], (uint32_t)p->v[P_H], (uint32_t)p->v[P_BT]};
     return gdn_solve_tril(&kp, &bufs[BUF_L], &bufs[BUF_A]);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                           ug_ref_value *const *outs)
 {
     gdn_solve_tril_shape s = {param(p, P_B), param(p, P_T), param(p, P_H), param(p, P_BT)};
-    UG_TRY(gdn_solve_tril_reference(&s, bufs[BUF_L].data, mode, outs[0]));
+    UG_TRY(gdn_solve_tril_reference(&s, bufs[BUF_L].data, model, mode, outs[0]));
     /* A kernel may solve by blocks, reaching a chunk's whole tile. */
     const size_t bt = param(p, P_BT), h = param(p, P_H);
     const ug_wild_grid grid = {param(p, P_B), param(p, P_T) / bt, h, false};

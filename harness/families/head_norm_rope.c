@@ -34,18 +34,30 @@ enum {
     BUF_INPUT_BF16, BUF_WEIGHT_BF16, BUF_COS, BUF_SIN, BUF_INPUT_F32, BUF_WEIGHT_F32, BUF_POSITIONS,
     BUF_FREQ_FACTORS, BUF_OUTPUT_BF16, BUF_OUTPUT_F32, N_BUFFERS
 };
+/* The cos/sin caches and freq_factors: half_rope_dim entries and the extra. */
+static size_t table_length(const ug_params *p) { return (size_t)p->v[P_HALF_ROPE_DIM] + (size_t)p->v[P_CACHE_EXTRA]; }
+enum { DIM_TABLE = UG_DIM_DERIVED(0) };
+static const ug_derived_dim derived_dims[] = {{"half_rope_dim+cache_extra", table_length}};
+
+#define BF16_ONLY {P_VARIANT, VARIANT_BF16}
+#define F32_ONLY {P_VARIANT, VARIANT_F32}
 static const ug_buffer_desc buffers[N_BUFFERS] = {
-    [BUF_INPUT_BF16] = {"input_bf16", UG_BF16, false, "[n_heads,head_dim] (variant 0)"},
-    [BUF_WEIGHT_BF16] = {"norm_weight_bf16", UG_BF16, false, "[head_dim] (variant 0, has_weight)"},
-    [BUF_COS] = {"cos_cache", UG_F32, false, "[half_rope_dim+cache_extra] (variant 0)"},
-    [BUF_SIN] = {"sin_cache", UG_F32, false, "[half_rope_dim+cache_extra] (variant 0)"},
-    [BUF_INPUT_F32] = {"input_f32", UG_F32, false, "[seq_len,n_heads,head_dim] (variant 1)"},
-    [BUF_WEIGHT_F32] = {"norm_weight_f32", UG_F32, false, "[head_dim] (variant 1, has_weight)"},
-    [BUF_POSITIONS] = {"positions", UG_U32, false, "[seq_len] (variant 1)"},
-    [BUF_FREQ_FACTORS] = {"freq_factors", UG_F32, false, "[half_rope_dim+cache_extra] (variant 1, has_ff)"},
-    [BUF_OUTPUT_BF16] = {"output_bf16", UG_BF16, true, "[n_heads,head_dim] (variant 0)"},
-    [BUF_OUTPUT_F32] = {"output_f32", UG_F32, true, "[seq_len,n_heads,head_dim] (variant 1)"},
+    [BUF_INPUT_BF16] = {"input_bf16", UG_BF16, false, UG_DIMS(P_N_HEADS, P_HEAD_DIM), UG_ONLY_IF(BF16_ONLY)},
+    [BUF_WEIGHT_BF16] = {"norm_weight_bf16", UG_BF16, false, UG_DIMS(P_HEAD_DIM),
+                         UG_ONLY_IF(BF16_ONLY, {P_HAS_WEIGHT, UG_IF_SET})},
+    [BUF_COS] = {"cos_cache", UG_F32, false, UG_DIMS(DIM_TABLE), UG_ONLY_IF(BF16_ONLY)},
+    [BUF_SIN] = {"sin_cache", UG_F32, false, UG_DIMS(DIM_TABLE), UG_ONLY_IF(BF16_ONLY)},
+    [BUF_INPUT_F32] = {"input_f32", UG_F32, false, UG_DIMS(P_SEQ_LEN, P_N_HEADS, P_HEAD_DIM), UG_ONLY_IF(F32_ONLY)},
+    [BUF_WEIGHT_F32] = {"norm_weight_f32", UG_F32, false, UG_DIMS(P_HEAD_DIM),
+                        UG_ONLY_IF(F32_ONLY, {P_HAS_WEIGHT, UG_IF_SET})},
+    [BUF_POSITIONS] = {"positions", UG_U32, false, UG_DIMS(P_SEQ_LEN), UG_ONLY_IF(F32_ONLY)},
+    [BUF_FREQ_FACTORS] = {"freq_factors", UG_F32, false, UG_DIMS(DIM_TABLE),
+                          UG_ONLY_IF(F32_ONLY, {P_HAS_FF, UG_IF_SET})},
+    [BUF_OUTPUT_BF16] = {"output_bf16", UG_BF16, true, UG_DIMS(P_N_HEADS, P_HEAD_DIM), UG_ONLY_IF(BF16_ONLY)},
+    [BUF_OUTPUT_F32] = {"output_f32", UG_F32, true, UG_DIMS(P_SEQ_LEN, P_N_HEADS, P_HEAD_DIM), UG_ONLY_IF(F32_ONLY)},
 };
+#undef BF16_ONLY
+#undef F32_ONLY
 
 /* Input regimes: model-like activations; a large dynamic range within each
  * head; all-zero and single-spike heads; freq_factors with huge entries (a
@@ -69,34 +81,11 @@ static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
 static bool is_f32(const ug_params *p) { return param(p, P_VARIANT) == VARIANT_F32; }
 static float eps_of(const ug_params *p) { return (float)pow(10.0, -p->v[P_EPS_EXP10]); }
 
-static ug_status buffer_count(const ug_params *p, size_t i, size_t *count)
+static ug_status check_params(const ug_params *p)
 {
     const size_t variant = param(p, P_VARIANT);
     if (variant != VARIANT_BF16 && variant != VARIANT_F32)
         return ug_fail(UG_EINVAL, "head_norm_rope: variant %zu is neither 0 (bf16) nor 1 (f32)", variant);
-    const bool f32 = variant == VARIANT_F32;
-    const size_t heads = param(p, P_N_HEADS), dim = param(p, P_HEAD_DIM), seq = param(p, P_SEQ_LEN);
-    const size_t table = param(p, P_HALF_ROPE_DIM) + param(p, P_CACHE_EXTRA);
-    size_t n = 0;
-    bool overflow = false;
-    switch (i) {
-    case BUF_INPUT_BF16: case BUF_OUTPUT_BF16: overflow = __builtin_mul_overflow(heads, dim, &n); break;
-    case BUF_INPUT_F32: case BUF_OUTPUT_F32:
-        overflow = __builtin_mul_overflow(heads, dim, &n) || __builtin_mul_overflow(n, seq, &n);
-        break;
-    case BUF_WEIGHT_BF16: case BUF_WEIGHT_F32: n = param(p, P_HAS_WEIGHT) ? dim : 0; break;
-    case BUF_COS: case BUF_SIN: n = table; break;
-    case BUF_POSITIONS: n = seq; break;
-    case BUF_FREQ_FACTORS: n = param(p, P_HAS_FF) ? table : 0; break;
-    }
-    if (overflow)
-        return ug_fail(UG_EINVAL, "head_norm_rope: %s %s has more than SIZE_MAX elements", buffers[i].name,
-                       buffers[i].layout);
-    static const bool f32_buffer[N_BUFFERS] = {
-        [BUF_INPUT_F32] = true, [BUF_WEIGHT_F32] = true, [BUF_POSITIONS] = true,
-        [BUF_FREQ_FACTORS] = true, [BUF_OUTPUT_F32] = true,
-    };
-    *count = f32_buffer[i] == f32 ? n : 0;
     return ug_ok();
 }
 
@@ -116,17 +105,23 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
                               &bufs[BUF_POSITIONS], param(p, P_HAS_FF) ? &bufs[BUF_FREQ_FACTORS] : NULL);
 }
 
-static ug_status reference(const ug_params *p, const ug_buf *bufs, ug_ref_mode mode, ug_ref_value *const *outs)
+/* SPEC names no deliberate intermediate rounding in either variant (the f32
+ * angle is formed as the kernel chooses): staged == exact, one reference. */
+static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                           ug_ref_value *const *outs)
 {
+    (void)mode;
     const head_norm_rope_shape s = {param(p, P_N_HEADS), param(p, P_HEAD_DIM), param(p, P_HALF_ROPE_DIM), eps_of(p)};
     const bool weight = param(p, P_HAS_WEIGHT) != 0;
-    if (!is_f32(p)) /* staged == exact: no deliberate intermediate rounding */
-        UG_TRY(head_norm_rope_bf16_reference(&s, bufs[BUF_INPUT_BF16].data, weight ? bufs[BUF_WEIGHT_BF16].data : NULL,
-                                             bufs[BUF_COS].data, bufs[BUF_SIN].data, outs[0]));
+    if (!is_f32(p))
+        UG_TRY(head_norm_rope_bf16_reference(model, &s, bufs[BUF_INPUT_BF16].data,
+                                             weight ? bufs[BUF_WEIGHT_BF16].data : NULL, bufs[BUF_COS].data,
+                                             bufs[BUF_SIN].data, outs[0]));
     else
-        UG_TRY(head_norm_rope_f32_reference(&s, param(p, P_SEQ_LEN), (float)p->v[P_THETA], bufs[BUF_INPUT_F32].data,
-                                            weight ? bufs[BUF_WEIGHT_F32].data : NULL, bufs[BUF_POSITIONS].data,
-                                            param(p, P_HAS_FF) ? bufs[BUF_FREQ_FACTORS].data : NULL, mode, outs[1]));
+        UG_TRY(head_norm_rope_f32_reference(model, &s, param(p, P_SEQ_LEN), (float)p->v[P_THETA],
+                                            bufs[BUF_INPUT_F32].data, weight ? bufs[BUF_WEIGHT_F32].data : NULL,
+                                            bufs[BUF_POSITIONS].data,
+                                            param(p, P_HAS_FF) ? bufs[BUF_FREQ_FACTORS].data : NULL, outs[1]));
     /* One head of one token reads its row, the weight and the caches; the
      * sum of squares of |x| >= 2^64 overflows f32 (docs/nonfinite.md). The
      * other variant's buffers are empty, and skipped. */
@@ -248,6 +243,8 @@ static const ug_family head_norm_rope_family = {
     .name = "head_norm_rope",
     .spec_section = "SPEC 1.5",
     UG_FAMILY_COMMON_FIELDS,
+    UG_FAMILY_DERIVED_DIM_FIELDS,
+    .check_params = check_params,
     .n_regimes = N_REGIMES,
     .regimes = regimes,
     .plan = plan,

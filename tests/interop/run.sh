@@ -3,7 +3,10 @@
 # safetensors library. Exports the interop sweep, lets tests/interop/candidate.py
 # compute the outputs in numpy (once right, once with a planted bug), scores
 # both, and asserts the verdicts: exit 0 for the right one; exit 1 for the
-# wrong one, with the failing case and element named.
+# wrong one, with the failing case and element named. Then RoPE as kernel
+# authors write it (tests/interop/rope_candidate.py) on the f32 head_norm_rope
+# cases of the default sweep: the PyTorch recipe and a float64 angle pass,
+# the next position's angle fails.
 # usage: tests/interop/run.sh BUILD PYVENV
 set -uo pipefail
 build=$1 venv=$2
@@ -48,7 +51,27 @@ rc=$?
 grep -q "truncated/$cut" "$work/truncated.log" && [ "$rc" -eq 2 ] && [ ! -e "$work/reports-truncated" ]
 check "a truncated candidate file stops score (exit $rc, expected 2) with its name, no reports" $?
 
+# RoPE: a correct kernel passes whatever angle formula it uses (every element
+# within its bound, no budget finding); a wrong angle fails on an element.
+"$ulpgate" export --sweep fixtures/sweeps/default --filter head_norm_rope/variant=1 --out "$work/rope-fixtures" \
+  >"$work/rope-export.log" 2>&1 || { cat "$work/rope-export.log"; exit 1; }
+for kind in pytorch f64 wrong; do
+  "$python" tests/interop/rope_candidate.py "$work/rope-fixtures" "$work/rope-$kind" "$kind" || exit 1
+  "$ulpgate" score --fixtures "$work/rope-fixtures" --candidate "$work/rope-$kind" --budgets fixtures/budgets \
+    --reports "$work/reports-rope-$kind" --quiet >"$work/rope-$kind.log" 2>&1
+  rc=$?
+  if [ "$kind" = wrong ]; then
+    grep -q '^FAIL: head_norm_rope/variant=1 .*: \[candidate\] output_f32\[[0-9]*\] exact: ' "$work/rope-$kind.log"
+    named=$?
+    check "RoPE with the next position's angle fails on an element (exit $rc, expected 1)" $((rc != 1 || named != 0))
+  else
+    check "RoPE candidate $kind passes the gate with no finding (exit $rc, expected 0)" $((rc != 0))
+  fi
+done
+
 [ "$failed" -eq 0 ] || { echo "--- right.log"; tail -5 "$work/right.log"; echo "--- wrong.log"; tail -15 "$work/wrong.log";
-                         echo "--- truncated.log"; cat "$work/truncated.log"; }
+                         echo "--- truncated.log"; cat "$work/truncated.log";
+                         for kind in pytorch f64 wrong; do
+                           echo "--- rope-$kind.log"; tail -8 "$work/rope-$kind.log"; done; }
 echo "interop: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,94 @@
+/* The AVX-512 vector of the kernels' per-ISA files (private to kernels/;
+ * included only by *_avx512.c, which the Makefile builds with -mavx512f
+ * -mavx512bw -mavx512vl -mavx512dq -mfma): sixteen f32 lanes. The names and
+ * their contract are vec_avx2.h's; beyond it, vec_load_bf16_first (masked
+ * bf16 loads exist here) and vec_store_bf16_first. */
+#ifndef UG_VEC_AVX512_H
+#define UG_VEC_AVX512_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/bf16.h"
+#include "isa.h"
+
+#define UG_VEC_ISA UG_ISA_AVX512
+
+typedef __m512 vec;
+typedef __mmask16 vec_mask;
+typedef __m256i vec_bf16;
+enum { LANES = 16 };
+
+static inline vec vec_zero(void) { return _mm512_setzero_ps(); }
+static inline vec vec_set1(float x) { return _mm512_set1_ps(x); }
+static inline vec vec_load(const float *p) { return _mm512_loadu_ps(p); }
+static inline void vec_store(float *p, vec v) { _mm512_storeu_ps(p, v); }
+static inline void vec_stream(float *p, vec v) { _mm512_stream_ps(p, v); }
+static inline void vec_stream_fence(void) { _mm_sfence(); }
+static inline vec vec_add(vec a, vec b) { return _mm512_add_ps(a, b); }
+static inline vec vec_sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
+static inline vec vec_mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
+static inline vec vec_fmadd(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vec vec_fmsub(vec a, vec b, vec c) { return _mm512_fmsub_ps(a, b, c); }
+static inline vec vec_neg(vec v)
+{
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN)));
+}
+
+static inline vec vec_load_bf16(const ug_bf16 *p)
+{
+    __m512i widened = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(widened, 16));
+}
+
+static inline vec_mask vec_first(size_t n) { return n >= LANES ? (vec_mask)0xFFFF : (vec_mask)((1u << n) - 1u); }
+
+static inline vec vec_load_first(const float *p, vec_mask lanes) { return _mm512_maskz_loadu_ps(lanes, p); }
+static inline void vec_store_first(float *p, vec_mask lanes, vec v) { _mm512_mask_storeu_ps(p, lanes, v); }
+
+static inline vec vec_load_bf16_first(const ug_bf16 *p, vec_mask lanes)
+{
+    __m512i widened = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(widened, 16));
+}
+
+static inline vec vec_fma_first(vec w, vec x, vec acc, vec_mask lanes)
+{
+    return _mm512_mask3_fmadd_ps(w, x, acc, lanes);
+}
+
+/* NaN -> sign | 0x7FC0, otherwise add 0x7FFF plus the lowest kept bit and
+ * keep the upper half (vcvtneps2bf16 would flush subnormals). */
+static inline vec_bf16 vec_round_bf16(vec x)
+{
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i upper = _mm512_srli_epi32(u, 16);
+    const __m512i lsb = _mm512_and_si512(upper, _mm512_set1_epi32(1));
+    __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+    const __m512i quiet = _mm512_or_si512(_mm512_and_si512(upper, _mm512_set1_epi32(0x8000)), _mm512_set1_epi32(0x7FC0));
+    rounded = _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), quiet);
+    return _mm512_cvtepi32_epi16(rounded);
+}
+
+static inline void vec_store_bf16(ug_bf16 *p, vec_bf16 x) { _mm256_storeu_si256((__m256i *)p, x); }
+static inline void vec_store_bf16_first(ug_bf16 *p, vec_mask lanes, vec_bf16 x)
+{
+    _mm256_mask_storeu_epi16(p, lanes, x);
+}
+
+static inline vec vec_xor_bits(vec v, const uint32_t *bits)
+{
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), _mm512_loadu_si512(bits)));
+}
+
+static inline float vec_tree_sum(vec lo, vec hi)
+{
+    __m512 v = _mm512_add_ps(lo, hi);
+    __m256 v8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
+    __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
+    return _mm_cvtss_f32(_mm_add_ss(v2, _mm_shuffle_ps(v2, v2, 1)));
+}
+
+#endif
