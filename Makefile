@@ -56,7 +56,7 @@ $(BUILD)/libulpgate_kernels.so: $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(wil
 # Broken kernel libraries for the tests: fixtures/plugin/cumsum.c built once
 # per planted defect (-DPLUGIN_DEFECT_<NAME>; "none" is the working control).
 PLUGIN_DEFECTS  := none wrong_version no_entry unknown_family duplicate_family null_run wrong_values \
-                   out_of_bounds bad_status $(PLUGIN_HOSTILE)
+                   out_of_bounds bad_status backward $(PLUGIN_HOSTILE)
 # Hostile builds (every third call ends, crashes, overruns or hangs; or a constructor exits).
 PLUGIN_HOSTILE  := exit3 underscore_exit3 constructor_exit segv abort sigkill overrun_4k past_guard pause spin
 PLUGIN_FIXTURES := $(PLUGIN_DEFECTS:%=$(BUILD)/plugin-fixtures/cumsum-%.so)
@@ -118,11 +118,12 @@ test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $
 	@$(call timed,plugin sweep,$(BUILD)/ulpgate verify --kernel-lib $(BUILD)/libulpgate_kernels.so \
 	    --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) --reports $(BUILD)/plugin-reports --quiet)
 	@$(call timed,hostile plugins,tests/hostile/run.sh $(BUILD))
+	@$(call timed,plugin baseline,tests/plugin_baseline.sh $(BUILD))
 	@$(MAKE) --no-print-directory profiles
 
 	@$(call timed,command line,tests/cli/exit_codes.sh $(BUILD) && tests/cli/report_set.sh $(BUILD))
-	@for p in $(TC_ORDER_PLUGINS); do $(call timed,tensor-core order $$(basename $$p),$(BUILD)/ulpgate verify \
-	    --kernel-lib $$p --sweep $(SWEEP) --budgets $(BUDGETS) --reports $(BUILD)/tc-order-reports --quiet) || exit 1; done
+	@for p in $(TC_ORDER_PLUGINS); do ( $(call timed,tensor-core order $$(basename $$p),$(BUILD)/ulpgate verify \
+	    --kernel-lib $$p --sweep $(SWEEP) --budgets $(BUDGETS) --reports $(BUILD)/tc-order-reports --quiet) ) || exit 1; done
 	@for p in $(ROUNDING_BUG_PLUGINS); do $(BUILD)/ulpgate verify --kernel-lib $$p --sweep $(SWEEP) --filter gdn_chunk_o \
 	    --budgets $(BUDGETS) --reports $(BUILD)/rounding-reports --quiet >$(BUILD)/rounding.log 2>&1; rc=$$?; \
 	    if [ $$rc -eq 1 ] && grep -q ' ties: \[plugin\]' $(BUILD)/rounding.log; then echo "ties: caught $$(basename $$p)"; \

@@ -44,7 +44,7 @@ ug_status ug_for_each_json_file(const char *dir, ug_status (*fn)(const char *pat
 {
     struct dirent **names;
     int n = scandir(dir, &names, is_json_name, alphasort);
-    if (n < 0) return ug_fail(UG_EIO, "cannot read directory '%s'", dir);
+    if (n < 0) return ug_fail(UG_EINPUT, "cannot read directory '%s': %s", dir, strerror(errno));
     ug_status st = n == 0 ? ug_fail(UG_EPARSE, "directory '%s' holds no *.json file", dir) : ug_ok();
     for (int i = 0; i < n; i++) {
         char path[1024];

@@ -16,8 +16,10 @@ ug_status ug_make_dirs(const char *dir);
  * sorted keys. */
 ug_status ug_write_json_file(const char *path, const json_t *root);
 /* Calls fn(path, index, ctx) for every *.json file of dir in name order
- * (hidden files skipped), stopping at the first failure; a directory with no
- * such file is an UG_EPARSE error naming it. */
+ * (hidden files skipped), stopping at the first failure; an unreadable
+ * directory is UG_EINPUT, one with no such file UG_EPARSE, each naming it.
+ * fn opens each path itself (through core/input_file, which refuses a link to
+ * a device or FIFO among the entries). */
 ug_status ug_for_each_json_file(const char *dir, ug_status (*fn)(const char *path, int index, void *ctx),
                                 void *ctx);
 

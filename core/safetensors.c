@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "atomic_file.h"
+#include "input_file.h"
 
 static const char *const st_dtype_names[UG_DTYPE_COUNT] = {
     [UG_BF16] = "BF16", [UG_F32] = "F32", [UG_F64] = "F64", [UG_U32] = "U32"};
@@ -194,31 +195,9 @@ ug_status ug_st_parse(const char *what, const unsigned char *bytes, size_t size,
 ug_status ug_st_read(const char *path, size_t max_size, ug_st_file *out)
 {
     memset(out, 0, sizeof *out);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return ug_fail(UG_EIO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(fp);
-        return ug_fail(UG_EIO, "'%s' is not a regular file", path);
-    }
-    size_t size = (size_t)sb.st_size;
-    if ((uint64_t)sb.st_size > max_size) {
-        fclose(fp);
-        return ug_fail(UG_EPARSE, "'%s' is %llu bytes, more than the limit of %zu bytes", path,
-                       (unsigned long long)sb.st_size, max_size);
-    }
-    unsigned char *bytes = malloc(size ? size : 1);
-    if (!bytes) {
-        fclose(fp);
-        return ug_fail(UG_ENOMEM, "cannot allocate %zu bytes to read '%s'", size, path);
-    }
-    size_t got = fread(bytes, 1, size, fp);
-    int failed = ferror(fp);
-    fclose(fp);
-    if (failed || got != size) {
-        free(bytes);
-        return ug_fail(UG_EIO, "reading '%s' failed after %zu of %zu bytes", path, got, size);
-    }
+    unsigned char *bytes;
+    size_t size;
+    UG_TRY(ug_input_read("safetensors file", path, max_size, &bytes, &size));
     ug_status st = ug_st_parse(path, bytes, size, out);
     if (!ug_is_ok(&st)) {
         free(bytes);

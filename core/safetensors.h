@@ -55,7 +55,8 @@ typedef struct {
 /* Parses size bytes (kept, not copied: they must outlive the file); `what`
  * names them in messages. */
 ug_status ug_st_parse(const char *what, const unsigned char *bytes, size_t size, ug_st_file *out);
-/* Reads a whole file; one larger than max_size bytes is refused unread. */
+/* Reads a whole file through core/input_file (a missing, special or
+ * unreadable path, or one larger than max_size bytes, is UG_EINPUT, unread). */
 ug_status ug_st_read(const char *path, size_t max_size, ug_st_file *out);
 void ug_st_free(ug_st_file *f);
 /* NULL when the file has no tensor of that name. */

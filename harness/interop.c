@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/input_file.h"
+#include "../core/json.h"
 #include "../core/json_dir.h"
 #include "../core/safetensors.h"
 #include "profile.h"
@@ -377,48 +379,66 @@ static ug_status check_manifest_tensors(const char *path, const ug_case *c, cons
     return ug_ok();
 }
 
-/* One manifest entry into a case of the sweep. */
-static ug_status manifest_case(const char *path, const json_t *e, size_t index, ug_case *c, char *file, size_t file_size)
+/* One manifest entry (cases[index], checked strictly) into a case of the sweep. */
+static ug_status manifest_case(const char *path, const json_t *cases, size_t index, ug_case *c, char *file,
+                               size_t file_size)
 {
-    const char *family = json_string_value(json_object_get(e, "family"));
-    const char *label = json_string_value(json_object_get(e, "label"));
-    const char *regime = json_string_value(json_object_get(e, "regime"));
-    const char *seed = json_string_value(json_object_get(e, "seed"));
-    const char *name = json_string_value(json_object_get(e, "file"));
-    const json_t *params = json_object_get(e, "params");
-    if (!family || !label || !regime || !seed || !name || !json_is_object(params))
-        return MANIFEST_FAIL("%s: case %zu lacks one of family, label, regime, seed, file (strings) and params", path,
-                             index);
+    char where[UG_JSON_WHERE], key[32], at[UG_JSON_WHERE];
+    snprintf(key, sizeof key, "[%zu]", index);
+    ug_json_join(where, "cases", key);
+    json_t *e, *params;
+    const char *family, *label, *regime, *seed, *name;
+    UG_TRY(ug_json_object(path, "cases", cases, key, &e));
+    UG_TRY(ug_json_string(path, where, e, "family", &family));
+    UG_TRY(ug_json_string(path, where, e, "label", &label));
+    UG_TRY(ug_json_string(path, where, e, "regime", &regime));
+    UG_TRY(ug_json_string(path, where, e, "seed", &seed));
+    UG_TRY(ug_json_string(path, where, e, "file", &name));
+    UG_TRY(ug_json_object(path, where, e, "params", &params));
     memset(c, 0, sizeof *c);
     c->family = ug_family_find(family);
-    if (!c->family) return MANIFEST_FAIL("%s: case %zu: unknown family '%s'", path, index, family);
-    if (strlen(label) >= sizeof c->label || strlen(name) >= file_size || strchr(name, '/'))
-        return MANIFEST_FAIL("%s: case %zu: label or file name too long, or the file name has a '/'", path, index);
+    if (!c->family) return ug_json_fail(path, where, "family", "unknown family \"%s\"", family);
+    if (strlen(label) >= sizeof c->label) return ug_json_fail(path, where, "label", "longer than %zu bytes", sizeof c->label - 1);
+    if (!*name || strlen(name) >= file_size || strchr(name, '/'))
+        return ug_json_fail(path, where, "file", "\"%s\" is empty, longer than %zu bytes or holds a '/'", name,
+                            file_size - 1);
     strcpy(c->label, label);
     strcpy(file, name);
+    ug_json_join(at, where, "params");
     if (json_object_size(params) != c->family->n_params)
-        return MANIFEST_FAIL("%s: case %zu: %zu params, %s has %zu", path, index, json_object_size(params), family,
-                             c->family->n_params);
+        return ug_json_fail(path, where, "params", "%zu params, %s has %zu", json_object_size(params), family,
+                            c->family->n_params);
     for (size_t k = 0; k < c->family->n_params; k++) {
-        const json_t *v = json_object_get(params, c->family->param_names[k]);
-        if (!json_is_number(v))
-            return MANIFEST_FAIL("%s: case %zu: param %s missing or not a number", path, index,
-                                 c->family->param_names[k]);
-        c->params.v[k] = json_number_value(v);
+        json_int_t v;
+        UG_TRY(ug_json_int(path, at, params, c->family->param_names[k], 0, 4294967295LL, &v));
+        c->params.v[k] = (double)v;
     }
     c->regime = c->family->n_regimes;
     for (size_t r = 0; r < c->family->n_regimes; r++)
         if (strcmp(c->family->regimes[r], regime) == 0) c->regime = r;
     if (c->regime == c->family->n_regimes)
-        return MANIFEST_FAIL("%s: case %zu: %s has no regime '%s'", path, index, family, regime);
+        return ug_json_fail(path, where, "regime", "%s has no regime \"%s\"", family, regime);
     char *end;
     errno = 0;
     c->seed = strtoull(seed, &end, 16);
     if (*end || errno || strncmp(seed, "0x", 2) != 0)
-        return MANIFEST_FAIL("%s: case %zu: seed '%s' is not a 0x-prefixed 64-bit hex number", path, index, seed);
+        return ug_json_fail(path, where, "seed", "\"%s\" is not a 0x-prefixed 64-bit hex number", seed);
     c->override.buffer = -1;
     c->override.dtype = UG_DTYPE_COUNT;
     c->index = index;
+    return ug_ok();
+}
+
+/* A case listed twice would be scored twice and weigh double in every figure. */
+static ug_status unique_cases(const char *path, const ug_sweep *sw, const ug_candidate *cand)
+{
+    for (size_t i = 0; i < sw->n_cases; i++)
+        for (size_t j = 0; j < i; j++) {
+            const ug_case *a = &sw->cases[i], *b = &sw->cases[j];
+            if ((a->family == b->family && strcmp(a->label, b->label) == 0) || strcmp(cand->file[i], cand->file[j]) == 0)
+                return ug_fail(UG_EPARSE, "%s: cases[%zu] (%s/%s, file %s) repeats cases[%zu] (%s/%s, file %s)", path,
+                               i, a->family->name, a->label, cand->file[i], j, b->family->name, b->label, cand->file[j]);
+        }
     return ug_ok();
 }
 
@@ -445,24 +465,25 @@ static ug_status preflight(const char *path, const json_t *cases, const ug_sweep
 
 static ug_status load_manifest(const char *path, const json_t *root, ug_sweep *sw, ug_candidate *cand)
 {
-    const char *schema = json_string_value(json_object_get(root, "schema"));
-    if (!schema || strcmp(schema, UG_FIXTURES_SCHEMA) != 0)
-        return MANIFEST_FAIL("%s: schema is '%s', expected '%s'", path, schema ? schema : "(none)", UG_FIXTURES_SCHEMA);
-    const json_t *cases = json_object_get(root, "cases");
-    const json_t *sweep = json_object_get(root, "sweep");
-    if (!json_is_array(cases) || json_array_size(cases) == 0 || !json_is_object(sweep))
-        return MANIFEST_FAIL("%s: no \"cases\" array with at least one case, or no \"sweep\" object", path);
+    json_t *cases, *sweep;
+    const char *path_of_sweep;
+    uint64_t seed;
+    UG_TRY(ug_json_schema(path, root, UG_FIXTURES_SCHEMA, NULL));
+    UG_TRY(ug_json_array(path, "", root, "cases", &cases));
+    if (json_array_size(cases) == 0) return ug_json_fail(path, "", "cases", "no case");
+    UG_TRY(ug_json_object(path, "", root, "sweep", &sweep));
+    UG_TRY(ug_json_string(path, "sweep", sweep, "path", &path_of_sweep));
+    UG_TRY(ug_json_uint(path, "sweep", sweep, "seed", UINT64_MAX, &seed));
+    UG_TRY(ug_json_hex64(path, "sweep", sweep, "content_hash", &sw->content_hash));
     size_t n = json_array_size(cases);
     sw->cases = calloc(n, sizeof *sw->cases);
     cand->file = calloc(n, sizeof *cand->file);
     if (!sw->cases || !cand->file) return ug_fail(UG_ENOMEM, "%s: cannot allocate %zu cases", path, n);
-    snprintf(sw->path, sizeof sw->path, "%s", path);
-    sw->seed = (uint64_t)json_integer_value(json_object_get(sweep, "seed"));
-    const char *hash = json_string_value(json_object_get(sweep, "content_hash"));
-    sw->content_hash = hash ? strtoull(hash, NULL, 16) : 0;
+    snprintf(sw->path, sizeof sw->path, "%s", path_of_sweep);
+    sw->seed = seed;
     for (size_t i = 0; i < n; i++, sw->n_cases = cand->n = i)
-        UG_TRY(manifest_case(path, json_array_get(cases, i), i, &sw->cases[i], cand->file[i], sizeof cand->file[i]));
-    return ug_ok();
+        UG_TRY(manifest_case(path, cases, i, &sw->cases[i], cand->file[i], sizeof cand->file[i]));
+    return unique_cases(path, sw, cand);
 }
 
 ug_status ug_candidate_open(const char *fixtures, const char *candidate_dir, size_t max_case_bytes, ug_sweep *sw,
@@ -474,17 +495,19 @@ ug_status ug_candidate_open(const char *fixtures, const char *candidate_dir, siz
     UG_TRY(join_path(fixtures, UG_FIXTURES_MANIFEST, path, sizeof path));
     ug_candidate *cand = calloc(1, sizeof *cand);
     if (!cand) return ug_fail(UG_ENOMEM, "cannot allocate the candidate of %s", candidate_dir);
-    if (!ug_is_directory(candidate_dir) || strlen(candidate_dir) >= sizeof cand->dir) {
+    ug_status st = ug_input_check_dir("candidate", candidate_dir);
+    if (ug_is_ok(&st) && strlen(candidate_dir) >= sizeof cand->dir)
+        st = ug_fail(UG_EINPUT, "candidate directory '%s' is longer than %zu bytes", candidate_dir, sizeof cand->dir - 1);
+    if (!ug_is_ok(&st)) {
         free(cand);
-        return ug_fail(UG_EIO, "candidate directory '%s' does not exist or its path is too long", candidate_dir);
+        return st;
     }
     strcpy(cand->dir, candidate_dir);
     cand->max_file = max_case_bytes + 8 + (size_t)UG_ST_MAX_HEADER;
-    json_error_t err;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-    ug_status st = root           ? load_manifest(path, root, sw, cand)
-                   : err.line < 0 ? ug_fail(UG_EIO, "cannot read the manifest: %s", err.text)
-                                  : ug_fail(UG_EPARSE, "%s: %s (line %d)", path, err.text, err.line);
+    json_t *root = NULL;
+    st = ug_input_check_dir("fixtures", fixtures);
+    if (ug_is_ok(&st)) st = ug_json_load("manifest", path, &root);
+    if (ug_is_ok(&st)) st = load_manifest(path, root, sw, cand);
     if (ug_is_ok(&st)) st = preflight(path, json_object_get(root, "cases"), sw, cand, max_case_bytes);
     json_decref(root);
     if (!ug_is_ok(&st)) {

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/input_file.h"
 #include "../core/json_dir.h"
 #include "../include/ulpgate/kernel_abi.h"
 #include "../kernels/parallel.h"
@@ -91,8 +92,8 @@ static void usage_verify(FILE *out)
 {
     fputs("usage: ulpgate verify --sweep FILE --budgets FILE [--baseline FILE] [--reports DIR]\n"
           "                      [--write-baseline FILE] [--filter TEXT] [--isa LIST] [--max-case-mib N] [--jobs N] [--shard I/N] [--quiet]\n"
-          "                      [--kernel-threads N] [--kernel-lib PATH] [--profile NAME|PATH] [--isolate]\n"
-          "                      [--case-timeout SECONDS]\n"
+          "                      [--kernel-threads N] [--kernel-lib PATH] [--profile NAME|PATH] [--enforce-stat-budgets]\n"
+          "                      [--isolate] [--case-timeout SECONDS]\n"
           "Runs every case of the sweep on every ISA path of this CPU, measures each output\n"
           "element against the MPFR reference (exact and staged modes), gates the figures\n"
           "against the budgets and the baseline, prints a summary and writes the reports.\n"
@@ -116,6 +117,8 @@ static void usage_verify(FILE *out)
           "  --isolate              run the built-in kernels in worker processes too (slower; default in-process)\n"
           "  --case-timeout SECONDS limit of one kernel call in a worker (default 10 s + 1 s per MiB of its\n"
           "                         buffers, x20 under valgrind); a call past it fails its case\n"
+          "  --enforce-stat-budgets the budgets' ULP statistics (measured on the built-in kernels) gate\n"
+          "                         a --kernel-lib library too, not only advise (docs/budgets.md)\n"
           "  --profile NAME|PATH    the kernels' target arithmetic (fixtures/profiles/NAME.json; default cpu)\n"
           "  -h, --help, --version  this text; the version\n"
           "exit: 0 pass, 1 gate failed, 2 usage or input error (before anything runs), 3 internal error\n",
@@ -200,6 +203,7 @@ static bool parse_kernel_threads(const char *arg, unsigned *threads)
 
 typedef struct {
     const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter, *kernel_lib, *profile;
+    bool enforce_stats;
     size_t shard_index, shard_count;
     bool isolate;
     double case_timeout;        /* 0: the default per call */
@@ -216,8 +220,9 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         {"quiet", no_argument, 0, 'q'},          COMMON_OPTIONS,
         {"jobs", required_argument, 0, 'j'},    {"shard", required_argument, 0, 'S'},
         {"kernel-lib", required_argument, 0, 'k'}, {"kernel-threads", required_argument, 0, 'K'},
-        {"profile", required_argument, 0, 'P'},  {"isolate", no_argument, 0, 'I'},
-        {"case-timeout", required_argument, 0, 'T'}, {0, 0, 0, 0},
+        {"enforce-stat-budgets", no_argument, 0, 'E'}, {"profile", required_argument, 0, 'P'},
+        {"isolate", no_argument, 0, 'I'},        {"case-timeout", required_argument, 0, 'T'},
+        {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
     for (int i = 0; i < UG_ISA_COUNT; i++) a->run.isa_enabled[i] = true;
@@ -234,6 +239,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         case 'w': a->write_baseline = optarg; break;
         case 'f': a->filter = optarg; break;
         case 'k': a->kernel_lib = optarg; break;
+        case 'E': a->enforce_stats = true; break;
         case 'P': a->profile = optarg; break;
         case 'q': a->run.progress = false; break;
         case 'I': a->isolate = true; break;
@@ -288,6 +294,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
 
 typedef struct {
     const char *budgets, *baseline, *reports, *write_baseline;
+    bool enforce_stats;     /* --enforce-stat-budgets */
 } gate_args;
 
 /* A verb's own part of a gated run, between the loading of the budgets and
@@ -310,6 +317,7 @@ static int gate_run(const gate_args *g, run_step *run_cases, void *ctx)
     ug_status st = input_path("--budgets", g->budgets);
     if (ug_is_ok(&st) && g->baseline) st = input_path("--baseline", g->baseline);
     if (ug_is_ok(&st)) st = ug_budgets_load(g->budgets, &budgets);
+    budgets.enforce_stats = g->enforce_stats;
     if (ug_is_ok(&st) && g->baseline) st = ug_baseline_load(g->baseline, &baseline);
     if (ug_is_ok(&st) && g->write_baseline) st = output_file_dir("--write-baseline", g->write_baseline);
     if (ug_is_ok(&st) && g->reports) st = ug_report_open(g->reports, &reports);
@@ -340,8 +348,14 @@ static int gate_run(const gate_args *g, run_step *run_cases, void *ctx)
 /* Loads the library and keeps the sweep's cases of its families (before
  * --filter and --shard, which then apply to what it runs). */
 static ug_status open_kernel_lib(const char *path, double case_timeout, ug_sweep *sweep, ug_plugin **plugin,
-                                 ug_run_options *run)
+                                 ug_run_options *run, uint64_t *content_hash)
 {
+    unsigned char *bytes;
+    size_t size;
+    /* The baseline records which build of the library it measured. */
+    UG_TRY(ug_input_read("kernel library", path, UG_INPUT_MAX_LIBRARY, &bytes, &size));
+    *content_hash = ug_fnv1a(UG_FNV1A_INIT, bytes, size);
+    free(bytes);
     UG_TRY(ug_plugin_open(path, case_timeout, plugin));
     char skipped[1024];
     UG_TRY(ug_plugin_restrict_sweep(*plugin, sweep, skipped, sizeof skipped));
@@ -374,6 +388,7 @@ static ug_status filter_matched_nothing(const verify_args *a)
 typedef struct {
     verify_args *a;
     ug_plugin *plugin;
+    uint64_t lib_hash;
     ug_isolate *isolated;       /* --isolate: the built-in kernels' workers */
     ug_f32_model model;
 } verify_ctx;
@@ -385,7 +400,8 @@ static ug_status verify_run(void *ctx, const ug_budgets *budgets, ug_sweep *swee
     UG_TRY(load_profile(a->profile, &v->model));
     a->run.model = &v->model;
     UG_TRY(ug_sweep_load(a->sweep, sweep));
-    if (a->kernel_lib) UG_TRY(open_kernel_lib(a->kernel_lib, a->case_timeout, sweep, &v->plugin, &a->run));
+    if (a->kernel_lib)
+        UG_TRY(open_kernel_lib(a->kernel_lib, a->case_timeout, sweep, &v->plugin, &a->run, &v->lib_hash));
     if (a->isolate && !a->kernel_lib) {
         UG_TRY(ug_isolate_open_builtin(a->case_timeout, &v->isolated));
         a->run.isolated = ug_isolate_source(v->isolated);
@@ -398,7 +414,11 @@ static ug_status verify_run(void *ctx, const ug_budgets *budgets, ug_sweep *swee
     UG_TRY(ug_run_check_sizes(sweep, a->run.max_case_bytes));
     a->run.moderate_cond = budgets->moderate_cond;
     UG_TRY(ug_run_sweep(sweep, &a->run, run));
-    if (v->plugin) snprintf(run->source_detail, sizeof run->source_detail, "%s", ug_plugin_basename(v->plugin));
+    if (v->plugin) {
+        snprintf(run->source_detail, sizeof run->source_detail, "%s", ug_plugin_basename(v->plugin));
+        run->has_source_hash = true;
+        run->source_hash = v->lib_hash;
+    }
     return ug_ok();
 }
 
@@ -409,11 +429,9 @@ static int cmd_verify(int argc, char **argv)
     if (rc) return rc < 0 ? EXIT_PASS : rc;
     ug_status st = input_path("--sweep", a.sweep);
     if (ug_is_ok(&st) && a.kernel_lib) st = input_path("--kernel-lib", a.kernel_lib);
-    if (ug_is_ok(&st) && a.kernel_lib && a.write_baseline)
-        st = ug_fail(UG_EINVAL, "--write-baseline with --kernel-lib: the baseline records the built-in kernels");
     if (!ug_is_ok(&st)) return fail_with(&st);
     verify_ctx v = {.a = &a};
-    gate_args g = {a.budgets, a.baseline, a.reports, a.write_baseline};
+    gate_args g = {a.budgets, a.baseline, a.reports, a.write_baseline, a.enforce_stats};
     rc = gate_run(&g, verify_run, &v);
     ug_plugin_close(v.plugin);
     ug_isolate_close(v.isolated);
@@ -434,14 +452,15 @@ static ug_status merge_run(void *ctx, const ug_budgets *budgets, ug_sweep *sweep
 
 static const char merge_usage[] =
     "usage: ulpgate merge --budgets PATH [--baseline FILE] [--reports DIR] [--write-baseline FILE]\n"
-    "                     SHARD_REPORT.json...\n"
+    "                     [--enforce-stat-budgets] SHARD_REPORT.json...\n"
     "Combines the report.json files of `verify --shard I/N` runs (all N of them) into the\n"
     "result of the unsharded run, then gates and reports it exactly as verify does.\n"
     "  -h, --help, --version  this text; the version\n"
     "exit: 0 pass, 1 gate failed, 2 usage or input error (before anything is written), 3 internal error\n";
 
 static const char report_usage[] =
-    "usage: ulpgate report --budgets PATH [--baseline FILE] [--reports DIR] [--write-baseline FILE] REPORT.json\n"
+    "usage: ulpgate report --budgets PATH [--baseline FILE] [--reports DIR] [--write-baseline FILE]\n"
+    "                      [--enforce-stat-budgets] REPORT.json\n"
     "Re-gates one unsharded run's report.json (e.g. against other budgets or another baseline)\n"
     "and re-renders its reports.\n"
     "  -h, --help, --version  this text; the version\n"
@@ -453,7 +472,7 @@ static int cmd_merge(const char *verb, int argc, char **argv)
     static const struct option opts[] = {
         {"budgets", required_argument, 0, 'b'}, {"baseline", required_argument, 0, 'B'},
         {"reports", required_argument, 0, 'r'}, {"write-baseline", required_argument, 0, 'w'},
-        COMMON_OPTIONS,                         {0, 0, 0, 0},
+        {"enforce-stat-budgets", no_argument, 0, 'E'}, COMMON_OPTIONS, {0, 0, 0, 0},
     };
     bool is_report = strcmp(verb, "report") == 0;
     const char *text = is_report ? report_usage : merge_usage;
@@ -465,6 +484,7 @@ static int cmd_merge(const char *verb, int argc, char **argv)
         case 'B': g.baseline = optarg; break;
         case 'r': g.reports = optarg; break;
         case 'w': g.write_baseline = optarg; break;
+        case 'E': g.enforce_stats = true; break;
         case OPT_VERSION: return print_version();
         default:
             fputs(text, ch == OPT_HELP ? stdout : stderr);
@@ -643,12 +663,17 @@ static int cmd_export(int argc, char **argv)
 
 static const char score_usage[] =
     "usage: ulpgate score --fixtures DIR --candidate CDIR --budgets PATH [--baseline FILE]\n"
+    "                     [--write-baseline FILE] [--enforce-stat-budgets]\n"
     "                     [--reports DIR] [--jobs N] [--max-case-mib N] [--quiet] [--profile NAME|PATH]\n"
     "Gates a kernel that ran outside ulpgate: for every case of DIR/manifest.json (written by\n"
     "`ulpgate export`), reads the outputs from CDIR/<the case's file> (each output under its\n"
     "buffer name, the manifest's dtype and shape) and measures, gates and reports them exactly as\n"
     "verify does its own kernels. Missing or malformed candidate files, and fixtures exported by\n"
     "a version of ulpgate that draws other inputs, stop it before anything is written.\n"
+    "  --write-baseline FILE  record this candidate's figures and bits (source: candidate, named\n"
+    "                         after CDIR's last component) as its own baseline\n"
+    "  --baseline FILE        gate against the candidate's own earlier baseline\n"
+    "  --enforce-stat-budgets the budgets' ULP statistics gate the candidate, not only advise\n"
     "--profile names the candidate's target arithmetic (fixtures/profiles/NAME.json; default cpu).\n"
     "  -h, --help, --version  this text; the version\n"
     "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n";
@@ -661,6 +686,18 @@ typedef struct {
     ug_kernel_source source;
 } score_ctx;
 
+/* The candidate's label in reports and baselines: its directory's last
+ * component ("cand" for cand/, ./cand or /ci/work/cand), so that a baseline
+ * does not depend on where CI unpacks the candidate. */
+static void candidate_label(const char *dir, char *out, size_t size)
+{
+    size_t end = strlen(dir);
+    while (end > 1 && dir[end - 1] == '/') end--;
+    size_t start = end;
+    while (start > 0 && dir[start - 1] != '/') start--;
+    snprintf(out, size, "%.*s", (int)(end - start), dir + start);
+}
+
 static ug_status score_run(void *ctx, const ug_budgets *budgets, ug_sweep *sweep, ug_run_result *run)
 {
     score_ctx *sc = ctx;
@@ -671,7 +708,7 @@ static ug_status score_run(void *ctx, const ug_budgets *budgets, ug_sweep *sweep
     sc->run.moderate_cond = budgets->moderate_cond;
     sc->run.source = &sc->source;
     UG_TRY(ug_run_sweep(sweep, &sc->run, run));
-    snprintf(run->source_detail, sizeof run->source_detail, "%s", sc->candidate);
+    candidate_label(sc->candidate, run->source_detail, sizeof run->source_detail);
     return ug_ok();
 }
 
@@ -682,6 +719,7 @@ static int cmd_score(int argc, char **argv)
         {"budgets", required_argument, 0, 'b'},  {"baseline", required_argument, 0, 'B'},
         {"reports", required_argument, 0, 'r'},  {"jobs", required_argument, 0, 'j'},
         {"max-case-mib", required_argument, 0, 'm'}, {"quiet", no_argument, 0, 'q'},
+        {"write-baseline", required_argument, 0, 'w'}, {"enforce-stat-budgets", no_argument, 0, 'E'},
         {"profile", required_argument, 0, 'P'},  COMMON_OPTIONS, {0, 0, 0, 0},
     };
     score_ctx sc = {.run = {.max_case_bytes = (size_t)1 << 30, .jobs = 1,
@@ -696,6 +734,8 @@ static int cmd_score(int argc, char **argv)
         case 'b': g.budgets = optarg; break;
         case 'B': g.baseline = optarg; break;
         case 'r': g.reports = optarg; break;
+        case 'w': g.write_baseline = optarg; break;
+        case 'E': g.enforce_stats = true; break;
         case 'q': sc.run.progress = false; break;
         case 'P': sc.profile = optarg; break;
         case 'j': ok = parse_jobs(optarg, &sc.run.jobs); break;

@@ -2,10 +2,13 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/json.h"
+#include "budgets.h"
 #include "runner.h"
 
 typedef struct {
@@ -64,25 +67,239 @@ static ug_summary summary_of(const json_t *j)
     return s;
 }
 
+/* ------------------------------------------------------------------------
+ * The strict check of a report.json: a table per object; a lower-case type
+ * letter also accepts null (or absence). S string, U unsigned, I u32, R real
+ * (number or "inf"/"-inf"/"nan"), B boolean, H 16 hex digits, O object,
+ * A array. */
+
+typedef struct {
+    const char *key;
+    char type;
+} field;
+
+static const field summary_fields[] = {
+    {"elements", 'U'}, {"moderate", 'U'}, {"correctly_rounded", 'U'}, {"class_failures", 'U'},
+    {"over_bound", 'U'}, {"flagged", 'U'}, {"max_ulp_dist", 'I'}, {"p99_ulp_dist", 'I'},
+    {"max_ulp_dist_all", 'I'}, {"max_ulp_err", 'R'}, {"max_ratio", 'R'}, {"max_cond", 'R'},
+    {"share_cr", 'R'}, {"worst_index", 'U'}, {"sum_sq_err", 'R'}, {"sum_sq_ref", 'R'}, {NULL, 0},
+};
+static const field aggregate_fields[] = {{"dist_histogram", 'A'}, {"worst_case", 'o'}, {NULL, 0}};
+static const field worst_case_fields[] = {{"label", 'S'}, {"index", 'U'}, {NULL, 0}};
+static const field run_fields[] = {
+    {"kernels", 'S'}, {"sweep", 'O'}, {"moderate_condition", 'R'}, {"wall_seconds", 'R'}, {"memory", 'O'},
+    {NULL, 0},
+};
+static const field profile_fields[] = {{"name", 'S'}, {"hash", 'H'}, {"origin", 'S'}, {"products", 'S'}, {NULL, 0}};
+static const field root_fields[] = {{"profile", 'O'}, {NULL, 0}};
+static const field sweep_fields[] = {{"path", 'S'}, {"content_hash", 'H'}, {"filter", 'S'}, {"shard", 'o'}, {NULL, 0}};
+static const field shard_fields[] = {{"index", 'U'}, {"count", 'U'}, {NULL, 0}};
+static const field memory_fields[] = {{"peak_rss_kib", 'U'}, {NULL, 0}};
+static const field family_fields[] = {{"name", 'S'}, {"bits", 'O'}, {"outputs", 'A'}, {NULL, 0}};
+static const field output_fields[] = {{"name", 'S'}, {"modes", 'O'}, {NULL, 0}};
+static const field case_fields[] = {
+    {"index", 'U'}, {"label", 'S'}, {"family", 'S'}, {"passed", 'B'}, {"failure", 's'}, {"kernel_status", 'O'},
+    {"elements", 'U'}, {"isa_bits_agree", 'B'}, {"kernel_seconds", 'R'}, {"reference_seconds", 'R'},
+    {"bits_hash", 'h'}, {"isa_bits", 'O'}, {"plan", 'o'}, {"samples", 'A'}, {"outputs", 'O'}, {NULL, 0},
+};
+static const field status_fields[] = {{"code", 'S'}, {"message", 'S'}, {NULL, 0}};
+static const field plan_fields[] = {
+    {"threads_planned", 'U'}, {"threads_needed", 'U'}, {"tg_bytes_planned", 'U'}, {"tg_bytes_needed", 'U'},
+    {"finding", 's'}, {NULL, 0},
+};
+
+static ug_status check_field(const char *file, const char *where, const json_t *obj, const field *f)
+{
+    json_t *v = json_object_get(obj, f->key);
+    if (f->type >= 'a' && (!v || json_is_null(v))) return ug_ok();
+    const char *s;
+    uint64_t u;
+    uint32_t u32;
+    double d;
+    bool b;
+    switch (f->type) {
+    case 'S': case 's': return ug_json_string(file, where, obj, f->key, &s);
+    case 'U': return ug_json_uint(file, where, obj, f->key, UINT64_MAX, &u);
+    case 'I': return ug_json_u32(file, where, obj, f->key, &u32);
+    case 'R': return ug_json_real(file, where, obj, f->key, -INFINITY, INFINITY, true, &d);
+    case 'B': return ug_json_bool(file, where, obj, f->key, &b);
+    case 'H': case 'h': return ug_json_hex64(file, where, obj, f->key, &u);
+    case 'O': case 'o': return ug_json_object(file, where, obj, f->key, &v);
+    default: return ug_json_array(file, where, obj, f->key, &v);
+    }
+}
+
+static ug_status check_fields(const char *file, const char *where, const json_t *obj, const field *fields)
+{
+    for (const field *f = fields; f->key; f++) UG_TRY(check_field(file, where, obj, f));
+    return ug_ok();
+}
+
+/* obj[key] (an object, checked) against fields; absent or null passes when nullable. */
+static ug_status check_member(const char *file, const char *where, const json_t *obj, const char *key,
+                              const field *fields)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return ug_ok();
+    char item[UG_JSON_WHERE];
+    ug_json_join(item, where, key);
+    return check_fields(file, item, v, fields);
+}
+
+/* One element of a tuple: 'U' an integer in [0, max], 'R' a real. */
+typedef struct {
+    char type;
+    json_int_t max;
+} tuple_item;
+
+/* Every element of array (at JSON path where) is an array of the items given. */
+static ug_status check_tuples(const char *file, const char *where, const json_t *array, const tuple_item *items)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(array, i, x) {
+        char key[32], item[UG_JSON_WHERE];
+        snprintf(key, sizeof key, "[%zu]", i);
+        ug_json_join(item, where, key);
+        UG_TRY(ug_json_array(file, where, array, key, &x));
+        for (size_t k = 0; items[k].type; k++) {
+            char index[32];
+            json_int_t n;
+            double d;
+            snprintf(index, sizeof index, "[%zu]", k);
+            UG_TRY(items[k].type == 'U' ? ug_json_int(file, item, x, index, 0, items[k].max, &n)
+                                        : ug_json_real(file, item, x, index, -INFINITY, INFINITY, true, &d));
+        }
+    }
+    return ug_ok();
+}
+
+/* {mode: summary} for every mode present; aggregates carry histogram and worst case too. */
+static ug_status check_modes(const char *file, const char *where, const json_t *modes, bool aggregate)
+{
+    const char *mode;
+    json_t *s;
+    json_object_foreach((json_t *)modes, mode, s) {
+        char item[UG_JSON_WHERE];
+        ug_json_join(item, where, mode);
+        ug_ref_mode m;
+        UG_TRY(ug_json_mode(file, where, mode, s, &m));
+        UG_TRY(check_fields(file, item, s, summary_fields));
+        if (!aggregate) continue;
+        UG_TRY(check_fields(file, item, s, aggregate_fields));
+        UG_TRY(check_member(file, item, s, "worst_case", worst_case_fields));
+        /* [[bin, count], ...] */
+        static const tuple_item bin[] = {{'U', UG_DIST_BINS - 1}, {'U', LLONG_MAX}, {0, 0}};
+        char at[UG_JSON_WHERE];
+        ug_json_join(at, item, "dist_histogram");
+        UG_TRY(check_tuples(file, at, json_object_get(s, "dist_histogram"), bin));
+    }
+    return ug_ok();
+}
+
+static ug_status check_hashes(const char *file, const char *where, const json_t *obj)
+{
+    const char *key;
+    json_t *v;
+    uint64_t h;
+    json_object_foreach((json_t *)obj, key, v) UG_TRY(ug_json_hex64(file, where, obj, key, &h));
+    return ug_ok();
+}
+
+static ug_status check_family(const char *file, const char *where, const json_t *fam)
+{
+    UG_TRY(check_fields(file, where, fam, family_fields));
+    const char *name = json_string_value(json_object_get(fam, "name"));
+    if (!ug_family_find(name)) return ug_json_fail(file, where, "name", "no kernel family \"%s\"", name);
+    char at[UG_JSON_WHERE];
+    ug_json_join(at, where, "bits");
+    UG_TRY(check_hashes(file, at, json_object_get(fam, "bits")));
+    json_t *outputs = json_object_get(fam, "outputs"), *output;
+    size_t i;
+    ug_json_join(at, where, "outputs");
+    json_array_foreach(outputs, i, output) {
+        char item[UG_JSON_WHERE], modes_at[UG_JSON_WHERE];
+        ug_json_join_index(item, at, i);
+        UG_TRY(ug_json_check_object(file, at, item + strlen(at), output));
+        UG_TRY(check_fields(file, item, output, output_fields));
+        ug_json_join(modes_at, item, "modes");
+        UG_TRY(check_modes(file, modes_at, json_object_get(output, "modes"), true));
+    }
+    return ug_ok();
+}
+
+static ug_status check_case(const char *file, const char *where, const json_t *c)
+{
+    UG_TRY(check_fields(file, where, c, case_fields));
+    UG_TRY(check_member(file, where, c, "kernel_status", status_fields));
+    UG_TRY(check_member(file, where, c, "plan", plan_fields));
+    char at[UG_JSON_WHERE];
+    ug_json_join(at, where, "isa_bits");
+    UG_TRY(check_hashes(file, at, json_object_get(c, "isa_bits")));
+    /* [[output ordinal, mode, cond, ulp_err, bound_ulps], ...] */
+    static const tuple_item sample[] = {
+        {'U', UG_MAX_BUFFERS - 1}, {'U', UG_REF_MODE_COUNT - 1}, {'R', 0}, {'R', 0}, {'R', 0}, {0, 0},
+    };
+    ug_json_join(at, where, "samples");
+    UG_TRY(check_tuples(file, at, json_object_get(c, "samples"), sample));
+    const char *output;
+    json_t *modes, *outputs = json_object_get(c, "outputs");
+    ug_json_join(at, where, "outputs");
+    json_object_foreach(outputs, output, modes) {
+        char item[UG_JSON_WHERE];
+        ug_json_join(item, at, output);
+        UG_TRY(ug_json_check_object(file, at, output, modes));
+        UG_TRY(check_modes(file, item, modes, false));
+    }
+    return ug_ok();
+}
+
+ug_status ug_report_check(const char *path, const json_t *root)
+{
+    UG_TRY(ug_json_schema(path, root, UG_REPORT_SCHEMA, NULL));
+    json_t *run, *families, *cases, *x;
+    UG_TRY(check_fields(path, "", root, root_fields));
+    UG_TRY(check_member(path, "", root, "profile", profile_fields));
+    UG_TRY(ug_json_object(path, "", root, "run", &run));
+    UG_TRY(check_fields(path, "run", run, run_fields));
+    UG_TRY(check_member(path, "run", run, "sweep", sweep_fields));
+    UG_TRY(check_member(path, "run", run, "memory", memory_fields));
+    UG_TRY(check_member(path, "run.sweep", json_object_get(run, "sweep"), "shard", shard_fields));
+    UG_TRY(ug_json_array(path, "", root, "families", &families));
+    size_t i;
+    json_array_foreach(families, i, x) {
+        char item[UG_JSON_WHERE];
+        ug_json_join_index(item, "families", i);
+        UG_TRY(ug_json_check_object(path, "families", item + strlen("families"), x));
+        UG_TRY(check_family(path, item, x));
+    }
+    UG_TRY(ug_json_array(path, "", root, "cases", &cases));
+    json_array_foreach(cases, i, x) {
+        char item[UG_JSON_WHERE];
+        ug_json_join_index(item, "cases", i);
+        UG_TRY(ug_json_check_object(path, "cases", item + strlen("cases"), x));
+        UG_TRY(check_case(path, item, x));
+    }
+    return ug_ok();
+}
+
+/* ------------------------------------------------------------------------
+ * Rebuilding the run (every item read below passed ug_report_check). */
+
 static ug_status load_shards(const char *const *paths, size_t n, shard *shards)
 {
     bool *seen = calloc(n, sizeof *seen);
     if (!seen) return ug_fail(UG_ENOMEM, "merge: out of memory");
     ug_status st = ug_ok();
     for (size_t i = 0; i < n && ug_is_ok(&st); i++) {
-        json_error_t err;
         shards[i].path = paths[i];
-        shards[i].root = json_load_file(paths[i], 0, &err);
-        if (!shards[i].root) {
-            st = ug_fail(UG_EPARSE, "%s:%d:%d: %s", paths[i], err.line, err.column, err.text);
-            break;
-        }
-        const char *schema = json_string_value(json_object_get(shards[i].root, "schema"));
+        st = ug_json_load("report", paths[i], &shards[i].root);
+        if (ug_is_ok(&st)) st = ug_report_check(paths[i], shards[i].root);
+        if (!ug_is_ok(&st)) break;
         json_t *sh = json_object_get(json_object_get(json_object_get(shards[i].root, "run"), "sweep"), "shard");
-        if (!schema || strcmp(schema, "ulpgate-report/1") != 0) st = bad(paths[i], "not an ulpgate-report/1 file");
-        else if (json_is_null(sh) && n == 1)
+        if (json_is_null(sh) && n == 1)
             shards[i].index = 0; /* a whole run: `ulpgate report` re-renders it */
-        else if (!json_is_object(sh)) st = bad(paths[i], "run.sweep.shard is missing: not a shard's report (verify --shard I/N)");
+        else if (!sh || json_is_null(sh)) st = bad(paths[i], "run.sweep.shard is missing: not a shard's report (verify --shard I/N)");
         else if (uint_of(sh, "count") != n)
             st = ug_fail(UG_EINVAL, "%s: a shard of %" PRIu64 ", but %zu reports were given", paths[i], uint_of(sh, "count"), n);
         else if ((shards[i].index = (size_t)uint_of(sh, "index")) >= n || seen[shards[i].index])
@@ -94,7 +311,9 @@ static ug_status load_shards(const char *const *paths, size_t n, shard *shards)
     return st;
 }
 
-/* Every shard must describe the same sweep file, content and filter. */
+#define PLUGIN_PREFIX "plugin: "
+
+/* Every shard must describe the same kernels, sweep file, content and filter. */
 static ug_status same_sweep(const shard *shards, size_t n, const char **path, const char **filter, uint64_t *hash,
                             double *moderate)
 {
@@ -104,13 +323,17 @@ static ug_status same_sweep(const shard *shards, size_t n, const char **path, co
     *moderate = real_of(json_object_get(run0, "moderate_condition"));
     if (!*path || !*filter || !hex_of(json_object_get(sweep0, "content_hash"), hash))
         return bad(shards[0].path, "run.sweep lacks path, filter or content_hash");
+    const char *kernels0 = json_string_value(json_object_get(run0, "kernels"));
     for (size_t i = 0; i < n; i++) {
-        /* A kernel library's run covers only its families, and the baseline
-         * does not hold its bits: its reports are not rebuilt here. */
+        /* A candidate's cases are the manifest's, not the sweep's: its report is not rebuilt from the sweep. */
         const char *kernels = json_string_value(json_object_get(json_object_get(shards[i].root, "run"), "kernels"));
-        if (kernels && strcmp(kernels, "built-in") != 0)
+        if (strcmp(kernels, "built-in") != 0 && strncmp(kernels, PLUGIN_PREFIX, strlen(PLUGIN_PREFIX)) != 0)
             return ug_fail(UG_EINVAL, "%s: a run of \"%s\": merge and report rebuild runs of the built-in kernels "
-                           "only (re-run verify --kernel-lib for its report)", shards[i].path, kernels);
+                           "or of a --kernel-lib library (re-run score for its report; compare reads it)",
+                           shards[i].path, kernels);
+        if (strcmp(kernels, kernels0) != 0)
+            return ug_fail(UG_EINVAL, "%s and %s are shards of different runs (kernels \"%s\", \"%s\")",
+                           shards[0].path, shards[i].path, kernels0, kernels);
     }
     for (size_t i = 1; i < n; i++) {
         json_t *run = json_object_get(shards[i].root, "run"), *sweep = json_object_get(run, "sweep");
@@ -205,6 +428,10 @@ static ug_status read_case(const char *path, const json_t *j, ug_run_result *out
     json_t *hash;
     json_object_foreach(json_object_get(j, "isa_bits"), isa_name, hash) {
         ug_isa isa;
+        if (out->source_name && strcmp(isa_name, out->source_name) == 0) {
+            r->source_ran = true; /* its bits are bits_hash */
+            continue;
+        }
         if (!ug_isa_parse(isa_name, &isa) || !hex_of(hash, &r->isa_bits[isa]))
             return ug_fail(UG_EPARSE, "%s: case %zu: bad isa_bits entry '%s'", path, idx, isa_name);
         r->isa_ran[isa] = true;
@@ -307,6 +534,15 @@ static void refold_square_sums(ug_run_result *out)
     }
 }
 
+static bool family_in_report(const ug_case *c, const void *root)
+{
+    size_t i;
+    json_t *family;
+    json_array_foreach(json_object_get(root, "families"), i, family)
+        if (strcmp(json_string_value(json_object_get(family, "name")), c->family->name) == 0) return true;
+    return false;
+}
+
 static ug_status rebuild(shard *shards, size_t n, ug_sweep *sweep, ug_run_result *out)
 {
     const char *path, *filter;
@@ -317,10 +553,18 @@ static ug_status rebuild(shard *shards, size_t n, ug_sweep *sweep, ug_run_result
     if (sweep->content_hash != hash)
         return ug_fail(UG_EINVAL, "sweep %s changed since the shards ran (content hash %016" PRIx64 ", shards %016" PRIx64 ")",
                        path, sweep->content_hash, hash);
+    /* A library's run holds the sweep's cases of its families, renumbered before the filter (verify's order). */
+    const char *kernels = json_string_value(json_object_get(json_object_get(shards[0].root, "run"), "kernels"));
+    bool plugin = strcmp(kernels, "built-in") != 0;
+    if (plugin) ug_sweep_keep(sweep, family_in_report, shards[0].root);
     if (*filter) UG_TRY(ug_sweep_filter(sweep, filter));
     ug_profile_id profile;
     UG_TRY(same_profile(shards, n, &profile));
     UG_TRY(ug_run_result_init(sweep, moderate, out));
+    if (plugin) {
+        out->source_name = "plugin";
+        snprintf(out->source_detail, sizeof out->source_detail, "%s", kernels + strlen(PLUGIN_PREFIX));
+    }
     out->profile = profile;
     bool *filled = calloc(out->n_cases ? out->n_cases : 1, sizeof *filled);
     size_t (*worst_case)[UG_MAX_BUFFERS][UG_REF_MODE_COUNT] = malloc((out->n_families ? out->n_families : 1) * sizeof *worst_case);

@@ -51,6 +51,8 @@ typedef struct {
     const ug_sweep *sweep;
     const char *source_name;    /* the kernel source's label ("plugin"); NULL: built-in kernels */
     char source_detail[256];    /* what the source is, for reports ("libmine.so"); may be empty */
+    bool has_source_hash;       /* source_hash: content hash of the source's file (a kernel library) */
+    uint64_t source_hash;
     ug_profile_id profile;      /* the arithmetic profile of the bounds (ref/f32_model.h) */
     double moderate_cond;
     size_t n_cases;

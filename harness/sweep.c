@@ -1,11 +1,14 @@
 #include "sweep.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/input_file.h"
+#include "../core/json.h"
 #include "../core/json_dir.h"
 #include "gen.h"
 
@@ -39,14 +42,13 @@ static ug_status push_case(loader *ld, const ug_case *c)
     return ug_ok();
 }
 
-/* Shapes are non-negative integers below 2^32 (the kernels' u32 params). */
+/* Shapes are JSON integers in [0, 2^32) (the kernels' u32 params): 1.5,
+ * 2.0 and -0.0 are refused, a label never reads "-0". */
 static ug_status param_value(const loader *ld, const char *where, json_t *j, double *out)
 {
-    if (!json_is_number(j)) return bad(ld, where, "expected a number");
-    double x = json_number_value(j);
-    if (!(x >= 0 && x <= 4294967295.0 && x == floor(x)))
-        return ug_fail(UG_EPARSE, "%s: %s: %g is not an integer in [0, 2^32)", ld->path, where, x);
-    *out = x;
+    json_int_t v;
+    UG_TRY(ug_json_int_value(ld->path, where, j, 0, 4294967295LL, &v));
+    *out = (double)v;
     return ug_ok();
 }
 
@@ -63,15 +65,8 @@ static void make_label(const ug_family *f, const ug_params *p, const char *regim
 /* A misspelt key would silently drop cases: every key must be known. */
 static ug_status check_keys(const loader *ld, const char *where, json_t *obj, const char *const *known)
 {
-    if (!json_is_object(obj)) return bad(ld, where, "expected an object");
-    const char *key;
-    json_t *value;
-    json_object_foreach(obj, key, value) {
-        bool ok = false;
-        for (const char *const *k = known; *k && !ok; k++) ok = strcmp(*k, key) == 0;
-        if (!ok) return ug_fail(UG_EPARSE, "%s: %s: unknown key '%s'", ld->path, where[0] ? where : "(top level)", key);
-    }
-    return ug_ok();
+    UG_TRY(ug_json_check_object(ld->path, where, "", obj));
+    return ug_json_keys(ld->path, where, obj, known);
 }
 
 /* One axis of a grid: a parameter, a "p1/p2" tuple, or "regime". */
@@ -90,8 +85,8 @@ static ug_status parse_axis(const loader *ld, const ug_family *f, const char *ke
     snprintf(ax->where, sizeof ax->where, "%s", where);
     ax->regime = strcmp(key, "regime") == 0;
     ax->width = 0;
-    if (!json_is_array(values) || json_array_size(values) == 0)
-        return bad(ld, where, "expected a non-empty array of values");
+    UG_TRY(ug_json_check_array(ld->path, where, "", values));
+    if (json_array_size(values) == 0) return bad(ld, where, "expected a non-empty array of values, found []");
     if (ax->regime) return ug_ok();
     char names[256];
     snprintf(names, sizeof names, "%s", key);
@@ -124,14 +119,38 @@ static ug_status regime_index(const loader *ld, const ug_family *f, const char *
 static ug_status apply_axis_value(const loader *ld, const ug_family *f, const axis *ax, size_t vi,
                                   ug_case *c)
 {
-    const char *where = ax->where;
+    char where[UG_JSON_WHERE], at[UG_JSON_WHERE];
+    ug_json_join_index(where, ax->where, vi);
     json_t *val = json_array_get(ax->values, vi);
     if (ax->regime) return regime_index(ld, f, where, val, &c->regime);
     if (ax->width == 1) return param_value(ld, where, val, &c->params.v[ax->params[0]]);
     if (!json_is_array(val) || json_array_size(val) != ax->width)
         return ug_fail(UG_EPARSE, "%s: %s: expected tuples of %zu numbers", ld->path, where, ax->width);
-    for (size_t k = 0; k < ax->width; k++)
-        UG_TRY(param_value(ld, where, json_array_get(val, k), &c->params.v[ax->params[k]]));
+    for (size_t k = 0; k < ax->width; k++) {
+        ug_json_join_index(at, where, k);
+        UG_TRY(param_value(ld, at, json_array_get(val, k), &c->params.v[ax->params[k]]));
+    }
+    return ug_ok();
+}
+
+/* Whether parameter p is a dimension of one of f's buffers ("K" of
+ * [B,T,Hg,K]; not cache_extra, which only lengthens a table): an accepted
+ * case must give it as a positive integer. */
+static bool is_dimension(const ug_family *f, size_t p)
+{
+    for (size_t b = 0; b < f->n_buffers; b++)
+        for (size_t d = 0; d < f->buffers[b].rank; d++)
+            if (f->buffers[b].dims[d] == (int)p) return true;
+    return false;
+}
+
+static ug_status positive_dimensions(const loader *ld, const ug_family *f, const ug_case *c, const char *where)
+{
+    for (size_t p = 0; p < f->n_params; p++)
+        if (c->params.v[p] == 0 && is_dimension(f, p))
+            return ug_fail(UG_EPARSE, "%s: %s: accepted case '%s': dimension %s is 0 (dimensions of accepted "
+                           "cases are positive; a zero shape belongs under \"rejected\")", ld->path, where,
+                           c->label, f->param_names[p]);
     return ug_ok();
 }
 
@@ -143,7 +162,7 @@ static ug_status expand_grid(loader *ld, const ug_family *f, json_t *grid, const
     const char *key;
     json_t *values;
     char at[256];
-    if (!json_is_object(grid)) return bad(ld, where, "expected an object of axes");
+    UG_TRY(ug_json_check_object(ld->path, where, "", grid));
     json_object_foreach(grid, key, values) {
         snprintf(at, sizeof at, "%s.%s", where, key);
         if (n_axes == UG_MAX_PARAMS + 1) return bad(ld, at, "too many axes");
@@ -163,6 +182,7 @@ static ug_status expand_grid(loader *ld, const ug_family *f, json_t *grid, const
         c.override.buffer = -1;
         for (size_t a = 0; a < n_axes; a++) UG_TRY(apply_axis_value(ld, f, &axes[a], odometer[a], &c));
         make_label(f, &c.params, f->regimes[c.regime], c.label);
+        UG_TRY(positive_dimensions(ld, f, &c, where));
         c.seed = ug_gen_case_seed(ld->out->seed, f->name, c.label);
         UG_TRY(push_case(ld, &c));
         size_t a = n_axes;
@@ -174,18 +194,23 @@ static ug_status expand_grid(loader *ld, const ug_family *f, json_t *grid, const
 static ug_status parse_override(const loader *ld, const ug_family *f, json_t *j, const char *where,
                                 ug_buffer_override *o)
 {
-    const char *name = json_string_value(json_object_get(j, "name"));
-    o->buffer = name ? ug_family_buffer_index(f, name) : -1;
+    static const char *const keys[] = {"name", "count_delta", "dtype", NULL};
+    const char *name, *dtype_name;
+    UG_TRY(check_keys(ld, where, j, keys));
+    UG_TRY(ug_json_string(ld->path, where, j, "name", &name));
+    o->buffer = ug_family_buffer_index(f, name);
     if (o->buffer < 0)
-        return ug_fail(UG_EPARSE, "%s: %s.name: '%s' is not a buffer of %s", ld->path, where,
-                       name ? name : "(missing)", f->name);
+        return ug_json_fail(ld->path, where, "name", "\"%s\" is not a buffer of %s", name, f->name);
     json_t *delta = json_object_get(j, "count_delta"), *dtype = json_object_get(j, "dtype");
-    if (delta && !json_is_integer(delta)) return bad(ld, where, "count_delta must be an integer");
-    o->count_delta = delta ? json_integer_value(delta) : 0;
+    json_int_t count_delta = 0;
+    if (delta) UG_TRY(ug_json_int(ld->path, where, j, "count_delta", -LLONG_MAX, LLONG_MAX, &count_delta));
+    o->count_delta = count_delta;
     o->dtype = UG_DTYPE_COUNT;
     if (dtype) {
-        o->dtype = json_is_string(dtype) ? ug_dtype_parse(json_string_value(dtype)) : UG_DTYPE_COUNT;
-        if (o->dtype == UG_DTYPE_COUNT) return bad(ld, where, "dtype must be one of bf16, f32, f64, u32");
+        UG_TRY(ug_json_string(ld->path, where, j, "dtype", &dtype_name));
+        o->dtype = ug_dtype_parse(dtype_name);
+        if (o->dtype == UG_DTYPE_COUNT)
+            return ug_json_fail(ld->path, where, "dtype", "expected bf16, f32, f64 or u32, found \"%s\"", dtype_name);
     }
     if (!delta && !dtype) return bad(ld, where, "give count_delta or dtype");
     return ug_ok();
@@ -200,18 +225,19 @@ static ug_status parse_rejected(loader *ld, const ug_family *f, json_t *j, const
     c.family = f;
     c.expect_reject = true;
     c.override.buffer = -1;
-    const char *name = json_string_value(json_object_get(j, "name"));
-    if (!name || !*name) return bad(ld, where, "a rejected case needs a non-empty \"name\"");
-    if (strlen(name) >= UG_LABEL_LEN) return bad(ld, where, "name is too long");
+    const char *name;
+    UG_TRY(ug_json_string(ld->path, where, j, "name", &name));
+    if (!*name || strlen(name) >= UG_LABEL_LEN)
+        return ug_json_fail(ld->path, where, "name", "expected 1 to %d bytes, found \"%s\"", UG_LABEL_LEN - 1, name);
     snprintf(c.label, sizeof c.label, "%s", name);
     c.seed = ug_gen_case_seed(ld->out->seed, f->name, c.label);
-    json_t *params = json_object_get(j, "params");
-    if (!json_is_object(params)) return bad(ld, where, "\"params\" must be an object");
-    char at[256];
+    json_t *params, *v;
+    UG_TRY(ug_json_object(ld->path, where, j, "params", &params));
+    char at[256], params_at[UG_JSON_WHERE];
+    ug_json_join(params_at, where, "params");
     for (size_t i = 0; i < f->n_params; i++) {
         snprintf(at, sizeof at, "%s.params.%s", where, f->param_names[i]);
-        json_t *v = json_object_get(params, f->param_names[i]);
-        if (!v) return bad(ld, at, "missing");
+        UG_TRY(ug_json_get(ld->path, params_at, params, f->param_names[i], &v));
         UG_TRY(param_value(ld, at, v, &c.params.v[i]));
     }
     const char *key;
@@ -226,12 +252,20 @@ static ug_status parse_rejected(loader *ld, const ug_family *f, json_t *j, const
         snprintf(at, sizeof at, "%s.buffer", where);
         UG_TRY(parse_override(ld, f, buffer, at, &c.override));
     }
-    json_t *expect = json_object_get(j, "expect");
-    if (!json_is_array(expect) || json_array_size(expect) == 0 || json_array_size(expect) > UG_MAX_EXPECT)
-        return ug_fail(UG_EPARSE, "%s: %s.expect: expected 1 to %d message substrings", ld->path, where, UG_MAX_EXPECT);
+    json_t *expect;
+    UG_TRY(ug_json_array(ld->path, where, j, "expect", &expect));
+    if (json_array_size(expect) == 0 || json_array_size(expect) > UG_MAX_EXPECT)
+        return ug_json_fail(ld->path, where, "expect", "expected 1 to %d message substrings, found %zu", UG_MAX_EXPECT,
+                            json_array_size(expect));
+    snprintf(at, sizeof at, "%s.expect", where);
     for (size_t i = 0; i < json_array_size(expect); i++) {
-        const char *s = json_string_value(json_array_get(expect, i));
-        if (!s || strlen(s) >= UG_EXPECT_LEN) return bad(ld, where, "expect entries must be strings under 96 bytes");
+        char index[32];
+        const char *s;
+        snprintf(index, sizeof index, "[%zu]", i);
+        UG_TRY(ug_json_string(ld->path, at, expect, index, &s));
+        /* "" is a substring of every message: it would accept any rejection. */
+        if (!*s || strlen(s) >= UG_EXPECT_LEN)
+            return ug_json_fail(ld->path, at, index, "expected 1 to %d bytes, found \"%s\"", UG_EXPECT_LEN - 1, s);
         snprintf(c.expect[c.n_expect++], UG_EXPECT_LEN, "%s", s);
     }
     return push_case(ld, &c);
@@ -245,9 +279,9 @@ static ug_status parse_family(loader *ld, const char *name, json_t *j)
     char at[256];
     snprintf(at, sizeof at, "families.%s", name);
     UG_TRY(check_keys(ld, at, j, keys));
-    json_t *accepted = json_object_get(j, "accepted"), *rejected = json_object_get(j, "rejected");
-    if ((accepted && !json_is_array(accepted)) || (rejected && !json_is_array(rejected)))
-        return ug_fail(UG_EPARSE, "%s: families.%s: accepted/rejected must be arrays", ld->path, name);
+    json_t *accepted = NULL, *rejected = NULL;
+    if (json_object_get(j, "accepted")) UG_TRY(ug_json_array(ld->path, at, j, "accepted", &accepted));
+    if (json_object_get(j, "rejected")) UG_TRY(ug_json_array(ld->path, at, j, "rejected", &rejected));
     for (size_t i = 0; i < json_array_size(accepted); i++) {
         snprintf(at, sizeof at, "families.%s.accepted[%zu]", name, i);
         UG_TRY(expand_grid(ld, f, json_array_get(accepted, i), at));
@@ -259,37 +293,28 @@ static ug_status parse_family(loader *ld, const char *name, json_t *j)
     return ug_ok();
 }
 
-/* Folds the file's bytes into the running FNV-1a hash h. */
-static ug_status hash_file(const char *path, uint64_t *h)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return ug_fail(UG_EIO, "cannot open sweep '%s'", path);
-    for (int ch; (ch = getc(fp)) != EOF;) *h = (*h ^ (uint64_t)ch) * 0x100000001b3ull;
-    fclose(fp);
-    return ug_ok();
-}
-
-/* Appends the cases of one sweep file to out. */
+/* Appends the cases of one sweep file to out; its bytes, read once (capped,
+ * core/input_file), are folded into the content hash and parsed. */
 static ug_status load_file(const char *path, ug_sweep *out)
 {
-    UG_TRY(hash_file(path, &out->content_hash));
-    ug_status st = ug_ok();
-    json_error_t err;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-    if (!root) return ug_fail(UG_EPARSE, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+    unsigned char *bytes;
+    size_t size;
+    UG_TRY(ug_input_read("sweep", path, UG_INPUT_MAX_JSON, &bytes, &size));
+    out->content_hash = ug_fnv1a(out->content_hash, bytes, size);
+    json_t *root;
+    ug_status st = ug_json_parse(path, bytes, size, &root);
+    free(bytes);
+    UG_TRY(st);
     loader ld = {path, out, out->n_cases};
-    const char *schema = json_string_value(json_object_get(root, "schema"));
-    json_t *seed = json_object_get(root, "seed"), *families = json_object_get(root, "families");
     static const char *const keys[] = {"schema", "seed", "families", "comment", NULL};
-    st = check_keys(&ld, "", root, keys);
-    if (ug_is_ok(&st) && (!schema || strcmp(schema, "ulpgate-sweep/1") != 0))
-        st = bad(&ld, "schema", "expected \"ulpgate-sweep/1\"");
-    if (ug_is_ok(&st) && (!json_is_integer(seed) || json_integer_value(seed) < 0))
-        st = bad(&ld, "seed", "expected a non-negative integer");
-    if (ug_is_ok(&st) && (!json_is_object(families) || json_object_size(families) == 0))
-        st = bad(&ld, "families", "expected a non-empty object");
+    json_t *families = NULL;
+    uint64_t seed = 0;
+    st = ug_json_schema(path, root, "ulpgate-sweep/1", keys);
+    if (ug_is_ok(&st)) st = ug_json_uint(path, "", root, "seed", UINT64_MAX, &seed);
+    if (ug_is_ok(&st)) st = ug_json_object(path, "", root, "families", &families);
+    if (ug_is_ok(&st) && json_object_size(families) == 0) st = bad(&ld, "families", "expected a non-empty object");
     if (ug_is_ok(&st)) {
-        if (out->n_cases == 0) out->seed = (uint64_t)json_integer_value(seed);
+        if (out->n_cases == 0) out->seed = seed;
         const char *name;
         json_t *fam;
         json_object_foreach(families, name, fam) {
@@ -309,7 +334,7 @@ static ug_status add_sweep_file(const char *path, int index, void *ctx)
 ug_status ug_sweep_load(const char *path, ug_sweep *out)
 {
     memset(out, 0, sizeof *out);
-    out->content_hash = 0xcbf29ce484222325ull;
+    out->content_hash = UG_FNV1A_INIT;
     if (strlen(path) >= sizeof out->path) return ug_fail(UG_EIO, "sweep path is too long: %s", path);
     snprintf(out->path, sizeof out->path, "%s", path);
     /* A directory holds one sweep file per family, read in name order. */

@@ -10,15 +10,21 @@
  *                       "expect": ["256", "MAX_K = 192"] }, ... ] } } }
  * Each accepted entry is a grid: the Cartesian product of its axes; an axis
  * named "p1/p2" lists tuples (so GQA pairs Hg/H are listed, not crossed).
- * Every parameter of the family must be given exactly once per entry. A
+ * Every parameter of the family must be given exactly once per entry, as a
+ * JSON integer in [0, 2^32) (1.5, 2.0 and -0.0 are refused); in accepted
+ * entries a dimension (a parameter among a buffer's dims, "K" of
+ * [B,T,Hg,K]) must be positive, zero shapes belong under "rejected". A
  * rejected entry gives one shape; "buffer" optionally makes one buffer's
- * element count or dtype wrong; "expect" lists substrings the kernel's error
- * message must contain. Cases are expanded in file order; each case's seed is
+ * element count or dtype wrong; "expect" lists 1 to UG_MAX_EXPECT non-empty
+ * substrings the kernel's error message must contain. Cases are expanded in file order; each case's seed is
  * derived from the sweep seed, the family name and the case label, so a case
  * draws the same inputs whatever else the sweep holds.
  *
  * A sweep may also be a directory: every *.json file in it, in name order,
- * one file per family by convention; content_hash then covers all files. */
+ * one file per family by convention; content_hash then covers all files.
+ * Every file is read once through core/input_file (a missing, special or
+ * oversized file is UG_EINPUT before a byte is hashed) and parsed by the
+ * strict reader of core/json (messages name the file and the JSON path). */
 #ifndef UG_SWEEP_H
 #define UG_SWEEP_H
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../core/safetensors.h"
+#include "../harness/gate.h"
 #include "../harness/interop.h"
 #include "tests.h"
 
@@ -277,8 +278,8 @@ static void test_missing_candidate_file(void)
     CU_ASSERT_FATAL(unlink(path) == 0);
     ug_run_result run;
     ug_status st = score(&fx, &run);
-    CU_ASSERT_EQUAL(st.code, UG_EIO);
-    ASSERT_CONTAINS(st.msg, "cannot open");
+    CU_ASSERT_EQUAL(st.code, UG_EINPUT);
+    ASSERT_CONTAINS(st.msg, "does not exist");
     ASSERT_CONTAINS(st.msg, "0001-gdn_chunk_cumsum.safetensors");
     teardown(&fx);
 }
@@ -303,12 +304,14 @@ static void test_bad_manifest(void)
     static const struct {
         const char *key, *value, *expect;
     } edits[] = {
-        {"family", "\"gdn_nonesuch\"", "case 1: unknown family 'gdn_nonesuch'"},
-        {"regime", "\"sunny\"", "case 1: gdn_chunk_cumsum has no regime 'sunny'"},
-        {"seed", "\"12\"", "case 1: seed '12' is not a 0x-prefixed 64-bit hex number"},
-        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2}", "case 1: 3 params, gdn_chunk_cumsum has 4"},
-        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2, \"BT\": \"64\"}", "case 1: param BT missing or not a number"},
-        {"file", "\"../x.safetensors\"", "case 1: label or file name too long, or the file name has a '/'"},
+        {"family", "\"gdn_nonesuch\"", "cases[1].family: unknown family \"gdn_nonesuch\""},
+        {"regime", "\"sunny\"", "cases[1].regime: gdn_chunk_cumsum has no regime \"sunny\""},
+        {"seed", "\"12\"", "cases[1].seed: \"12\" is not a 0x-prefixed 64-bit hex number"},
+        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2}", "cases[1].params: 3 params, gdn_chunk_cumsum has 4"},
+        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2, \"BT\": \"64\"}", "cases[1].params.BT: expected an integer"},
+        {"params", "{\"B\": 1, \"T\": 128, \"H\": 2, \"BT\": 64.5}", "cases[1].params.BT: expected an integer"},
+        {"file", "\"../x.safetensors\"", "cases[1].file: \"../x.safetensors\" is empty"},
+        {"file", "\"0000-gdn_chunk_cumsum.safetensors\"", "repeats cases[0]"},
         {"params", "{\"B\": 1, \"T\": 128, \"H\": 3, \"BT\": 64}", "fixture/tool version mismatch: the manifest lists"},
     };
     for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
@@ -343,6 +346,55 @@ static void test_input_hash_mismatch(void)
     teardown(&fx);
 }
 
-UG_TEST_SUITE(interop_suite, "interop", UG_TEST(test_kernel_candidate_passes), UG_TEST(test_every_family_round_trips), UG_TEST(test_spoiled_candidates),
+/* score --write-baseline, then score --baseline: a candidate gated against
+ * its own earlier run; the baseline names the candidate and the exported
+ * sweep (path and content hash, as the manifest records them). */
+static void test_candidate_baseline(void)
+{
+    fixture fx;
+    setup(&fx, CAND_KERNEL);
+    ug_run_result run;
+    ug_budgets budgets;
+    ug_baseline baseline;
+    ug_verdict v;
+    CU_ASSERT_EQUAL_FATAL(score(&fx, &run).code, UG_OK);
+    snprintf(run.source_detail, sizeof run.source_detail, "cand");
+    char path[200];
+    snprintf(path, sizeof path, "%s/baseline.json", fx.dir);
+    CU_ASSERT_EQUAL_FATAL(ug_baseline_write(path, &run).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(ug_baseline_load(path, &baseline).code, UG_OK);
+    CU_ASSERT_STRING_EQUAL(baseline.source.kind, "candidate");
+    CU_ASSERT_STRING_EQUAL(baseline.source.name, "cand");
+    CU_ASSERT_EQUAL(baseline.sweep_hash, fx.sweep.content_hash);
+    CU_ASSERT_STRING_EQUAL(baseline.sweep_path, fx.sweep.path);
+    CU_ASSERT_TRUE(baseline.n_bits > 0 && baseline.bits[0].has_source);
+    CU_ASSERT_EQUAL_FATAL(ug_budgets_load("fixtures/budgets", &budgets).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(ug_gate_evaluate(&run, &budgets, &baseline, &v).code, UG_OK);
+    CU_ASSERT_TRUE(v.pass);
+    for (size_t i = 0; i < v.n; i++) CU_ASSERT_NOT_EQUAL(v.items[i].kind, UG_FINDING_FAIL);
+    ug_verdict_free(&v);
+    ug_budgets_free(&budgets);
+    ug_baseline_free(&baseline);
+    ug_run_result_free(&run);
+    teardown(&fx);
+}
+
+/* A candidate "file" that is a FIFO is refused before it is opened for
+ * reading (open would block until a writer came). */
+static void test_candidate_fifo_refused(void)
+{
+    fixture fx;
+    setup(&fx, CAND_KERNEL);
+    char path[256];
+    snprintf(path, sizeof path, "%s/0001-gdn_chunk_cumsum.safetensors", fx.candidate);
+    CU_ASSERT_FATAL(unlink(path) == 0 && mkfifo(path, 0600) == 0);
+    ug_run_result run;
+    ug_status st = score(&fx, &run);
+    CU_ASSERT_EQUAL(st.code, UG_EINPUT);
+    ASSERT_CONTAINS(st.msg, "is a FIFO (named pipe), not a regular file");
+    teardown(&fx);
+}
+
+UG_TEST_SUITE(interop_suite, "interop", UG_TEST(test_candidate_baseline), UG_TEST(test_candidate_fifo_refused), UG_TEST(test_kernel_candidate_passes), UG_TEST(test_every_family_round_trips), UG_TEST(test_spoiled_candidates),
               UG_TEST(test_missing_candidate_file), UG_TEST(test_bad_manifest),
               UG_TEST(test_input_hash_mismatch));

@@ -38,6 +38,19 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+/* A fresh directory (template for mkdtemp) holding the sweep and budgets above, the budgets loaded. */
+static void fixture_open(fixture *fx, const char *dir_template)
+{
+    memset(fx, 0, sizeof *fx);
+    snprintf(fx->dir, sizeof fx->dir, "%s", dir_template);
+    CU_ASSERT_FATAL(mkdtemp(fx->dir) != NULL);
+    snprintf(fx->sweep, sizeof fx->sweep, "%s/sweep.json", fx->dir);
+    snprintf(fx->budgets, sizeof fx->budgets, "%s/budgets.json", fx->dir);
+    write_file(fx->sweep, sweep_text);
+    write_file(fx->budgets, budgets_text);
+    CU_ASSERT_FATAL(ug_budgets_load(fx->budgets, &fx->b).code == UG_OK);
+}
+
 /* Runs the sweep (optionally one shard) and writes its reports to DIR/name. */
 static void run_and_report(fixture *fx, size_t shard, size_t shards, const char *name)
 {
@@ -87,14 +100,8 @@ static json_t *load_report(const fixture *fx, const char *name)
 
 static void test_merged_shards_equal_unsharded_run(void)
 {
-    fixture fx = {0};
-    snprintf(fx.dir, sizeof fx.dir, "/tmp/ug_test_merge_XXXXXX");
-    CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
-    snprintf(fx.sweep, sizeof fx.sweep, "%s/sweep.json", fx.dir);
-    snprintf(fx.budgets, sizeof fx.budgets, "%s/budgets.json", fx.dir);
-    write_file(fx.sweep, sweep_text);
-    write_file(fx.budgets, budgets_text);
-    CU_ASSERT_FATAL(ug_budgets_load(fx.budgets, &fx.b).code == UG_OK);
+    fixture fx;
+    fixture_open(&fx, "/tmp/ug_test_merge_XXXXXX");
     run_and_report(&fx, 0, 0, "full");
     run_and_report(&fx, 1, 2, "shard1");
     run_and_report(&fx, 0, 2, "shard0");
@@ -133,14 +140,8 @@ static void test_merged_shards_equal_unsharded_run(void)
  * the same bits whatever the thread count (determinism). */
 static void test_two_runs_give_identical_reports(void)
 {
-    fixture fx = {0};
-    snprintf(fx.dir, sizeof fx.dir, "/tmp/ug_test_repeat_XXXXXX");
-    CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
-    snprintf(fx.sweep, sizeof fx.sweep, "%s/sweep.json", fx.dir);
-    snprintf(fx.budgets, sizeof fx.budgets, "%s/budgets.json", fx.dir);
-    write_file(fx.sweep, sweep_text);
-    write_file(fx.budgets, budgets_text);
-    CU_ASSERT_FATAL(ug_budgets_load(fx.budgets, &fx.b).code == UG_OK);
+    fixture fx;
+    fixture_open(&fx, "/tmp/ug_test_repeat_XXXXXX");
     run_and_report(&fx, 0, 0, "first");
     run_and_report(&fx, 0, 0, "second");
     json_t *a = load_report(&fx, "first"), *b = load_report(&fx, "second");
@@ -151,5 +152,84 @@ static void test_two_runs_give_identical_reports(void)
     ug_test_remove_tree(fx.dir);
 }
 
+/* Writes root (compact) to DIR/name and returns the path in out. */
+static void write_json(const fixture *fx, const char *name, const json_t *root, char out[200])
+{
+    snprintf(out, 200, "%s/%s", fx->dir, name);
+    CU_ASSERT_FATAL(json_dump_file(root, out, JSON_COMPACT) == 0);
+}
+
+/* `report` (merge of one report) and `compare` (the figures) read a report.json
+ * through one strict check: they accept and refuse the same files. With
+ * max_ratio deleted from one aggregate the lenient reader of merge.c read 0
+ * (report said PASS, exit 0) while compare refused the file (exit 2). */
+static void expect_both_refuse(const char *path, const char *needle)
+{
+    ug_sweep sw;
+    ug_run_result run;
+    ug_baseline figures;
+    ug_status st = ug_merge_shards(&path, 1, &sw, &run);
+    CU_ASSERT_EQUAL(st.code, UG_EPARSE);
+    CU_assertImplementation(strstr(st.msg, needle) != NULL, __LINE__, st.msg, __FILE__, "", CU_FALSE);
+    ug_run_result_free(&run);
+    ug_sweep_free(&sw);
+    st = ug_figures_load(path, &figures);
+    CU_ASSERT_EQUAL(st.code, UG_EPARSE);
+    CU_assertImplementation(strstr(st.msg, needle) != NULL, __LINE__, st.msg, __FILE__, "", CU_FALSE);
+    ug_baseline_free(&figures);
+}
+
+static void test_report_and_compare_accept_the_same_files(void)
+{
+    fixture fx;
+    fixture_open(&fx, "/tmp/ug_test_strict_XXXXXX");
+    run_and_report(&fx, 0, 0, "full");
+    char src[200], path[200];
+    snprintf(src, sizeof src, "%s/full/report.json", fx.dir);
+    json_t *report = json_load_file(src, 0, NULL);
+    CU_ASSERT_FATAL(report != NULL);
+    /* the file as written: both read it */
+    ug_sweep sw;
+    ug_run_result run;
+    ug_baseline figures;
+    const char *paths[] = {src};
+    CU_ASSERT_EQUAL(ug_merge_shards(paths, 1, &sw, &run).code, UG_OK);
+    CU_ASSERT_EQUAL(ug_figures_load(src, &figures).code, UG_OK);
+    ug_baseline_free(&figures);
+    ug_run_result_free(&run);
+    ug_sweep_free(&sw);
+    /* max_ratio deleted from one aggregate */
+    json_t *exact = json_object_get(
+        json_object_get(json_array_get(json_object_get(json_array_get(json_object_get(report, "families"), 0), "outputs"), 0),
+                        "modes"), "exact");
+    json_t *ratio = json_incref(json_object_get(exact, "max_ratio"));
+    CU_ASSERT_FATAL(json_object_del(exact, "max_ratio") == 0);
+    write_json(&fx, "no_ratio.json", report, path);
+    expect_both_refuse(path, "no_ratio.json: families[0].outputs[0].modes.exact.max_ratio: missing (expected a number");
+    /* a figure of the wrong type names what was found */
+    json_object_set_new(exact, "max_ratio", json_string("small"));
+    write_json(&fx, "ratio_string.json", report, path);
+    expect_both_refuse(path, "families[0].outputs[0].modes.exact.max_ratio: expected a number (or \"inf\", \"-inf\", "
+                             "\"nan\"), found \"small\"");
+    json_object_set_new(exact, "max_ratio", ratio);
+    /* a case's field, which only report reads, is checked for compare too */
+    json_object_del(json_array_get(json_object_get(report, "cases"), 1), "passed");
+    write_json(&fx, "no_passed.json", report, path);
+    expect_both_refuse(path, "cases[1].passed: missing (expected true or false)");
+    /* duplicate keys (merge.c read the last one) */
+    char *text = json_dumps(report, JSON_COMPACT);
+    CU_ASSERT_FATAL(text != NULL);
+    snprintf(path, sizeof path, "%s/duplicate.json", fx.dir);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fprintf(f, "{\"schema\": \"ulpgate-report/1\", %s", text + 1);
+    fclose(f);
+    free(text);
+    expect_both_refuse(path, "duplicate object key");
+    json_decref(report);
+    ug_budgets_free(&fx.b);
+    ug_test_remove_tree(fx.dir);
+}
+
 UG_TEST_SUITE(merge_suite, "merge", UG_TEST(test_merged_shards_equal_unsharded_run),
-              UG_TEST(test_two_runs_give_identical_reports));
+              UG_TEST(test_two_runs_give_identical_reports), UG_TEST(test_report_and_compare_accept_the_same_files));

@@ -85,7 +85,7 @@ static void test_round_trip(void)
     ug_st_free(&f);
     st = ug_st_read(path, size - 1, &f);
     char expect[64];
-    snprintf(expect, sizeof expect, "is %zu bytes, more than the limit of %zu bytes", size, size - 1);
+    snprintf(expect, sizeof expect, "is %zu bytes, over the cap of %zu bytes", size, size - 1);
     ASSERT_CONTAINS(st.msg, expect);
     ug_test_remove_tree(dir);
 }

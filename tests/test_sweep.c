@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/input_file.h"
 #include "../harness/gen.h"
 #include "../harness/sweep.h"
 #include "tests.h"
@@ -173,12 +175,12 @@ static void test_largest_u32_value_accepted(void)
 {
     fixture fx;
     fixture_open(&fx);
-    CU_ASSERT_FATAL(load_text(&fx, HEAD ACCEPTED("{\"B\": [4294967295], \"T\": [0], \"Hg/H\": [[1, 2]], "
+    CU_ASSERT_FATAL(load_text(&fx, HEAD ACCEPTED("{\"B\": [4294967295], \"T\": [64], \"Hg/H\": [[1, 2]], "
                                                  AXES_TAIL "}") TAIL)
                         .code == UG_OK);
     CU_ASSERT_FATAL(fx.sweep.n_cases == 1);
     CU_ASSERT_DOUBLE_EQUAL(param(&fx.sweep.cases[0], "B"), 4294967295.0, 0);
-    CU_ASSERT_DOUBLE_EQUAL(param(&fx.sweep.cases[0], "T"), 0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(param(&fx.sweep.cases[0], "T"), 64, 0);
     fixture_close(&fx);
 }
 
@@ -380,10 +382,10 @@ static void test_error_unknown_keys(void)
 {
     expect_parse_error("{\"schema\": \"ulpgate-sweep/1\", \"sede\": 1, \"seed\": 7, \"families\": "
                        "{\"gdn_recompute_wu\": " ACCEPTED(GRID1) "}}",
-                       "unknown key 'sede'", NULL);
+                       "sede: unknown key", NULL);
     expect_parse_error("{\"schema\": \"ulpgate-sweep/1\", \"seed\": 7, \"families\": "
                        "{\"gdn_recompute_wu\": {\"rejectd\": []}}}",
-                       "families.gdn_recompute_wu", "unknown key 'rejectd'");
+                       "families.gdn_recompute_wu.rejectd", "unknown key");
 }
 
 static void test_error_unknown_family(void)
@@ -447,13 +449,13 @@ static void test_error_negative_value(void)
 static void test_error_value_of_2_pow_32(void)
 {
     expect_parse_error(HEAD ACCEPTED("{\"B\": [4294967296], \"T\": [64], \"Hg/H\": [[1, 2]], " AXES_TAIL "}") TAIL,
-                       "accepted[0].B", "2^32");
+                       "accepted[0].B", "expected an integer in [0, 4294967295], found 4294967296");
 }
 
 static void test_error_string_value(void)
 {
     expect_parse_error(HEAD ACCEPTED("{\"B\": [\"1\"], \"T\": [64], \"Hg/H\": [[1, 2]], " AXES_TAIL "}") TAIL,
-                       "accepted[0].B", "number");
+                       "accepted[0].B", "found \"1\"");
 }
 
 static void test_error_non_integer_in_rejected(void)
@@ -524,7 +526,7 @@ static void test_error_unknown_buffer_in_override(void)
 {
     expect_parse_error(HEAD "{\"rejected\": [{\"name\": \"x\", \"params\": " PARAMS_OK
                        ", \"buffer\": {\"name\": \"zz\", \"count_delta\": 1}, \"expect\": [\"K\"]}]}" TAIL,
-                       "'zz'", "rejected[0].buffer");
+                       "rejected[0].buffer.name: \"zz\" is not a buffer of gdn_recompute_wu", NULL);
 }
 
 static void test_error_bad_dtype_in_override(void)
@@ -558,7 +560,7 @@ static void test_error_missing_file(void)
     char path[160];
     snprintf(path, sizeof path, "%s/absent.json", fx.dir);
     ug_status st = ug_sweep_load(path, &fx.sweep);
-    CU_ASSERT_EQUAL(st.code, UG_EIO);
+    CU_ASSERT_EQUAL(st.code, UG_EINPUT);
     ASSERT_CONTAINS(st.msg, path);
     CU_ASSERT_EQUAL(fx.sweep.n_cases, 0);
     fixture_close(&fx);
@@ -608,12 +610,100 @@ static void test_error_empty_directory(void)
     fixture_close(&fx);
 }
 
+/* ---- semantic checks and special input files ---------------------------- */
+
+/* Dimensions of accepted cases are positive JSON integers. */
+static void test_error_dimension_not_a_positive_integer(void)
+{
+    expect_parse_error(HEAD ACCEPTED("{\"B\": [1], \"T\": [-0.0], \"Hg/H\": [[1, 2]], " AXES_TAIL "}") TAIL,
+                       "accepted[0].T[0]", "found -0.0");
+    expect_parse_error(HEAD ACCEPTED("{\"B\": [1.5], \"T\": [64], \"Hg/H\": [[1, 2]], " AXES_TAIL "}") TAIL,
+                       "accepted[0].B[0]", "expected an integer in [0, 4294967295], found 1.5");
+    expect_parse_error(HEAD ACCEPTED("{\"B\": [2.0], \"T\": [64], \"Hg/H\": [[1, 2]], " AXES_TAIL "}") TAIL,
+                       "accepted[0].B[0]", "found 2.0");
+    expect_parse_error(HEAD ACCEPTED("{\"B\": [1], \"T\": [0], \"Hg/H\": [[1, 2]], " AXES_TAIL "}") TAIL,
+                       "accepted[0]", "dimension T is 0");
+    expect_parse_error(HEAD ACCEPTED("{\"B\": [1], \"T\": [64], \"Hg/H\": [[0, 2]], " AXES_TAIL "}") TAIL,
+                       "accepted[0]", "dimension Hg is 0");
+}
+
+/* "" is a substring of every message: it would accept any rejection. */
+static void test_error_empty_expect(void)
+{
+    expect_parse_error(HEAD "{\"rejected\": [{\"name\": \"K=256\", \"params\": " PARAMS_OK
+                       ", \"expect\": [\"MAX_K\", \"\"]}]}" TAIL,
+                       "rejected[0].expect[1]", "expected 1 to 95 bytes, found \"\"");
+}
+
+/* Zero shapes stay allowed where a kernel must refuse them. */
+static void test_zero_dimension_in_rejected_case(void)
+{
+    fixture fx;
+    fixture_open(&fx);
+    ug_status st = load_text(&fx, HEAD "{\"rejected\": [{\"name\": \"T=0\", \"params\": {\"B\": 1, \"T\": 0, \"Hg\": 1, "
+                                        "\"H\": 2, \"K\": 64, \"V\": 64, \"BT\": 64}, \"expect\": [\"T\"]}]}" TAIL);
+    CU_ASSERT_EQUAL(st.code, UG_OK);
+    fixture_close(&fx);
+}
+
+static void expect_input_error(const char *path, const char *needle)
+{
+    ug_sweep s;
+    ug_status st = ug_sweep_load(path, &s);
+    CU_ASSERT_EQUAL(st.code, UG_EINPUT);
+    assert_contains(st.msg, path, __LINE__);
+    assert_contains(st.msg, needle, __LINE__);
+    CU_ASSERT_EQUAL(s.n_cases, 0);
+}
+
+/* A device, a FIFO (nobody writing: open would block), a link to either in a
+ * sweep folder, an unreadable or oversized file: refused before a byte is
+ * read (this used to loop forever on /dev/zero and hang on a FIFO). */
+static void test_special_files_refused(void)
+{
+    fixture fx;
+    fixture_open(&fx);
+    expect_input_error("/dev/zero", "is a character device, not a regular file");
+    char fifo[200], link_dir[200], link[260], dir_as_file[200];
+    snprintf(fifo, sizeof fifo, "%s/fifo.json", fx.dir);
+    CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
+    expect_input_error(fifo, "is a FIFO (named pipe), not a regular file");
+    snprintf(link_dir, sizeof link_dir, "%s/folder", fx.dir);
+    CU_ASSERT_FATAL(mkdir(link_dir, 0700) == 0);
+    snprintf(link, sizeof link, "%s/a.json", link_dir);
+    CU_ASSERT_FATAL(symlink("/dev/zero", link) == 0);
+    expect_input_error(link_dir, "a.json' is a character device");
+    snprintf(dir_as_file, sizeof dir_as_file, "%s/dir.json", link_dir);
+    CU_ASSERT_FATAL(unlink(link) == 0 && mkdir(dir_as_file, 0700) == 0);
+    expect_input_error(link_dir, "dir.json' is a directory, not a regular file");
+    expect_input_error("/nonexistent/sweep.json", "does not exist");
+    fixture_close(&fx);
+}
+
+static void test_oversized_and_unreadable_refused(void)
+{
+    fixture fx;
+    fixture_open(&fx);
+    const char *path = write_sweep(&fx, "big.json", HEAD ACCEPTED(GRID1) TAIL);
+    CU_ASSERT_FATAL(truncate(path, (off_t)UG_INPUT_MAX_JSON + 1) == 0); /* sparse: no disk used */
+    char expect[96];
+    snprintf(expect, sizeof expect, "is %zu bytes, over the cap of %zu bytes", UG_INPUT_MAX_JSON + 1, UG_INPUT_MAX_JSON);
+    expect_input_error(path, expect);
+    if (geteuid() != 0) { /* root reads anything */
+        CU_ASSERT_FATAL(truncate(path, 0) == 0 && chmod(path, 0) == 0);
+        expect_input_error(path, "is not readable");
+    }
+    fixture_close(&fx);
+}
+
 static void test_repo_default_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/default"); }
 static void test_repo_smoke_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/smoke"); }
 static void test_repo_mutants_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/mutants"); }
 
 UG_TEST_SUITE(sweep_suite, "sweep",
-              UG_TEST(test_grid_is_cartesian_product),
+              UG_TEST(test_grid_is_cartesian_product), UG_TEST(test_error_dimension_not_a_positive_integer),
+              UG_TEST(test_error_empty_expect), UG_TEST(test_zero_dimension_in_rejected_case),
+              UG_TEST(test_special_files_refused), UG_TEST(test_oversized_and_unreadable_refused),
               UG_TEST(test_directory_concatenates_files_in_name_order),
               UG_TEST(test_error_empty_directory),
               UG_TEST(test_grid_expands_in_file_order),
