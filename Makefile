@@ -4,7 +4,7 @@ OPT     ?= -O2
 # -ffp-contract=off: the kernels' f32 expressions must round where the seeds
 # round; fused multiply-adds are written explicitly where they are meant.
 CFLAGS  ?= $(OPT) -g
-override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation \
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Werror=unused-result -Wno-format-truncation \
            -ffp-contract=off -fno-fast-math -MMD -MP
 LDLIBS  := -pthread -lmpfr -lgmp -lgsl -lgslcblas -ljansson -lm -ldl
 BUILD   ?= build

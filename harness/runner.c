@@ -97,7 +97,7 @@ static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_by
         ug_status st = ug_guarded_alloc(&cb->mem[i], buf_bytes(&cb->buf[i]));
         cb->n = i + (ug_is_ok(&st) ? 1 : 0);
         if (!ug_is_ok(&st)) {
-            buffers_free(cb);
+            (void)buffers_free(cb); /* nothing written yet: the allocation failure is the news */
             return st;
         }
         cb->buf[i].data = ug_guarded_data(&cb->mem[i]);
@@ -613,7 +613,8 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
     free(order);
     if (opt->progress) fprintf(stderr, "\r\033[K");
-    ug_isa_select(saved);
+    /* Restoring the settings this call found cannot fail. */
+    (void)ug_isa_select(saved);
     (void)ug_kernel_threads_set(saved_kernel_threads);
     ug_run_result_fold_cases(out);
     out->wall_seconds = now_seconds() - t0;

@@ -301,7 +301,7 @@ static ug_status load_file(const char *path, ug_sweep *out)
     return st;
 }
 
-static ug_status add_sweep_file(const char *path, int index, void *ctx)
+static ug_status add_sweep_file(const char *path, __attribute__((unused)) int index, void *ctx)
 {
     return load_file(path, ctx);
 }

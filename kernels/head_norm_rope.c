@@ -470,7 +470,7 @@ ug_status head_norm_rope_f32(const head_norm_rope_f32_params *p, const ug_buf *i
     ug_status st = ug_guarded_alloc(&table_memory, (p->half_rope_dim + workers * TABLE_FLOATS(p->half_rope_dim)) *
                                                        sizeof(float));
     if (!ug_is_ok(&st)) {
-        ug_guarded_free(&scratch, KERNEL_F32 " threadgroup scratch");
+        (void)ug_guarded_free(&scratch, KERNEL_F32 " threadgroup scratch"); /* never written */
         return st;
     }
     float *f = ug_guarded_data(&table_memory);
@@ -538,14 +538,14 @@ static void rotate_portable(float *lo, float *hi, const float *c, const float *s
 }
 
 static void scale_rotate_store_f32_portable(const float *x, const float *w, float r, const float *c, const float *s,
-                                            size_t half, float *out, bool stream)
+                                            size_t half, float *out, __attribute__((unused)) bool stream)
 {
     head_norm_rope_scale_rotate_pairs(x, w, r, c, s, 0, half, out);
 }
 
 /* Ordinary stores: the portable path is the statement the others are
  * checked against, not a fast path. */
-static void store_f32_portable(float *out, const float *y, size_t n, bool stream)
+static void store_f32_portable(float *out, const float *y, size_t n, __attribute__((unused)) bool stream)
 {
     memcpy(out, y, n * sizeof(float));
 }

@@ -64,7 +64,8 @@ static void test_kernel_scratch_allocation_failure(void)
             }
             checked++;
         }
-        for (size_t i = 0; i < f->n_buffers; i++) ug_guarded_free(&mem[i], f->buffers[i].name);
+        for (size_t i = 0; i < f->n_buffers; i++)
+            CU_ASSERT_EQUAL(ug_guarded_free(&mem[i], f->buffers[i].name).code, UG_OK);
     }
     CU_ASSERT(checked >= 1);
     ug_sweep_free(&sw);
@@ -156,7 +157,7 @@ static void test_killed_while_writing_leaves_no_partial_report(void)
         pid_t pid = fork();
         CU_ASSERT_FATAL(pid >= 0);
         if (pid == 0) {
-            for (;;) ug_report_write_all(dir, &run, &budgets, &verdict);
+            for (;;) (void)ug_report_write_all(dir, &run, &budgets, &verdict); /* until killed */
         }
         usleep(200 + 700 * attempt);
         kill(pid, SIGKILL);

@@ -227,7 +227,7 @@ typedef struct {
     char skipped[1024];
 } library_run;
 
-static bool accepted_only(const ug_case *c, const void *ctx) { return !c->expect_reject; }
+static bool accepted_only(const ug_case *c, __attribute__((unused)) const void *ctx) { return !c->expect_reject; }
 
 static void run_library(const char *defect, int jobs, bool rejected_too, library_run *out)
 {

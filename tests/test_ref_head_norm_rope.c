@@ -118,7 +118,7 @@ static double plain_mpfr_error(const float *x, const float *w, float eps, uint32
             mpfr_div_d(angle, angle, ff[pair], MPFR_RNDN);
         } else {
             head_norm_rope_angle a;
-            head_norm_rope_angle_of(pos, pair, DIM, theta, ff[pair], &a);
+            CU_ASSERT_EQUAL_FATAL(head_norm_rope_angle_of(pos, pair, DIM, theta, ff[pair], &a).code, UG_OK);
             mpfr_set_flt(angle, a.staged, MPFR_RNDN);
         }
         mpfr_sin_cos(s, c, angle, MPFR_RNDN);
