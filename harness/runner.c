@@ -13,6 +13,7 @@
 
 #include "../core/bf16.h"
 #include "../core/guard.h"
+#include "../core/hash.h"
 #include "../kernels/parallel.h"
 
 /* Poison of unwritten outputs: the bytes A7 7F repeated read as the
@@ -49,14 +50,6 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
-static const uint64_t fnv_offset = 0xcbf29ce484222325ull;
 
 static size_t buf_bytes(const ug_buf *b) { return b->count * ug_dtype_size(b->dtype); }
 
@@ -119,13 +112,13 @@ ug_status ug_case_generate(const ug_case *c, ug_buf *bufs)
     return st;
 }
 
-uint64_t ug_buf_hash(const ug_buf *b) { return fnv1a(fnv_offset, b->data, buf_bytes(b)); }
+uint64_t ug_buf_hash(const ug_buf *b) { return ug_fnv1a(UG_FNV1A_OFFSET, b->data, buf_bytes(b)); }
 
 static uint64_t hash_buffers(const case_buffers *cb, bool outputs)
 {
-    uint64_t h = fnv_offset;
+    uint64_t h = UG_FNV1A_OFFSET;
     for (size_t i = 0; i < cb->n; i++)
-        if (cb->f->buffers[i].is_output == outputs) h = fnv1a(h, cb->buf[i].data, buf_bytes(&cb->buf[i]));
+        if (cb->f->buffers[i].is_output == outputs) h = ug_fnv1a(h, cb->buf[i].data, buf_bytes(&cb->buf[i]));
     return h;
 }
 
@@ -557,13 +550,13 @@ void ug_run_result_fold_cases(ug_run_result *out)
         out->elements_checked += r->elements;
         for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
             if (!r->isa_ran[isa]) continue;
-            fr->bits_hash[isa] = fnv1a(fr->isa_ran[isa] ? fr->bits_hash[isa] : fnv_offset, &r->isa_bits[isa],
-                                       sizeof r->isa_bits[isa]);
+            fr->bits_hash[isa] = ug_fnv1a(fr->isa_ran[isa] ? fr->bits_hash[isa] : UG_FNV1A_OFFSET, &r->isa_bits[isa],
+                                          sizeof r->isa_bits[isa]);
             fr->isa_ran[isa] = true;
         }
         if (r->source_ran) {
-            fr->source_bits_hash = fnv1a(fr->source_ran ? fr->source_bits_hash : fnv_offset, &r->bits_hash,
-                                         sizeof r->bits_hash);
+            fr->source_bits_hash = ug_fnv1a(fr->source_ran ? fr->source_bits_hash : UG_FNV1A_OFFSET, &r->bits_hash,
+                                            sizeof r->bits_hash);
             fr->source_ran = true;
         }
         if (!r->pending) continue;

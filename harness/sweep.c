@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/hash.h"
 #include "../core/json_dir.h"
 #include "gen.h"
 
@@ -264,7 +265,7 @@ static ug_status hash_file(const char *path, uint64_t *h)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) return ug_fail(UG_EIO, "cannot open sweep '%s'", path);
-    for (int ch; (ch = getc(fp)) != EOF;) *h = (*h ^ (uint64_t)ch) * 0x100000001b3ull;
+    for (int ch; (ch = getc(fp)) != EOF;) *h = ug_fnv1a(*h, &(unsigned char){(unsigned char)ch}, 1);
     fclose(fp);
     return ug_ok();
 }
@@ -309,7 +310,7 @@ static ug_status add_sweep_file(const char *path, __attribute__((unused)) int in
 ug_status ug_sweep_load(const char *path, ug_sweep *out)
 {
     memset(out, 0, sizeof *out);
-    out->content_hash = 0xcbf29ce484222325ull;
+    out->content_hash = UG_FNV1A_OFFSET;
     if (strlen(path) >= sizeof out->path) return ug_fail(UG_EIO, "sweep path is too long: %s", path);
     snprintf(out->path, sizeof out->path, "%s", path);
     /* A directory holds one sweep file per family, read in name order. */
