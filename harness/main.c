@@ -147,7 +147,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
     };
     memset(a, 0, sizeof *a);
     for (int i = 0; i < UG_ISA_COUNT; i++) a->run.isa_enabled[i] = true;
-    a->run.max_case_bytes = (size_t)1 << 30;
+    a->run.max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT;
     a->run.jobs = 1;
     a->run.progress = isatty(STDERR_FILENO) && !getenv("CI");
     optind = 1;
@@ -400,7 +400,7 @@ static int cmd_export(int argc, char **argv)
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     const char *sweep_path = NULL, *out = NULL, *filter = NULL;
-    size_t max_bytes = (size_t)1 << 30;
+    size_t max_bytes = UG_MAX_CASE_BYTES_DEFAULT;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         if (ch == 's') sweep_path = optarg;
@@ -450,7 +450,7 @@ static int cmd_score(int argc, char **argv)
     };
     const char *fixtures = NULL, *candidate = NULL;
     gate_args g = {0};
-    ug_run_options run_opt = {.max_case_bytes = (size_t)1 << 30, .jobs = 1,
+    ug_run_options run_opt = {.max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT, .jobs = 1,
                               .progress = isatty(STDERR_FILENO) && !getenv("CI")};
     bool ok = true;
     optind = 1;

@@ -79,7 +79,7 @@ static void test_case_buffer_allocation_failure_fails_the_case(void)
     CU_ASSERT_FATAL(ug_sweep_load("fixtures/sweeps/memcheck", &sw).code == UG_OK);
     CU_ASSERT_FATAL(ug_sweep_filter(&sw, "gdn_recompute_wu/K=256").code == UG_OK);
     CU_ASSERT_FATAL(sw.n_cases == 1);
-    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
+    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
     ug_run_result run;
     ug_guarded_fail_after(2);
@@ -105,7 +105,7 @@ static void test_full_disk_is_reported_and_leaves_nothing(void)
     for (size_t i = 0; i < sw.n_cases; i++)
         if (sw.cases[i].expect_reject) sw.cases[kept++] = sw.cases[i];
     sw.n_cases = kept;
-    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
+    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
     ug_run_result run;
     ug_budgets budgets = {0};
@@ -144,7 +144,7 @@ static void test_killed_while_writing_leaves_no_partial_report(void)
     for (size_t i = 0; i < sw.n_cases; i++)
         if (sw.cases[i].expect_reject) sw.cases[kept++] = sw.cases[i];
     sw.n_cases = kept;
-    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
+    ug_run_options opt = {.moderate_cond = 16, .max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
     ug_run_result run;
     ug_budgets budgets = {0};

@@ -57,7 +57,7 @@ static ug_run_options options(const ug_plugin *p)
     ug_run_options opt = {0};
     opt.moderate_cond = 16;
     opt.isa_enabled[ug_isa_best()] = true;
-    opt.max_case_bytes = (size_t)1 << 30;
+    opt.max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT;
     opt.jobs = 1;
     opt.source = p ? ug_plugin_source(p) : NULL;
     return opt;
