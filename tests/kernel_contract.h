@@ -14,6 +14,7 @@
 #include "../core/buf.h"
 #include "../core/guard.h"
 #include "../core/status.h"
+#include "tests.h"
 
 enum { KC_MAX_BUFFERS = 8, KC_MAX_EXPECT = 4, KC_MAX_PARAMS_BYTES = 64 };
 
@@ -80,5 +81,33 @@ void kc_check_rejections_leave_outputs_untouched(const kc_kernel *k, const void 
  * "(got no buffer)" for a NULL buffer; a NULL params
  * pointer is rejected. Buffers the shape leaves empty are skipped. */
 void kc_check_each_buffer_by_name(const kc_kernel *k, const void *valid);
+
+/* The four contract tests of a kernel test file, written once: the rules and
+ * their order and the untouched outputs on the first valid shape, the buffers
+ * by name on every shape given (a kernel with an optional buffer passes one
+ * shape with it and one without). KC_CONTRACT_TEST_LIST lists them for
+ * UG_TEST_SUITE. */
+#define KC_CONTRACT_TESTS(kernel, rules, n_rules, ...)                                                                 \
+    static const void *const kc_valid_shapes[] = {__VA_ARGS__};                                                        \
+    static void test_each_rule_reports_what_it_checks(void)                                                            \
+    {                                                                                                                  \
+        kc_check_each_rule(&(kernel), kc_valid_shapes[0], rules, n_rules);                                             \
+    }                                                                                                                  \
+    static void test_rules_fire_in_order(void)                                                                         \
+    {                                                                                                                  \
+        kc_check_rule_order(&(kernel), kc_valid_shapes[0], rules, n_rules);                                            \
+    }                                                                                                                  \
+    static void test_rejections_leave_the_outputs_untouched(void)                                                      \
+    {                                                                                                                  \
+        kc_check_rejections_leave_outputs_untouched(&(kernel), kc_valid_shapes[0], rules, n_rules);                    \
+    }                                                                                                                  \
+    static void test_each_buffer_is_checked_by_name(void)                                                              \
+    {                                                                                                                  \
+        for (size_t i = 0; i < sizeof kc_valid_shapes / sizeof kc_valid_shapes[0]; i++)                                \
+            kc_check_each_buffer_by_name(&(kernel), kc_valid_shapes[i]);                                               \
+    }
+#define KC_CONTRACT_TEST_LIST                                                                                          \
+    UG_TEST(test_each_rule_reports_what_it_checks), UG_TEST(test_rules_fire_in_order),                                 \
+        UG_TEST(test_rejections_leave_the_outputs_untouched), UG_TEST(test_each_buffer_is_checked_by_name)
 
 #endif

@@ -99,13 +99,7 @@ static void test_each_chunk_restarts_from_its_first_gate(void)
     kc_case_close(&c);
 }
 
-static void test_each_rule_reports_what_it_checks(void) { kc_check_each_rule(&kernel, &valid, rules, N_RULES); }
-static void test_rules_fire_in_order(void) { kc_check_rule_order(&kernel, &valid, rules, N_RULES); }
-static void test_rejections_leave_the_output_untouched(void)
-{
-    kc_check_rejections_leave_outputs_untouched(&kernel, &valid, rules, N_RULES);
-}
-static void test_each_buffer_is_checked_by_name(void) { kc_check_each_buffer_by_name(&kernel, &valid); }
+KC_CONTRACT_TESTS(kernel, rules, N_RULES, &valid)
 
 static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
@@ -120,8 +114,5 @@ static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 UG_TEST_SUITE(gdn_chunk_cumsum_suite, "kernel_gdn_chunk_cumsum",
               UG_TEST(test_matches_the_scalar_statement_on_every_isa),
               UG_TEST(test_each_chunk_restarts_from_its_first_gate),
-              UG_TEST(test_each_rule_reports_what_it_checks),
-              UG_TEST(test_rules_fire_in_order),
-              UG_TEST(test_rejections_leave_the_output_untouched),
-              UG_TEST(test_each_buffer_is_checked_by_name),
+              KC_CONTRACT_TEST_LIST,
               UG_TEST(test_count_beyond_size_t_is_rejected_naming_the_shape));

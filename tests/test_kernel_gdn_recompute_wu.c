@@ -198,19 +198,7 @@ static const kc_rule rules[] = {
 };
 enum { N_RULES = sizeof rules / sizeof rules[0] };
 
-static void test_each_rule_reports_what_it_checks(void) { kc_check_each_rule(&kernel, &valid_shape, rules, N_RULES); }
-/* Every pair of broken rules that can coexist: the earlier one is reported. */
-static void test_rules_fire_in_the_seed_order(void) { kc_check_rule_order(&kernel, &valid_shape, rules, N_RULES); }
-/* Every rejection in the table, single and paired, and every spoiled buffer:
- * w and u keep their bits. */
-static void test_rejections_leave_the_outputs_untouched(void)
-{
-    kc_check_rejections_leave_outputs_untouched(&kernel, &valid_shape, rules, N_RULES);
-}
-/* Each buffer's wrong count (one off either way, or empty with no data: every
- * dim is > 0, so no buffer may be empty), wrong dtype, NULL data and NULL
- * buffer is rejected naming it; so is a NULL params. */
-static void test_each_buffer_is_checked_by_name(void) { kc_check_each_buffer_by_name(&kernel, &valid_shape); }
+KC_CONTRACT_TESTS(kernel, rules, N_RULES, &valid_shape)
 
 /* The seed's own test: K = 256 on its shape, with 1-element placeholder
  * buffers, because the K cap fires before any buffer is looked at. */
@@ -264,10 +252,7 @@ static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 
 UG_TEST_SUITE(gdn_recompute_wu_suite, "kernel_gdn_recompute_wu",
               UG_TEST(test_matches_the_scalar_statement_on_every_isa),
-              UG_TEST(test_each_rule_reports_what_it_checks),
-              UG_TEST(test_rules_fire_in_the_seed_order),
-              UG_TEST(test_rejections_leave_the_outputs_untouched),
-              UG_TEST(test_each_buffer_is_checked_by_name),
+              KC_CONTRACT_TEST_LIST,
               UG_TEST(test_seed_k256_case_names_k_the_cap_and_the_budget),
               UG_TEST(test_counts_do_not_wrap_at_32_bits),
               UG_TEST(test_count_beyond_size_t_is_rejected_naming_the_shape));
