@@ -402,9 +402,8 @@ enum { STREAM_MIN_BYTES = 4 << 20 };
 
 /* The input this far ahead of the head in hand is requested into L1: a few
  * heads, about a DRAM latency of work, which the hardware prefetchers (they
- * stop at each 4 KiB page) do not cover reliably. Measured at seq4096 x16:
- * d128 5.96 -> 5.39 ms, d256 14.15 -> 10.14 ms (1 KiB and 4 KiB did no
- * better). A hint only: no effect on any result. */
+ * stop at each 4 KiB page) do not cover reliably (the distance was measured:
+ * docs/performance.md). A hint only: no effect on any result. */
 enum { PREFETCH_AHEAD_FLOATS = 2048 / sizeof(float), CACHE_LINE_FLOATS = 64 / sizeof(float) };
 
 /* c[i], s[i] for from <= i < to: cos and sin of token t's angles. */
