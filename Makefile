@@ -29,7 +29,7 @@ JOBS     ?= $(shell nproc)
 VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all test verify verify-large baseline memcheck mutants clean deps screenshot sanitize fuzz interop
+.PHONY: all test verify verify-large baseline memcheck mutants clean deps screenshot sanitize fuzz interop lint
 # $(call timed,WHAT,COMMAND): runs COMMAND, prints its wall time, keeps its status.
 timed = start=$$(date +%s%N); $(2); rc=$$?; \
 	echo "make: $(1): $$(( ($$(date +%s%N) - start) / 1000000 )) ms wall (exit $$rc)"; exit $$rc
@@ -164,6 +164,10 @@ $(BUILD)/bench/bench: $(BENCH_OBJ) $(LIB_OBJ)
 
 deps:
 	@ci/install-deps.sh
+
+# The written conventions, checked (CONTRIBUTING.md; ci/lint.sh lists them).
+lint:
+	@$(call timed,lint,ci/lint.sh)
 
 clean:
 	rm -rf $(BUILD)
