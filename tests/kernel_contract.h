@@ -49,6 +49,9 @@ void kc_case_open(kc_case *c, const kc_kernel *k, const void *params, uint64_t s
 void kc_case_close(kc_case *c);
 /* Runs the kernel on the case's buffers (or on bufs when not NULL). */
 ug_status kc_run(const kc_case *c, const void *params, ug_buf *bufs);
+/* Runs the kernel on empty buffers of the declared dtypes, with no data: for
+ * shapes rejected before any buffer is read (a count beyond size_t). */
+ug_status kc_run_on_empty_buffers(const kc_kernel *k, const void *params);
 
 /* A broken rule: one 4-byte parameter set to a value, or one buffer given an
  * element too many. The value's bytes are stored as they are, so a float field

@@ -104,8 +104,7 @@ KC_CONTRACT_TESTS(kernel, rules, N_RULES, &valid)
 static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
     const params p = {.b = 1u << 31, .t = 1u << 31, .h = 1u << 31, .bt = 64};
-    ug_buf buf[N_BUFS] = {{NULL, 0, UG_F32}, {NULL, 0, UG_F32}};
-    ug_status s = gdn_chunk_cumsum(&p, &buf[0], &buf[1]);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"g_raw shape [B=2147483648, T=2147483648, H=2147483648]",
                                                "more elements than size_t"};
     kc_expect_message(&kernel, &s, expect);

@@ -354,13 +354,7 @@ static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
     const params p = {.b = 1u << 31, .t = 1u << 31, .hg = 1u << 31, .h = 1u << 31,
                       .k = 128, .v = 128, .bt = 64, .scale = 1.0f};
-    ug_buf buf[N_BUFS];
-    ug_buf *ptrs[N_BUFS];
-    for (int i = 0; i < N_BUFS; i++) {
-        buf[i] = (ug_buf){NULL, 0, buffers[i].dtype};
-        ptrs[i] = &buf[i];
-    }
-    ug_status s = run(&p, ptrs);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"q shape [B=2147483648, T=2147483648, Hg=2147483648, K=128]",
                                                "more elements than size_t"};
     kc_expect_message(&kernel, &s, expect);

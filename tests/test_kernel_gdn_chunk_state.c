@@ -235,9 +235,7 @@ KC_CONTRACT_TESTS(kernel, rules, N_RULES, &valid, &valid_without_h0)
 static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
     const params p = {.b = 1, .t = 1u << 31, .hg = 1u << 31, .h = 1u << 31, .k = 64, .v = 64, .bt = 64, .has_h0 = 0};
-    ug_buf buf[N_BUFS];
-    for (int i = 0; i < N_BUFS; i++) buf[i] = (ug_buf){NULL, 0, buffers[i].dtype};
-    ug_status s = gdn_chunk_state(&p, &buf[0], &buf[1], &buf[2], &buf[3], &buf[4], &buf[5], &buf[6], &buf[7]);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"k shape [B=1, T=2147483648, Hg=2147483648, K=64]",
                                                "more elements than size_t"};
     kc_expect_message(&kernel, &s, expect);

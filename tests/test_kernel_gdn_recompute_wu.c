@@ -218,25 +218,13 @@ static void test_seed_k256_case_names_k_the_cap_and_the_budget(void)
     for (int i = 0; i < N_BUFS; i++) CU_ASSERT_EQUAL(storage[i], 0);
 }
 
-/* Runs the kernel on N_BUFS empty buffers with no data. */
-static ug_status run_on_empty_buffers(const params *p)
-{
-    ug_buf buf[N_BUFS];
-    ug_buf *ptrs[N_BUFS];
-    for (int i = 0; i < N_BUFS; i++) {
-        buf[i] = (ug_buf){NULL, 0, buffers[i].dtype};
-        ptrs[i] = &buf[i];
-    }
-    return run(p, ptrs);
-}
-
 /* The seed multiplies u32 dims: 2^20 * 64 * 64 wraps to 0, so its check would
  * accept an empty k for a shape of 2^32 elements. Counted in size_t, the
  * empty buffer is a wrong count that states the true size. */
 static void test_counts_do_not_wrap_at_32_bits(void)
 {
     const params p = {.b = 1, .t = 1u << 20, .hg = 64, .h = 64, .k = 64, .v = 64, .bt = 64};
-    ug_status s = run_on_empty_buffers(&p);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"k must be bf16[4294967296] (got 0 bf16)"};
     kc_expect_message(&kernel, &s, expect);
 }
@@ -244,7 +232,7 @@ static void test_counts_do_not_wrap_at_32_bits(void)
 static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
     const params p = {.b = 1, .t = 1u << 31, .hg = 1u << 31, .h = 1u << 31, .k = 64, .v = 64, .bt = 64};
-    ug_status s = run_on_empty_buffers(&p);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"k shape [B=1, T=2147483648, Hg=2147483648, K=64]",
                                                "more elements than size_t"};
     kc_expect_message(&kernel, &s, expect);
