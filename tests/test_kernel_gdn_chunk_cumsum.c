@@ -13,19 +13,17 @@ typedef gdn_chunk_cumsum_params params;
 enum { BUF_G_RAW, BUF_G, N_BUFS };
 static const kc_buffer buffers[N_BUFS] = {{"g_raw", UG_F32, false}, {"g", UG_F32, true}};
 
-static size_t count(const void *vp, size_t i)
+static size_t count(const void *vp, __attribute__((unused)) size_t i)
 {
     const params *p = vp;
-    (void)i;
     return (size_t)p->b * p->t * p->h;
 }
 
 static ug_status run(const void *p, ug_buf *const *bufs) { return gdn_chunk_cumsum(p, bufs[BUF_G_RAW], bufs[BUF_G]); }
 
 /* Raw log-gates in (-2, 0], some exactly 0. */
-static void fill(const void *p, ug_buf *bufs, uint64_t *rng)
+static void fill(__attribute__((unused)) const void *p, ug_buf *bufs, uint64_t *rng)
 {
-    (void)p;
     float *g_raw = bufs[BUF_G_RAW].data;
     for (size_t i = 0; i < bufs[BUF_G_RAW].count; i++)
         g_raw[i] = ug_test_next_u32(rng) % 8 == 0 ? 0.0f : ug_test_uniform(rng, -2.0f, 0.0f);

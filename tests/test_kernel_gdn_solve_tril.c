@@ -17,10 +17,9 @@ typedef gdn_solve_tril_params params;
 enum { BUF_L, BUF_A, N_BUFS };
 static const kc_buffer buffers[N_BUFS] = {{"L", UG_F32, false}, {"A", UG_F32, true}};
 
-static size_t count(const void *vp, size_t i)
+static size_t count(const void *vp, __attribute__((unused)) size_t i)
 {
     const params *p = vp;
-    (void)i;
     return (size_t)p->b * p->t * p->h * p->bt;
 }
 
