@@ -4,7 +4,7 @@ OPT     ?= -O2
 # -ffp-contract=off: the kernels' f32 expressions must round where the seeds
 # round; fused multiply-adds are written explicitly where they are meant.
 CFLAGS  ?= $(OPT) -g
-override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-format-truncation \
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Werror=unused-result -Wno-format-truncation \
            -ffp-contract=off -fno-fast-math -MMD -MP
 LDLIBS  := -pthread -lmpfr -lgmp -lgsl -lgslcblas -ljansson -lm -ldl
 BUILD   ?= build
@@ -29,7 +29,7 @@ JOBS     ?= $(shell nproc)
 VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all test verify verify-large baseline memcheck mutants clean deps screenshot sanitize fuzz interop
+.PHONY: all test verify verify-large baseline memcheck mutants clean deps screenshot sanitize fuzz interop lint
 # $(call timed,WHAT,COMMAND): runs COMMAND, prints its wall time, keeps its status.
 timed = start=$$(date +%s%N); $(2); rc=$$?; \
 	echo "make: $(1): $$(( ($$(date +%s%N) - start) / 1000000 )) ms wall (exit $$rc)"; exit $$rc
@@ -225,6 +225,10 @@ $(BUILD)/bench/libm_ulp: bench/libm/libm_ulp.c
 
 deps:
 	@ci/install-deps.sh
+
+# The written conventions, checked (CONTRIBUTING.md; ci/lint.sh lists them).
+lint:
+	@$(call timed,lint,ci/lint.sh)
 
 clean:
 	rm -rf $(BUILD)

@@ -507,7 +507,7 @@ static void run_case(const bench_case *bc, const peaks *pk)
                    bc->family, bc->size, ug_isa_name(isa));
             continue;
         }
-        ug_isa_select(isa);
+        (void)ug_isa_select(isa); /* supported: checked above */
         call_ctx x = {&d, NULL, false, ""};
         bool slow = isa == UG_ISA_PORTABLE;
         timing t = measure(&x, slow ? 3 : 5, slow ? 1.0 : 0.8);
@@ -532,7 +532,7 @@ static void run_case(const bench_case *bc, const peaks *pk)
         }
         print_row(&r, ug_isa_name(isa), isa, &t, best_path ? &two : NULL, check);
     }
-    ug_isa_select(ug_isa_best());
+    (void)ug_isa_select(ug_isa_best()); /* the best is always supported */
     if (naive.naive) {
         call_once(&naive); /* fresh outputs to compare */
         double diff = naive_difference(&d);

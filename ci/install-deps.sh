@@ -21,7 +21,7 @@ python_venv() {
   cp "$req" "$venv/requirements.txt"
 }
 
-packages=(build-essential libmpfr-dev libgmp-dev libgsl-dev libcunit1-dev libjansson-dev valgrind python3-venv)
+packages=(build-essential libmpfr-dev libgmp-dev libgsl-dev libcunit1-dev libjansson-dev valgrind python3-venv clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

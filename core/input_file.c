@@ -86,8 +86,3 @@ ug_status ug_input_check_dir(const char *what, const char *path)
     return ug_ok();
 }
 
-uint64_t ug_fnv1a(uint64_t h, const unsigned char *bytes, size_t n)
-{
-    for (size_t i = 0; i < n; i++) h = (h ^ bytes[i]) * 0x100000001b3ull;
-    return h;
-}

@@ -25,11 +25,6 @@
 /* The cap of a kernel library read to hash its content (verify --kernel-lib). */
 #define UG_INPUT_MAX_LIBRARY ((size_t)1 << 30)
 
-/* FNV-1a: folds n bytes into the running hash h (start from UG_FNV1A_INIT);
- * the content hash of sweeps and kernel libraries. */
-#define UG_FNV1A_INIT 0xcbf29ce484222325ull
-uint64_t ug_fnv1a(uint64_t h, const unsigned char *bytes, size_t n);
-
 /* Reads the whole file into *bytes (malloc'd, size + 1 bytes, NUL-terminated
  * after the data). what names the file's role in messages ("sweep",
  * "budgets", "candidate"). Errors after a successful open are UG_EIO. */

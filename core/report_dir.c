@@ -20,7 +20,8 @@
 /* mkdtemp's suffix: what tells our leftovers from another target's names. */
 enum { TEMP_SUFFIX = 6 };
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+static int remove_entry(const char *path, __attribute__((unused)) const struct stat *sb,
+                        __attribute__((unused)) int flag, __attribute__((unused)) struct FTW *ftw)
 {
     return remove(path);
 }

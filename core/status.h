@@ -23,7 +23,21 @@ typedef enum {
 
 enum { UG_MSG_MAX = 512 };
 
-typedef struct {
+/* A status cannot be dropped silently: the type is nodiscard, so every function
+ * and function pointer returning it is covered, and the Makefile makes the
+ * warning an error (-Werror=unused-result). A deliberate drop is written as
+ * `(void)call(...)` with a comment saying why. GCC takes C23's [[nodiscard]] on
+ * a type in C11 mode; clang (make fuzz) takes warn_unused_result on a type. */
+#if defined(__has_c_attribute)
+#if __has_c_attribute(nodiscard)
+#define UG_NODISCARD_TYPE [[nodiscard]]
+#endif
+#endif
+#ifndef UG_NODISCARD_TYPE
+#define UG_NODISCARD_TYPE __attribute__((warn_unused_result))
+#endif
+
+typedef struct UG_NODISCARD_TYPE {
     ug_code code;
     char msg[UG_MSG_MAX];
 } ug_status;

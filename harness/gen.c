@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "../core/hash.h"
+
 double ug_gen_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 double ug_gen_logsigmoid(double x) { return x < 0 ? x - log1p(exp(x)) : -log1p(exp(-x)); }
@@ -47,16 +49,9 @@ void ug_gen_grid_fill(gsl_rng *rng, unsigned max_m, int scale_log2, ug_buf *b)
     }
 }
 
-static unsigned long fnv1a(unsigned long h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ul;
-    return h;
-}
-
 unsigned long ug_gen_case_seed(unsigned long sweep_seed, const char *family, const char *label)
 {
-    unsigned long h = fnv1a(0xcbf29ce484222325ul, &sweep_seed, sizeof sweep_seed);
-    h = fnv1a(h, family, strlen(family) + 1);
-    return fnv1a(h, label, strlen(label));
+    uint64_t h = ug_fnv1a(UG_FNV1A_OFFSET, &sweep_seed, sizeof sweep_seed);
+    h = ug_fnv1a(h, family, strlen(family) + 1);
+    return ug_fnv1a(h, label, strlen(label));
 }

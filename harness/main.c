@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/hash.h"
 #include "../core/input_file.h"
 #include "../core/json_dir.h"
 #include "../include/ulpgate/kernel_abi.h"
@@ -226,7 +227,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
     };
     memset(a, 0, sizeof *a);
     for (int i = 0; i < UG_ISA_COUNT; i++) a->run.isa_enabled[i] = true;
-    a->run.max_case_bytes = (size_t)1 << 30;
+    a->run.max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT;
     a->run.jobs = 1;
     a->run.progress = isatty(STDERR_FILENO) && !getenv("CI");
     optind = 1;
@@ -354,7 +355,7 @@ static ug_status open_kernel_lib(const char *path, double case_timeout, ug_sweep
     size_t size;
     /* The baseline records which build of the library it measured. */
     UG_TRY(ug_input_read("kernel library", path, UG_INPUT_MAX_LIBRARY, &bytes, &size));
-    *content_hash = ug_fnv1a(UG_FNV1A_INIT, bytes, size);
+    *content_hash = ug_fnv1a(UG_FNV1A_OFFSET, bytes, size);
     free(bytes);
     UG_TRY(ug_plugin_open(path, case_timeout, plugin));
     char skipped[1024];
@@ -443,7 +444,8 @@ typedef struct {
     size_t n;
 } merge_ctx;
 
-static ug_status merge_run(void *ctx, const ug_budgets *budgets, ug_sweep *sweep, ug_run_result *run)
+static ug_status merge_run(void *ctx, __attribute__((unused)) const ug_budgets *budgets, ug_sweep *sweep,
+                           ug_run_result *run)
 {
     const merge_ctx *m = ctx;
     for (size_t i = 0; i < m->n; i++) UG_TRY(input_path("report file", m->shards[i]));
@@ -618,7 +620,7 @@ static int cmd_export(int argc, char **argv)
         COMMON_OPTIONS,                        {0, 0, 0, 0},
     };
     const char *sweep_path = NULL, *out = NULL, *filter = NULL, *profile = NULL;
-    size_t max_bytes = (size_t)1 << 30;
+    size_t max_bytes = UG_MAX_CASE_BYTES_DEFAULT;
     bool progress = isatty(STDERR_FILENO) && !getenv("CI");
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
@@ -722,7 +724,7 @@ static int cmd_score(int argc, char **argv)
         {"write-baseline", required_argument, 0, 'w'}, {"enforce-stat-budgets", no_argument, 0, 'E'},
         {"profile", required_argument, 0, 'P'},  COMMON_OPTIONS, {0, 0, 0, 0},
     };
-    score_ctx sc = {.run = {.max_case_bytes = (size_t)1 << 30, .jobs = 1,
+    score_ctx sc = {.run = {.max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT, .jobs = 1,
                             .progress = isatty(STDERR_FILENO) && !getenv("CI")}};
     gate_args g = {0};
     bool ok = true;

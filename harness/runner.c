@@ -13,6 +13,7 @@
 
 #include "../core/bf16.h"
 #include "../core/guard.h"
+#include "../core/hash.h"
 #include "../kernels/parallel.h"
 
 /* Poison of unwritten outputs: the bytes A7 7F repeated read as the
@@ -49,14 +50,6 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
-static const uint64_t fnv_offset = 0xcbf29ce484222325ull;
 
 static size_t buf_bytes(const ug_buf *b) { return b->count * ug_dtype_size(b->dtype); }
 
@@ -121,7 +114,7 @@ static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_by
         ug_status st = ug_guarded_alloc(&cb->mem[i], buf_bytes(&cb->buf[i]));
         cb->n = i + (ug_is_ok(&st) ? 1 : 0);
         if (!ug_is_ok(&st)) {
-            buffers_free(cb);
+            (void)buffers_free(cb); /* nothing written yet: the allocation failure is the news */
             return st;
         }
         cb->buf[i].data = ug_guarded_data(&cb->mem[i]);
@@ -143,13 +136,13 @@ ug_status ug_case_generate(const ug_case *c, ug_buf *bufs)
     return st;
 }
 
-uint64_t ug_buf_hash(const ug_buf *b) { return fnv1a(fnv_offset, b->data, buf_bytes(b)); }
+uint64_t ug_buf_hash(const ug_buf *b) { return ug_fnv1a(UG_FNV1A_OFFSET, b->data, buf_bytes(b)); }
 
 static uint64_t hash_buffers(const case_buffers *cb, bool outputs)
 {
-    uint64_t h = fnv_offset;
+    uint64_t h = UG_FNV1A_OFFSET;
     for (size_t i = 0; i < cb->n; i++)
-        if (cb->f->buffers[i].is_output == outputs) h = fnv1a(h, cb->buf[i].data, buf_bytes(&cb->buf[i]));
+        if (cb->f->buffers[i].is_output == outputs) h = ug_fnv1a(h, cb->buf[i].data, buf_bytes(&cb->buf[i]));
     return h;
 }
 
@@ -601,13 +594,13 @@ void ug_run_result_fold_cases(ug_run_result *out)
         out->elements_checked += r->elements;
         for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
             if (!r->isa_ran[isa]) continue;
-            fr->bits_hash[isa] = fnv1a(fr->isa_ran[isa] ? fr->bits_hash[isa] : fnv_offset, &r->isa_bits[isa],
-                                       sizeof r->isa_bits[isa]);
+            fr->bits_hash[isa] = ug_fnv1a(fr->isa_ran[isa] ? fr->bits_hash[isa] : UG_FNV1A_OFFSET, &r->isa_bits[isa],
+                                          sizeof r->isa_bits[isa]);
             fr->isa_ran[isa] = true;
         }
         if (r->source_ran) {
-            fr->source_bits_hash = fnv1a(fr->source_ran ? fr->source_bits_hash : fnv_offset, &r->bits_hash,
-                                         sizeof r->bits_hash);
+            fr->source_bits_hash = ug_fnv1a(fr->source_ran ? fr->source_bits_hash : UG_FNV1A_OFFSET, &r->bits_hash,
+                                            sizeof r->bits_hash);
             fr->source_ran = true;
         }
         if (!r->pending) continue;
@@ -659,7 +652,8 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
     free(order);
     if (opt->progress) fprintf(stderr, "\r\033[K");
-    ug_isa_select(saved);
+    /* Restoring the settings this call found cannot fail. */
+    (void)ug_isa_select(saved);
     (void)ug_kernel_threads_set(saved_kernel_threads);
     ug_run_result_fold_cases(out);
     out->wall_seconds = now_seconds() - t0;

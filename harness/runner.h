@@ -30,6 +30,9 @@ typedef struct ug_kernel_source {
     void *ctx;
 } ug_kernel_source;
 
+/* The default cap on one case's buffers, in bytes (--max-case-mib 1024). */
+#define UG_MAX_CASE_BYTES_DEFAULT ((size_t)1 << 30)
+
 typedef struct {
     double moderate_cond;     /* from the budgets */
     bool isa_enabled[UG_ISA_COUNT];

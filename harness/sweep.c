@@ -9,6 +9,7 @@
 
 #include "../core/input_file.h"
 #include "../core/json.h"
+#include "../core/hash.h"
 #include "../core/json_dir.h"
 #include "gen.h"
 
@@ -326,7 +327,7 @@ static ug_status load_file(const char *path, ug_sweep *out)
     return st;
 }
 
-static ug_status add_sweep_file(const char *path, int index, void *ctx)
+static ug_status add_sweep_file(const char *path, __attribute__((unused)) int index, void *ctx)
 {
     return load_file(path, ctx);
 }
@@ -334,7 +335,7 @@ static ug_status add_sweep_file(const char *path, int index, void *ctx)
 ug_status ug_sweep_load(const char *path, ug_sweep *out)
 {
     memset(out, 0, sizeof *out);
-    out->content_hash = UG_FNV1A_INIT;
+    out->content_hash = UG_FNV1A_OFFSET;
     if (strlen(path) >= sizeof out->path) return ug_fail(UG_EIO, "sweep path is too long: %s", path);
     snprintf(out->path, sizeof out->path, "%s", path);
     /* A directory holds one sweep file per family, read in name order. */

@@ -7,12 +7,9 @@
  * the loads of two groups are a 2 x 2 of 128-bit blocks, transposed by one
  * in-lane insert and one cross-lane permute into the vectors of w and of
  * w + 1: per 16 elements per workgroup two shuffles of 256 bits, where the
- * 4 x 4 transpose of zmm blocks had two double-pumped ones on this Zen 4
- * and the 128-bit inserts three. Best of 3000 calls at d256 fused: 10.8-11.1
- * us against 11.9-13.4 us for the zmm transpose (8 or 16 pairs in flight:
- * 11.2-11.9 us); the bench's medians did not move (12.4 / 12.5 us), so what
- * sets them is not these shuffles. MERGE_PAIRS pairs of groups (chains) are
- * in flight.
+ * 4 x 4 transpose of zmm blocks had two double-pumped ones on Zen 4 and the
+ * 128-bit inserts three (measured: docs/performance.md, "Measurements behind
+ * code comments"). MERGE_PAIRS pairs of groups (chains) are in flight.
  *
  * It also gives the paths' merge_partials: the including file defines
  * merge_strided (any strides) first. */

@@ -1,7 +1,7 @@
-/* The randomised-Hadamard sign tables of attn_reduce_fwht (SPEC §1.4): the
- * single copy of this data. The kernel, the reference and the tests all read
- * it from here; tests/test_ref_attn_reduce_fwht.c checks it against the SPEC's
- * bytes (by hash) and against the transform's self-inverse property.
+/* The randomised-Hadamard sign tables of attn_reduce_fwht (SPEC §1.4), the
+ * kernel's copy. The reference keeps its own (ref/attn_reduce_fwht.c), so a
+ * typo here makes verify fail; tests/test_ref_attn_reduce_fwht.c checks both
+ * against the upstream bytes and against the transform's self-inverse property.
  *
  * s_j = -1 when bit (j & 7) of SIGNS[j >> 3] is set, else +1. The DV = 512
  * table begins with the 32 bytes of the DV = 256 table, so one 64-byte array

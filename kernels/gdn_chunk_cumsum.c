@@ -101,7 +101,7 @@ typedef struct {
     const gdn_chunk_cumsum_paths *path;
 } scan_job;
 
-static void scan_chunks(void *ctx, unsigned worker, size_t begin, size_t end)
+static void scan_chunks(void *ctx, __attribute__((unused)) unsigned worker, size_t begin, size_t end)
 {
     const scan_job *job = ctx;
     const size_t chunks = (size_t)job->p->b * (job->p->t / BT);

@@ -121,8 +121,8 @@ static tiles carve(const size_t offset[N_TILES + 1], unsigned char *base)
  * The group is the most value heads, a divisor of H, whose scratch fits
  * GROUP_BYTES_MAX and that leave an item for each kernel thread where B·H
  * allows it: the recurrence is serial within an item. Larger groups measured
- * faster though their states outgrow the L2 (one thread, T 4096 H 16:
- * groups of 4, 8 and 16 heads 61-71, 59-64 and 54-62 ms per call). */
+ * faster though their states outgrow the L2 (docs/performance.md,
+ * "Measurements behind code comments"). */
 enum { GROUP_BYTES_MAX = 3 << 20 }; /* all 16 heads at K = V = 128 (2.4 MiB) */
 
 static size_t heads_per_item(const gdn_chunk_state_params *p)

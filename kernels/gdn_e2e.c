@@ -164,9 +164,15 @@ static ug_status scratch_check(const scratch *s)
     return ug_ok();
 }
 
-static void scratch_close(scratch *s)
+/* Frees every intermediate; the first overwritten guard, or UG_OK. */
+static ug_status scratch_close(scratch *s)
 {
-    for (size_t i = 0; i < N_INTERMEDIATES; i++) ug_guarded_free(&s->mem[i], KERNEL " intermediate");
+    ug_status first = ug_ok();
+    for (size_t i = 0; i < N_INTERMEDIATES; i++) {
+        ug_status st = ug_guarded_free(&s->mem[i], KERNEL " intermediate");
+        if (ug_is_ok(&first)) first = st;
+    }
+    return first;
 }
 
 /* ---- the pipeline ------------------------------------------------------------------ */
@@ -267,6 +273,6 @@ ug_status gdn_e2e(const gdn_e2e_params *p, const ug_buf *q, const ug_buf *k, con
         memcpy(o->data, s.buf[I_O].data, s.mem[I_O].bytes);
         memcpy(final_state->data, s.buf[I_FINAL].data, s.mem[I_FINAL].bytes);
     }
-    scratch_close(&s);
-    return st;
+    ug_status freed = scratch_close(&s);
+    return ug_is_ok(&st) ? freed : st;
 }

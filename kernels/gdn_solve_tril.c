@@ -2,7 +2,7 @@
  * the inverse is minus the combination of the rows above it weighted by
  * L[i][m], every element the same FMA chain in increasing m on every path
  * (gdn_solve_tril_paths.h). A, written once, is streamed past the caches
- * when it is large (isa.h): 6.6 -> 4.8 ms at B1 T4096 H16. */
+ * when it is large (isa.h; the gain is in docs/performance.md). */
 #include "gdn_solve_tril.h"
 
 #include <math.h>

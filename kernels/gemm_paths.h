@@ -111,9 +111,8 @@ static inline void ug_rows_exp_sub_scalar(size_t n, const float *x, float a, flo
 }
 
 /* The portable path has no streaming stores. */
-static inline void ug_rows_store_scalar(size_t bytes, const void *src, void *dst, bool stream)
+static inline void ug_rows_store_scalar(size_t bytes, const void *src, void *dst, __attribute__((unused)) bool stream)
 {
-    (void)stream;
     memcpy(dst, src, bytes);
 }
 

@@ -391,9 +391,8 @@ enum { STREAM_MIN_BYTES = 4 << 20 };
 
 /* The input this far ahead of the head in hand is requested into L1: a few
  * heads, about a DRAM latency of work, which the hardware prefetchers (they
- * stop at each 4 KiB page) do not cover reliably. Measured at seq4096 x16:
- * d128 5.96 -> 5.39 ms, d256 14.15 -> 10.14 ms (1 KiB and 4 KiB did no
- * better). A hint only: no effect on any result. */
+ * stop at each 4 KiB page) do not cover reliably (the distance was measured:
+ * docs/performance.md). A hint only: no effect on any result. */
 enum { PREFETCH_AHEAD_FLOATS = 2048 / sizeof(float), CACHE_LINE_FLOATS = 64 / sizeof(float) };
 
 /* c[i], s[i] for from <= i < to: cos and sin of token t's angles. */
@@ -459,7 +458,7 @@ ug_status head_norm_rope_f32(const head_norm_rope_f32_params *p, const ug_buf *i
     ug_status st = ug_guarded_alloc(&table_memory, (p->half_rope_dim + workers * TABLE_FLOATS(p->half_rope_dim)) *
                                                        sizeof(float));
     if (!ug_is_ok(&st)) {
-        ug_guarded_free(&scratch, KERNEL_F32 " threadgroup scratch");
+        (void)ug_guarded_free(&scratch, KERNEL_F32 " threadgroup scratch"); /* never written */
         return st;
     }
     float *f = ug_guarded_data(&table_memory);
@@ -527,14 +526,14 @@ static void rotate_portable(float *lo, float *hi, const float *c, const float *s
 }
 
 static void scale_rotate_store_f32_portable(const float *x, const float *w, float r, const float *c, const float *s,
-                                            size_t half, float *out, bool stream)
+                                            size_t half, float *out, __attribute__((unused)) bool stream)
 {
     head_norm_rope_scale_rotate_pairs(x, w, r, c, s, 0, half, out);
 }
 
 /* Ordinary stores: the portable path is the statement the others are
  * checked against, not a fast path. */
-static void store_f32_portable(float *out, const float *y, size_t n, bool stream)
+static void store_f32_portable(float *out, const float *y, size_t n, __attribute__((unused)) bool stream)
 {
     memcpy(out, y, n * sizeof(float));
 }

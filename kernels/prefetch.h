@@ -5,10 +5,10 @@
  * bytes apart), where the hardware prefetchers, which follow streams within
  * a page, do not reach. gdn_chunk_scaled_kkt, whose products per item are
  * the smallest of the GDN kernels (one key tile feeds one 64 x 64 Gram
- * matrix), requests the next item's key rows while the current one computes:
- * 18.3 vs 21.4 ms (best of 3 interleaved runs each, one quiet core;
- * docs/performance.md). The other kernels measured no difference within the
- * noise and do without. A hint only: no effect on any result. */
+ * matrix), requests the next item's key rows while the current one computes
+ * (measured faster: docs/performance.md). The other kernels measured no
+ * difference within the noise and do without. A hint only: no effect on any
+ * result. */
 #ifndef UG_PREFETCH_H
 #define UG_PREFETCH_H
 

@@ -4,7 +4,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "../kernels/attn_reduce_fwht_signs.h"
 
 /* Precisions (bits), see docs/error-model-attn_reduce_fwht.md §4. M_w - M*
  * of two f32 needs at most 277 bits, times (1 +- 2^-24) at most 302: both
@@ -99,6 +98,21 @@ static void workspace_free(workspace *ws)
 
 /* ---- the transform ------------------------------------------------------ */
 
+/* The reference's own copy of the sign table (docs/spec.md §1.4), kept as the
+ * spec's hex digits rather than as the kernel's byte array, so that a typo in
+ * one is not a typo in the other; tests/test_ref_attn_reduce_fwht.c checks both
+ * against the upstream bytes. DV = 256 reads the first 64 digits. */
+static const char signs_hex[] = "a73b91f46dc2580eb37f24d68945ea1c63afd852970be13d76c419fe4a852cdb"
+                                "d34ea8179c5be63172b90df5438a6ec7582f94e1b63d0a7cc561d84fa3971e85";
+
+static unsigned hex_digit(char c) { return c <= '9' ? (unsigned)(c - '0') : (unsigned)(c - 'a' + 10); }
+
+int attn_reduce_fwht_reference_sign(size_t j)
+{
+    const unsigned byte = hex_digit(signs_hex[2 * (j >> 3)]) << 4 | hex_digit(signs_hex[2 * (j >> 3) + 1]);
+    return (byte >> (j & 7)) & 1u ? -1 : 1;
+}
+
 /* t <- s * (H t) / sqrt(DV): H by butterflies at SUM_PREC (each output of a
  * stage rounded once; docs §4 bounds the accumulated error), then the exact
  * 1/sqrt(DV) to SUM_PREC and the sign. */
@@ -114,7 +128,7 @@ static void undo_in_place(workspace *ws)
             }
     for (size_t j = 0; j < dv; j++) {
         mpfr_mul(ws->t[j], ws->t[j], ws->inv_sqrt_dv, MPFR_RNDN);
-        if (attn_reduce_fwht_sign_is_negative(j)) mpfr_neg(ws->t[j], ws->t[j], MPFR_RNDN);
+        if (attn_reduce_fwht_reference_sign(j) < 0) mpfr_neg(ws->t[j], ws->t[j], MPFR_RNDN);
     }
 }
 

@@ -1,6 +1,6 @@
 /* MPFR reference of attn_reduce_fwht (SPEC §1.4, §2), independent of
- * kernels/attn_reduce_fwht.c: it shares only the SPEC's sign table
- * (kernels/attn_reduce_fwht_signs.h, data) and no arithmetic.
+ * kernels/attn_reduce_fwht.c: it shares no arithmetic, and it holds its own
+ * copy of the spec's sign table (attn_reduce_fwht_reference_sign).
  *
  * Per row: M* = max_w M_w, m_w = exp(M_w - M*), S = sum_w S_w m_w,
  * y = (S == 0 ? 0 : 1/S) sum_w P_w m_w, out_j = s_j (H y)_j / sqrt(DV).
@@ -40,5 +40,9 @@ ug_status attn_reduce_fwht_reference(const attn_reduce_fwht_shape *s, const floa
  * scaling (the pair's second half; also the roundtrip test's reference). */
 ug_status attn_fwht_undo_reference(size_t nrows, size_t head_dim, const float *x, const ug_f32_model *model,
                                    ug_ref_value *out);
+
+/* s_j of docs/spec.md §1.4 as the reference reads it: -1 or +1, for j < 512
+ * (DV = 256 uses j < 256). */
+int attn_reduce_fwht_reference_sign(size_t j);
 
 #endif

@@ -249,10 +249,11 @@ UG_XSUM_INLINE void ug_xwin_add_product_c(uint64_t *acc, int nc, const uint64_t 
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* x86-64: GCC 12 carries the C version's limbs through memory and setc
- * (measured 6.5 ns a term at nc = 3); here the product's limbs are joined
- * and added in one carry chain of adc in registers (2.7 ns). The sign's
- * carry-in comes from bit 0 of the mask (bt), after the xors that clear CF. */
+/* x86-64: GCC 12 carries the C version's limbs through memory and setc;
+ * here the product's limbs are joined and added in one carry chain of adc in
+ * registers (less than half the time a term: docs/performance.md). The
+ * sign's carry-in comes from bit 0 of the mask (bt), after the xors that
+ * clear CF. */
 UG_XSUM_INLINE void ug_xwin_add_product(uint64_t *acc, int nc, const uint64_t *c, uint64_t s, uint64_t mask)
 {
     const ug_u128 t0 = (ug_u128)c[0] * s;

@@ -47,6 +47,17 @@ ug_status kc_run(const kc_case *c, const void *params, ug_buf *bufs)
     return c->k->run(params, ptrs);
 }
 
+ug_status kc_run_on_empty_buffers(const kc_kernel *k, const void *params)
+{
+    ug_buf buf[KC_MAX_BUFFERS];
+    ug_buf *ptrs[KC_MAX_BUFFERS];
+    for (size_t i = 0; i < KC_MAX_BUFFERS; i++) {
+        buf[i] = (ug_buf){NULL, 0, i < k->n_buffers ? k->buffers[i].dtype : UG_F32};
+        ptrs[i] = &buf[i];
+    }
+    return k->run(params, ptrs);
+}
+
 void kc_expect_message(const kc_kernel *k, const ug_status *s, const char *const expect[KC_MAX_EXPECT])
 {
     CU_ASSERT_EQUAL(s->code, UG_EINVAL);

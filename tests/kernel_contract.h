@@ -14,6 +14,7 @@
 #include "../core/buf.h"
 #include "../core/guard.h"
 #include "../core/status.h"
+#include "tests.h"
 
 enum { KC_MAX_BUFFERS = 8, KC_MAX_EXPECT = 4, KC_MAX_PARAMS_BYTES = 64 };
 
@@ -48,6 +49,9 @@ void kc_case_open(kc_case *c, const kc_kernel *k, const void *params, uint64_t s
 void kc_case_close(kc_case *c);
 /* Runs the kernel on the case's buffers (or on bufs when not NULL). */
 ug_status kc_run(const kc_case *c, const void *params, ug_buf *bufs);
+/* Runs the kernel on empty buffers of the declared dtypes, with no data: for
+ * shapes rejected before any buffer is read (a count beyond size_t). */
+ug_status kc_run_on_empty_buffers(const kc_kernel *k, const void *params);
 
 /* A broken rule: one 4-byte parameter set to a value, or one buffer given an
  * element too many. The value's bytes are stored as they are, so a float field
@@ -80,5 +84,33 @@ void kc_check_rejections_leave_outputs_untouched(const kc_kernel *k, const void 
  * "(got no buffer)" for a NULL buffer; a NULL params
  * pointer is rejected. Buffers the shape leaves empty are skipped. */
 void kc_check_each_buffer_by_name(const kc_kernel *k, const void *valid);
+
+/* The four contract tests of a kernel test file, written once: the rules and
+ * their order and the untouched outputs on the first valid shape, the buffers
+ * by name on every shape given (a kernel with an optional buffer passes one
+ * shape with it and one without). KC_CONTRACT_TEST_LIST lists them for
+ * UG_TEST_SUITE. */
+#define KC_CONTRACT_TESTS(kernel, rules, n_rules, ...)                                                                 \
+    static const void *const kc_valid_shapes[] = {__VA_ARGS__};                                                        \
+    static void test_each_rule_reports_what_it_checks(void)                                                            \
+    {                                                                                                                  \
+        kc_check_each_rule(&(kernel), kc_valid_shapes[0], rules, n_rules);                                             \
+    }                                                                                                                  \
+    static void test_rules_fire_in_order(void)                                                                         \
+    {                                                                                                                  \
+        kc_check_rule_order(&(kernel), kc_valid_shapes[0], rules, n_rules);                                            \
+    }                                                                                                                  \
+    static void test_rejections_leave_the_outputs_untouched(void)                                                      \
+    {                                                                                                                  \
+        kc_check_rejections_leave_outputs_untouched(&(kernel), kc_valid_shapes[0], rules, n_rules);                    \
+    }                                                                                                                  \
+    static void test_each_buffer_is_checked_by_name(void)                                                              \
+    {                                                                                                                  \
+        for (size_t i = 0; i < sizeof kc_valid_shapes / sizeof kc_valid_shapes[0]; i++)                                \
+            kc_check_each_buffer_by_name(&(kernel), kc_valid_shapes[i]);                                               \
+    }
+#define KC_CONTRACT_TEST_LIST                                                                                          \
+    UG_TEST(test_each_rule_reports_what_it_checks), UG_TEST(test_rules_fire_in_order),                                 \
+        UG_TEST(test_rejections_leave_the_outputs_untouched), UG_TEST(test_each_buffer_is_checked_by_name)
 
 #endif

@@ -64,7 +64,8 @@ static void test_kernel_scratch_allocation_failure(void)
             }
             checked++;
         }
-        for (size_t i = 0; i < f->n_buffers; i++) ug_guarded_free(&mem[i], f->buffers[i].name);
+        for (size_t i = 0; i < f->n_buffers; i++)
+            CU_ASSERT_EQUAL(ug_guarded_free(&mem[i], f->buffers[i].name).code, UG_OK);
     }
     CU_ASSERT(checked >= 1);
     ug_sweep_free(&sw);
@@ -78,7 +79,7 @@ static void test_case_buffer_allocation_failure_fails_the_case(void)
     CU_ASSERT_FATAL(ug_sweep_load("fixtures/sweeps/memcheck", &sw).code == UG_OK);
     CU_ASSERT_FATAL(ug_sweep_filter(&sw, "gdn_recompute_wu/K=256").code == UG_OK);
     CU_ASSERT_FATAL(sw.n_cases == 1);
-    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
+    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
     ug_run_result run;
     ug_guarded_fail_after(2);
@@ -104,7 +105,7 @@ static void test_full_disk_is_reported_and_leaves_nothing(void)
     for (size_t i = 0; i < sw.n_cases; i++)
         if (sw.cases[i].expect_reject) sw.cases[kept++] = sw.cases[i];
     sw.n_cases = kept;
-    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
+    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
     ug_run_result run;
     ug_budgets budgets = {0};
@@ -143,7 +144,7 @@ static void test_killed_while_writing_leaves_no_partial_report(void)
     for (size_t i = 0; i < sw.n_cases; i++)
         if (sw.cases[i].expect_reject) sw.cases[kept++] = sw.cases[i];
     sw.n_cases = kept;
-    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
+    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
     ug_run_result run;
     ug_budgets budgets = {0};
@@ -157,7 +158,7 @@ static void test_killed_while_writing_leaves_no_partial_report(void)
         pid_t pid = fork();
         CU_ASSERT_FATAL(pid >= 0);
         if (pid == 0) {
-            for (;;) ug_report_write_all(reports, &run, &budgets, &verdict);
+            for (;;) (void)ug_report_write_all(reports, &run, &budgets, &verdict); /* until killed */
         }
         usleep(200 + 700 * attempt);
         kill(pid, SIGKILL);

@@ -85,7 +85,7 @@ static void export_fixtures(fixture *fx, const char *path, bool few)
     snprintf(fx->candidate, sizeof fx->candidate, "%s/candidate", fx->dir);
     size_t exported, skipped;
     ug_status st =
-        ug_export(&fx->sweep, ug_test_cpu_model(), fx->fixtures, (size_t)1 << 30, false, &exported, &skipped);
+        ug_export(&fx->sweep, ug_test_cpu_model(), fx->fixtures, UG_MAX_CASE_BYTES_DEFAULT, false, &exported, &skipped);
     CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
     CU_ASSERT_EQUAL(exported, accepted_cases(&fx->sweep));
     CU_ASSERT_EQUAL(skipped, fx->sweep.n_cases - exported);
@@ -181,10 +181,11 @@ static ug_status score(fixture *fx, ug_run_result *run)
 {
     ug_candidate *cand;
     ug_kernel_source source;
-    ug_status st = ug_candidate_open(fx->fixtures, fx->candidate, (size_t)1 << 30, &fx->scored, &cand, &source);
+    ug_status st =
+        ug_candidate_open(fx->fixtures, fx->candidate, UG_MAX_CASE_BYTES_DEFAULT, &fx->scored, &cand, &source);
     if (!ug_is_ok(&st)) return st;
     CU_ASSERT_EQUAL(fx->scored.n_cases, accepted_cases(&fx->sweep));
-    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = (size_t)1 << 30,
+    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT,
                           .jobs = 2, .source = &source};
     st = ug_run_sweep(&fx->scored, &opt, run);
     CU_ASSERT_EQUAL(st.code, UG_OK);
@@ -219,7 +220,7 @@ static void test_every_family_round_trips(void)
     write_candidates(&fx, CAND_KERNEL);
     ug_run_result run, builtin;
     CU_ASSERT_EQUAL_FATAL(score(&fx, &run).code, UG_OK);
-    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = (size_t)1 << 30, .jobs = 2};
+    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT, .jobs = 2};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = i == UG_ISA_PORTABLE;
     CU_ASSERT_EQUAL_FATAL(ug_run_sweep(&fx.scored, &opt, &builtin).code, UG_OK);
     size_t families = 0;

@@ -13,19 +13,17 @@ typedef gdn_chunk_cumsum_params params;
 enum { BUF_G_RAW, BUF_G, N_BUFS };
 static const kc_buffer buffers[N_BUFS] = {{"g_raw", UG_F32, false}, {"g", UG_F32, true}};
 
-static size_t count(const void *vp, size_t i)
+static size_t count(const void *vp, __attribute__((unused)) size_t i)
 {
     const params *p = vp;
-    (void)i;
     return (size_t)p->b * p->t * p->h;
 }
 
 static ug_status run(const void *p, ug_buf *const *bufs) { return gdn_chunk_cumsum(p, bufs[BUF_G_RAW], bufs[BUF_G]); }
 
 /* Raw log-gates in (-2, 0], some exactly 0. */
-static void fill(const void *p, ug_buf *bufs, uint64_t *rng)
+static void fill(__attribute__((unused)) const void *p, ug_buf *bufs, uint64_t *rng)
 {
-    (void)p;
     float *g_raw = bufs[BUF_G_RAW].data;
     for (size_t i = 0; i < bufs[BUF_G_RAW].count; i++)
         g_raw[i] = ug_test_next_u32(rng) % 8 == 0 ? 0.0f : ug_test_uniform(rng, -2.0f, 0.0f);
@@ -99,19 +97,12 @@ static void test_each_chunk_restarts_from_its_first_gate(void)
     kc_case_close(&c);
 }
 
-static void test_each_rule_reports_what_it_checks(void) { kc_check_each_rule(&kernel, &valid, rules, N_RULES); }
-static void test_rules_fire_in_order(void) { kc_check_rule_order(&kernel, &valid, rules, N_RULES); }
-static void test_rejections_leave_the_output_untouched(void)
-{
-    kc_check_rejections_leave_outputs_untouched(&kernel, &valid, rules, N_RULES);
-}
-static void test_each_buffer_is_checked_by_name(void) { kc_check_each_buffer_by_name(&kernel, &valid); }
+KC_CONTRACT_TESTS(kernel, rules, N_RULES, &valid)
 
 static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
     const params p = {.b = 1u << 31, .t = 1u << 31, .h = 1u << 31, .bt = 64};
-    ug_buf buf[N_BUFS] = {{NULL, 0, UG_F32}, {NULL, 0, UG_F32}};
-    ug_status s = gdn_chunk_cumsum(&p, &buf[0], &buf[1]);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"g_raw shape [B=2147483648, T=2147483648, H=2147483648]",
                                                "more elements than size_t"};
     kc_expect_message(&kernel, &s, expect);
@@ -120,8 +111,5 @@ static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 UG_TEST_SUITE(gdn_chunk_cumsum_suite, "kernel_gdn_chunk_cumsum",
               UG_TEST(test_matches_the_scalar_statement_on_every_isa),
               UG_TEST(test_each_chunk_restarts_from_its_first_gate),
-              UG_TEST(test_each_rule_reports_what_it_checks),
-              UG_TEST(test_rules_fire_in_order),
-              UG_TEST(test_rejections_leave_the_output_untouched),
-              UG_TEST(test_each_buffer_is_checked_by_name),
+              KC_CONTRACT_TEST_LIST,
               UG_TEST(test_count_beyond_size_t_is_rejected_naming_the_shape));

@@ -262,19 +262,7 @@ static const kc_rule rules[] = {
 };
 enum { N_RULES = sizeof rules / sizeof rules[0] };
 
-static void test_each_rule_reports_what_it_checks(void) { kc_check_each_rule(&kernel, &valid_shape, rules, N_RULES); }
-/* Every pair of broken rules that can coexist: the earlier one is reported. */
-static void test_rules_fire_in_the_seed_order(void) { kc_check_rule_order(&kernel, &valid_shape, rules, N_RULES); }
-/* Every rejection in the table, single and paired, and every spoiled buffer:
- * o keeps its bits. */
-static void test_rejections_leave_the_output_untouched(void)
-{
-    kc_check_rejections_leave_outputs_untouched(&kernel, &valid_shape, rules, N_RULES);
-}
-/* Each buffer's wrong count (one off either way, or empty with no data: every
- * dim is > 0, so no buffer may be empty), wrong dtype, NULL data and NULL
- * buffer is rejected naming it; so is a NULL params. */
-static void test_each_buffer_is_checked_by_name(void) { kc_check_each_buffer_by_name(&kernel, &valid_shape); }
+KC_CONTRACT_TESTS(kernel, rules, N_RULES, &valid_shape)
 
 /* The seed's own test: K = 256 on its shape, with 1-element placeholder
  * buffers, because the K rule fires before any buffer is looked at. */
@@ -366,13 +354,7 @@ static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
     const params p = {.b = 1u << 31, .t = 1u << 31, .hg = 1u << 31, .h = 1u << 31,
                       .k = 128, .v = 128, .bt = 64, .scale = 1.0f};
-    ug_buf buf[N_BUFS];
-    ug_buf *ptrs[N_BUFS];
-    for (int i = 0; i < N_BUFS; i++) {
-        buf[i] = (ug_buf){NULL, 0, buffers[i].dtype};
-        ptrs[i] = &buf[i];
-    }
-    ug_status s = run(&p, ptrs);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"q shape [B=2147483648, T=2147483648, Hg=2147483648, K=128]",
                                                "more elements than size_t"};
     kc_expect_message(&kernel, &s, expect);
@@ -382,10 +364,7 @@ UG_TEST_SUITE(gdn_chunk_o_suite, "kernel_gdn_chunk_o",
               UG_TEST(test_matches_the_scalar_statement_on_every_isa),
               UG_TEST(test_inclusive_mask_with_unit_attention),
               UG_TEST(test_state_term_reads_h_v_major_per_chunk),
-              UG_TEST(test_each_rule_reports_what_it_checks),
-              UG_TEST(test_rules_fire_in_the_seed_order),
-              UG_TEST(test_rejections_leave_the_output_untouched),
-              UG_TEST(test_each_buffer_is_checked_by_name),
+              KC_CONTRACT_TEST_LIST,
               UG_TEST(test_seed_k256_case_names_k_the_cap_and_the_mma_loop),
               UG_TEST(test_non_finite_scale_is_rejected_naming_it),
               UG_TEST(test_h_counts_chunks_not_tokens),

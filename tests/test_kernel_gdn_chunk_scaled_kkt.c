@@ -136,19 +136,12 @@ static void test_matches_the_scalar_statement_on_every_isa(void)
     CU_ASSERT_EQUAL(ug_isa_select(ug_isa_best()).code, UG_OK);
 }
 
-static void test_each_rule_reports_what_it_checks(void) { kc_check_each_rule(&kernel, &valid, rules, N_RULES); }
-static void test_rules_fire_in_order(void) { kc_check_rule_order(&kernel, &valid, rules, N_RULES); }
-static void test_rejections_leave_the_output_untouched(void)
-{
-    kc_check_rejections_leave_outputs_untouched(&kernel, &valid, rules, N_RULES);
-}
-static void test_each_buffer_is_checked_by_name(void) { kc_check_each_buffer_by_name(&kernel, &valid); }
+KC_CONTRACT_TESTS(kernel, rules, N_RULES, &valid)
 
 static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
     const params p = {.b = 1, .t = 1u << 31, .hg = 1u << 31, .h = 1u << 31, .k = 256, .bt = 64};
-    ug_buf buf[N_BUFS] = {{NULL, 0, UG_BF16}, {NULL, 0, UG_F32}, {NULL, 0, UG_F32}, {NULL, 0, UG_F32}};
-    ug_status s = gdn_chunk_scaled_kkt(&p, &buf[0], &buf[1], &buf[2], &buf[3]);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"k shape [B=1, T=2147483648, Hg=2147483648, K=256]",
                                                "more elements than size_t"};
     kc_expect_message(&kernel, &s, expect);
@@ -156,8 +149,5 @@ static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 
 UG_TEST_SUITE(gdn_chunk_scaled_kkt_suite, "kernel_gdn_chunk_scaled_kkt",
               UG_TEST(test_matches_the_scalar_statement_on_every_isa),
-              UG_TEST(test_each_rule_reports_what_it_checks),
-              UG_TEST(test_rules_fire_in_order),
-              UG_TEST(test_rejections_leave_the_output_untouched),
-              UG_TEST(test_each_buffer_is_checked_by_name),
+              KC_CONTRACT_TEST_LIST,
               UG_TEST(test_count_beyond_size_t_is_rejected_naming_the_shape));

@@ -71,6 +71,7 @@ static void fill(const void *vp, ug_buf *bufs, uint64_t *rng)
 
 static const kc_kernel kernel = {"gated_delta_net_chunk_state: ", N_BUFS, buffers, sizeof(params), count, run, fill};
 static const params valid = {.b = 1, .t = 128, .hg = 2, .h = 4, .k = 64, .v = 64, .bt = 64, .has_h0 = 1};
+static const params valid_without_h0 = {.b = 1, .t = 128, .hg = 2, .h = 4, .k = 64, .v = 64, .bt = 64, .has_h0 = 0};
 
 static const kc_rule rules[] = {
     KC_DIM(params, b, 0, "all dims must be > 0", "B (0)"),
@@ -229,26 +230,12 @@ static void test_absent_h0_is_a_zero_state(void)
     kc_case_close(&c);
 }
 
-static void test_each_rule_reports_what_it_checks(void) { kc_check_each_rule(&kernel, &valid, rules, N_RULES); }
-static void test_rules_fire_in_order(void) { kc_check_rule_order(&kernel, &valid, rules, N_RULES); }
-static void test_rejections_leave_the_outputs_untouched(void)
-{
-    kc_check_rejections_leave_outputs_untouched(&kernel, &valid, rules, N_RULES);
-}
-static void test_each_buffer_is_checked_by_name(void)
-{
-    kc_check_each_buffer_by_name(&kernel, &valid);
-    params without = valid;
-    without.has_h0 = 0;
-    kc_check_each_buffer_by_name(&kernel, &without);
-}
+KC_CONTRACT_TESTS(kernel, rules, N_RULES, &valid, &valid_without_h0)
 
 static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
     const params p = {.b = 1, .t = 1u << 31, .hg = 1u << 31, .h = 1u << 31, .k = 64, .v = 64, .bt = 64, .has_h0 = 0};
-    ug_buf buf[N_BUFS];
-    for (int i = 0; i < N_BUFS; i++) buf[i] = (ug_buf){NULL, 0, buffers[i].dtype};
-    ug_status s = gdn_chunk_state(&p, &buf[0], &buf[1], &buf[2], &buf[3], &buf[4], &buf[5], &buf[6], &buf[7]);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"k shape [B=1, T=2147483648, Hg=2147483648, K=64]",
                                                "more elements than size_t"};
     kc_expect_message(&kernel, &s, expect);
@@ -257,8 +244,5 @@ static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 UG_TEST_SUITE(gdn_chunk_state_suite, "kernel_gdn_chunk_state",
               UG_TEST(test_matches_the_scalar_statement_on_every_isa),
               UG_TEST(test_absent_h0_is_a_zero_state),
-              UG_TEST(test_each_rule_reports_what_it_checks),
-              UG_TEST(test_rules_fire_in_order),
-              UG_TEST(test_rejections_leave_the_outputs_untouched),
-              UG_TEST(test_each_buffer_is_checked_by_name),
+              KC_CONTRACT_TEST_LIST,
               UG_TEST(test_count_beyond_size_t_is_rejected_naming_the_shape));

@@ -67,9 +67,8 @@ static void fill_f32(ug_buf *b, uint64_t *rng, float lo, float hi)
 /* Keys and queries with entries in (-0.15, 0.15) (|k|^2 ~ 1 for K = 128),
  * values in (-1, 1), betas in (0, 1), raw gates in (-0.5, 0), h0 in
  * (-0.5, 0.5): every stage's arithmetic is exercised, nothing is tiny. */
-static void fill(const void *vp, ug_buf *bufs, uint64_t *rng)
+static void fill(__attribute__((unused)) const void *vp, ug_buf *bufs, uint64_t *rng)
 {
-    (void)vp;
     fill_bf16(&bufs[BUF_Q], rng, -0.15f, 0.15f);
     fill_bf16(&bufs[BUF_K], rng, -0.15f, 0.15f);
     fill_bf16(&bufs[BUF_V], rng, -1.0f, 1.0f);
@@ -80,6 +79,7 @@ static void fill(const void *vp, ug_buf *bufs, uint64_t *rng)
 
 static const kc_kernel kernel = {"gdn_e2e: ", N_BUFS, buffers, sizeof(params), count, run, fill};
 static const params valid = {.b = 1, .t = 64, .hg = 1, .h = 2, .k = 128, .v = 64, .bt = 64, .has_h0 = 1};
+static const params valid_without_h0 = {.b = 1, .t = 64, .hg = 1, .h = 2, .k = 128, .v = 64, .bt = 64, .has_h0 = 0};
 
 static const kc_rule rules[] = {
     KC_DIM(params, b, 0, "all dims must be > 0", "B (0)"),
@@ -225,19 +225,7 @@ static void test_absent_h0_is_a_zero_state(void)
     kc_case_close(&c);
 }
 
-static void test_each_rule_reports_what_it_checks(void) { kc_check_each_rule(&kernel, &valid, rules, N_RULES); }
-static void test_rules_fire_in_order(void) { kc_check_rule_order(&kernel, &valid, rules, N_RULES); }
-static void test_rejections_leave_the_outputs_untouched(void)
-{
-    kc_check_rejections_leave_outputs_untouched(&kernel, &valid, rules, N_RULES);
-}
-static void test_each_buffer_is_checked_by_name(void)
-{
-    kc_check_each_buffer_by_name(&kernel, &valid);
-    params without = valid;
-    without.has_h0 = 0;
-    kc_check_each_buffer_by_name(&kernel, &without);
-}
+KC_CONTRACT_TESTS(kernel, rules, N_RULES, &valid, &valid_without_h0)
 
 static void expect(const ug_status *s, ug_code code, const char *part)
 {
@@ -251,9 +239,7 @@ static void expect(const ug_status *s, ug_code code, const char *part)
 static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
     const params p = {.b = 1, .t = 1u << 31, .hg = 1u << 31, .h = 1u << 31, .k = 128, .v = 64, .bt = 64, .has_h0 = 0};
-    ug_buf buf[N_BUFS];
-    for (int i = 0; i < N_BUFS; i++) buf[i] = (ug_buf){NULL, 0, buffers[i].dtype};
-    ug_status s = gdn_e2e(&p, &buf[0], &buf[1], &buf[2], &buf[3], &buf[4], &buf[5], &buf[6], &buf[7]);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     expect(&s, UG_EINVAL, "gdn_e2e: q shape [B=1, T=2147483648, Hg=2147483648, K=128] has more elements than size_t");
 }
 
@@ -511,10 +497,7 @@ UG_TEST_SUITE(gdn_e2e_suite, "kernel_gdn_e2e",
               UG_TEST(test_scale_is_rn_f32_of_one_over_sqrt_k),
               UG_TEST(test_equals_the_composition_of_the_stages_on_every_isa),
               UG_TEST(test_absent_h0_is_a_zero_state),
-              UG_TEST(test_each_rule_reports_what_it_checks),
-              UG_TEST(test_rules_fire_in_order),
-              UG_TEST(test_rejections_leave_the_outputs_untouched),
-              UG_TEST(test_each_buffer_is_checked_by_name),
+              KC_CONTRACT_TEST_LIST,
               UG_TEST(test_count_beyond_size_t_is_rejected_naming_the_shape),
               UG_TEST(test_intermediate_beyond_size_t_is_rejected_naming_it),
               UG_TEST(test_every_failing_allocation_is_named_and_writes_nothing),

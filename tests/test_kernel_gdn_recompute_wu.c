@@ -198,19 +198,7 @@ static const kc_rule rules[] = {
 };
 enum { N_RULES = sizeof rules / sizeof rules[0] };
 
-static void test_each_rule_reports_what_it_checks(void) { kc_check_each_rule(&kernel, &valid_shape, rules, N_RULES); }
-/* Every pair of broken rules that can coexist: the earlier one is reported. */
-static void test_rules_fire_in_the_seed_order(void) { kc_check_rule_order(&kernel, &valid_shape, rules, N_RULES); }
-/* Every rejection in the table, single and paired, and every spoiled buffer:
- * w and u keep their bits. */
-static void test_rejections_leave_the_outputs_untouched(void)
-{
-    kc_check_rejections_leave_outputs_untouched(&kernel, &valid_shape, rules, N_RULES);
-}
-/* Each buffer's wrong count (one off either way, or empty with no data: every
- * dim is > 0, so no buffer may be empty), wrong dtype, NULL data and NULL
- * buffer is rejected naming it; so is a NULL params. */
-static void test_each_buffer_is_checked_by_name(void) { kc_check_each_buffer_by_name(&kernel, &valid_shape); }
+KC_CONTRACT_TESTS(kernel, rules, N_RULES, &valid_shape)
 
 /* The seed's own test: K = 256 on its shape, with 1-element placeholder
  * buffers, because the K cap fires before any buffer is looked at. */
@@ -230,25 +218,13 @@ static void test_seed_k256_case_names_k_the_cap_and_the_budget(void)
     for (int i = 0; i < N_BUFS; i++) CU_ASSERT_EQUAL(storage[i], 0);
 }
 
-/* Runs the kernel on N_BUFS empty buffers with no data. */
-static ug_status run_on_empty_buffers(const params *p)
-{
-    ug_buf buf[N_BUFS];
-    ug_buf *ptrs[N_BUFS];
-    for (int i = 0; i < N_BUFS; i++) {
-        buf[i] = (ug_buf){NULL, 0, buffers[i].dtype};
-        ptrs[i] = &buf[i];
-    }
-    return run(p, ptrs);
-}
-
 /* The seed multiplies u32 dims: 2^20 * 64 * 64 wraps to 0, so its check would
  * accept an empty k for a shape of 2^32 elements. Counted in size_t, the
  * empty buffer is a wrong count that states the true size. */
 static void test_counts_do_not_wrap_at_32_bits(void)
 {
     const params p = {.b = 1, .t = 1u << 20, .hg = 64, .h = 64, .k = 64, .v = 64, .bt = 64};
-    ug_status s = run_on_empty_buffers(&p);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"k must be bf16[4294967296] (got 0 bf16)"};
     kc_expect_message(&kernel, &s, expect);
 }
@@ -256,7 +232,7 @@ static void test_counts_do_not_wrap_at_32_bits(void)
 static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
     const params p = {.b = 1, .t = 1u << 31, .hg = 1u << 31, .h = 1u << 31, .k = 64, .v = 64, .bt = 64};
-    ug_status s = run_on_empty_buffers(&p);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"k shape [B=1, T=2147483648, Hg=2147483648, K=64]",
                                                "more elements than size_t"};
     kc_expect_message(&kernel, &s, expect);
@@ -264,10 +240,7 @@ static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 
 UG_TEST_SUITE(gdn_recompute_wu_suite, "kernel_gdn_recompute_wu",
               UG_TEST(test_matches_the_scalar_statement_on_every_isa),
-              UG_TEST(test_each_rule_reports_what_it_checks),
-              UG_TEST(test_rules_fire_in_the_seed_order),
-              UG_TEST(test_rejections_leave_the_outputs_untouched),
-              UG_TEST(test_each_buffer_is_checked_by_name),
+              KC_CONTRACT_TEST_LIST,
               UG_TEST(test_seed_k256_case_names_k_the_cap_and_the_budget),
               UG_TEST(test_counts_do_not_wrap_at_32_bits),
               UG_TEST(test_count_beyond_size_t_is_rejected_naming_the_shape));

@@ -17,10 +17,9 @@ typedef gdn_solve_tril_params params;
 enum { BUF_L, BUF_A, N_BUFS };
 static const kc_buffer buffers[N_BUFS] = {{"L", UG_F32, false}, {"A", UG_F32, true}};
 
-static size_t count(const void *vp, size_t i)
+static size_t count(const void *vp, __attribute__((unused)) size_t i)
 {
     const params *p = vp;
-    (void)i;
     return (size_t)p->b * p->t * p->h * p->bt;
 }
 
@@ -159,19 +158,12 @@ static void test_reads_l_strictly_below_the_diagonal(void)
     kc_case_close(&c);
 }
 
-static void test_each_rule_reports_what_it_checks(void) { kc_check_each_rule(&kernel, &valid, rules, N_RULES); }
-static void test_rules_fire_in_order(void) { kc_check_rule_order(&kernel, &valid, rules, N_RULES); }
-static void test_rejections_leave_the_output_untouched(void)
-{
-    kc_check_rejections_leave_outputs_untouched(&kernel, &valid, rules, N_RULES);
-}
-static void test_each_buffer_is_checked_by_name(void) { kc_check_each_buffer_by_name(&kernel, &valid); }
+KC_CONTRACT_TESTS(kernel, rules, N_RULES, &valid)
 
 static void test_count_beyond_size_t_is_rejected_naming_the_shape(void)
 {
     const params p = {.b = 1u << 31, .t = 1u << 31, .h = 1u << 31, .bt = 64};
-    ug_buf buf[N_BUFS] = {{NULL, 0, UG_F32}, {NULL, 0, UG_F32}};
-    ug_status s = gdn_solve_tril(&p, &buf[0], &buf[1]);
+    ug_status s = kc_run_on_empty_buffers(&kernel, &p);
     const char *const expect[KC_MAX_EXPECT] = {"L shape [B=2147483648, T=2147483648, H=2147483648, BT=64]",
                                                "more elements than size_t"};
     kc_expect_message(&kernel, &s, expect);
@@ -181,8 +173,5 @@ UG_TEST_SUITE(gdn_solve_tril_suite, "kernel_gdn_solve_tril",
               UG_TEST(test_matches_the_scalar_statement_on_every_isa),
               UG_TEST(test_infinite_entries_reach_only_the_columns_they_feed),
               UG_TEST(test_reads_l_strictly_below_the_diagonal),
-              UG_TEST(test_each_rule_reports_what_it_checks),
-              UG_TEST(test_rules_fire_in_order),
-              UG_TEST(test_rejections_leave_the_output_untouched),
-              UG_TEST(test_each_buffer_is_checked_by_name),
+              KC_CONTRACT_TEST_LIST,
               UG_TEST(test_count_beyond_size_t_is_rejected_naming_the_shape));

@@ -59,7 +59,7 @@ static void run_and_report(fixture *fx, size_t shard, size_t shards, const char 
     ug_verdict v;
     CU_ASSERT_FATAL(ug_sweep_load(fx->sweep, &sw).code == UG_OK);
     if (shards) CU_ASSERT_FATAL(ug_sweep_shard(&sw, shard, shards).code == UG_OK);
-    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = (size_t)1 << 30};
+    ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT};
     for (int i = 0; i < UG_ISA_COUNT; i++) opt.isa_enabled[i] = true;
     CU_ASSERT_FATAL(ug_run_sweep(&sw, &opt, &run).code == UG_OK);
     CU_ASSERT_FATAL(ug_gate_evaluate(&run, &fx->b, NULL, &v).code == UG_OK);

@@ -54,7 +54,8 @@ static void case_alloc(case_memory *cm, const ug_case *c)
 
 static void case_free(case_memory *cm)
 {
-    for (size_t i = 0; i < cm->f->n_buffers; i++) ug_guarded_free(&cm->mem[i], cm->f->buffers[i].name);
+    for (size_t i = 0; i < cm->f->n_buffers; i++)
+        CU_ASSERT_EQUAL(ug_guarded_free(&cm->mem[i], cm->f->buffers[i].name).code, UG_OK);
 }
 
 /* Runs the kernel on freshly poisoned outputs; checks the contract above. */
@@ -332,7 +333,8 @@ static void test_every_family_meets_the_nonfinite_table(void)
                 UG_TEST_MISMATCH(wrong, "%s %s: measured %s, the table says %s", f->name, f->buffers[t].name, seen,
                                  x->cells);
             }
-            for (size_t i = 0; i < f->n_buffers; i++) ug_guarded_free(&cm.mem[i], f->buffers[i].name);
+            for (size_t i = 0; i < f->n_buffers; i++)
+                CU_ASSERT_EQUAL(ug_guarded_free(&cm.mem[i], f->buffers[i].name).code, UG_OK);
         }
     }
     CU_ASSERT_EQUAL(wrong, 0);

@@ -68,7 +68,7 @@ static ug_run_options options(const ug_plugin *p)
     opt.moderate_cond = 16;
     opt.model = ug_test_cpu_model();
     opt.isa_enabled[ug_isa_best()] = true;
-    opt.max_case_bytes = (size_t)1 << 30;
+    opt.max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT;
     opt.jobs = 1;
     opt.source = p ? ug_plugin_source(p) : NULL;
     return opt;
@@ -238,7 +238,7 @@ typedef struct {
     char skipped[1024];
 } library_run;
 
-static bool accepted_only(const ug_case *c, const void *ctx) { return !c->expect_reject; }
+static bool accepted_only(const ug_case *c, __attribute__((unused)) const void *ctx) { return !c->expect_reject; }
 
 /* The first five cases of the sweep: two accepted, then B=0, T=0 and H=0. */
 static bool first_five(const ug_case *c, const void *ctx) { return c->index < 5; }

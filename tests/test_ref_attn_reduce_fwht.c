@@ -47,28 +47,44 @@ static void set_stats(one_row *r, size_t w, float s, float m)
 
 static ug_status run_reference(one_row *r) { return attn_reduce_fwht_reference(&r->s, r->htmp, ug_test_cpu_model(), UG_REF_EXACT, r->out); }
 
-static double sign_of(size_t j) { return attn_reduce_fwht_sign_is_negative(j) ? -1.0 : 1.0; }
+/* The upstream SIGNS bytes as docs/spec.md §1.4 quotes them: the DV = 256
+ * table, then the 32 bytes the DV = 512 table adds. The third copy, in a third
+ * form: the kernel's and the reference's tables are checked against it. */
+static const char upstream_signs[] = "a7 3b 91 f4 6d c2 58 0e b3 7f 24 d6 89 45 ea 1c "
+                                     "63 af d8 52 97 0b e1 3d 76 c4 19 fe 4a 85 2c db "
+                                     "d3 4e a8 17 9c 5b e6 31 72 b9 0d f5 43 8a 6e c7 "
+                                     "58 2f 94 e1 b6 3d 0a 7c c5 61 d8 4f a3 97 1e 85";
+
+static bool upstream_sign_is_negative(size_t j)
+{
+    const unsigned long byte = strtoul(upstream_signs + 3 * (j >> 3), NULL, 16);
+    return (byte >> (j & 7)) & 1u;
+}
+
+static double sign_of(size_t j) { return upstream_sign_is_negative(j) ? -1.0 : 1.0; }
 
 static int popcount_parity(size_t x) { return __builtin_popcountll(x) & 1; }
 
 /* ---- the sign table ------------------------------------------------------ */
 
-static uint64_t fnv1a(const uint8_t *p, size_t n)
+/* The kernel's table and the reference's own copy both equal the upstream
+ * bytes, sign by sign, for DV = 512 (the DV = 256 table is its first half). */
+static void test_both_sign_tables_are_the_upstream_bytes(void)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
-/* FNV-1a-64 of the SPEC §1.4 bytes, taken from the SPEC text: all 64 (the
- * DV = 512 table) and the first 32 (the DV = 256 table). */
-static void test_sign_table_is_the_specs(void)
-{
-    CU_ASSERT_EQUAL(fnv1a(attn_reduce_fwht_signs, 64), 0x8208e6d7624f7152ull);
-    CU_ASSERT_EQUAL(fnv1a(attn_reduce_fwht_signs, 32), 0xb76f0c3b7742bdb2ull);
-    CU_ASSERT(attn_reduce_fwht_sign_is_negative(0));   /* 0xa7 bit 0 */
-    CU_ASSERT(!attn_reduce_fwht_sign_is_negative(3));  /* 0xa7 bit 3 */
-    CU_ASSERT(attn_reduce_fwht_sign_is_negative(511)); /* 0x85 bit 7 */
+    CU_ASSERT_EQUAL(sizeof attn_reduce_fwht_signs, 64);
+    CU_ASSERT(upstream_sign_is_negative(0));   /* 0xa7 bit 0 */
+    CU_ASSERT(!upstream_sign_is_negative(3));  /* 0xa7 bit 3 */
+    CU_ASSERT(upstream_sign_is_negative(511)); /* 0x85 bit 7 */
+    int kernel_wrong = 0, reference_wrong = 0;
+    for (size_t j = 0; j < 512; j++) {
+        const bool negative = upstream_sign_is_negative(j);
+        if (attn_reduce_fwht_sign_is_negative(j) != negative)
+            UG_TEST_MISMATCH(kernel_wrong, "kernel sign %zu is %s", j, negative ? "+1" : "-1");
+        if ((attn_reduce_fwht_reference_sign(j) < 0) != negative)
+            UG_TEST_MISMATCH(reference_wrong, "reference sign %zu is %s", j, negative ? "+1" : "-1");
+    }
+    CU_ASSERT_EQUAL(kernel_wrong, 0);
+    CU_ASSERT_EQUAL(reference_wrong, 0);
 }
 
 /* ---- the self-inverse property ------------------------------------------- */
@@ -469,7 +485,7 @@ static void test_nonfinite_partials_reach_the_whole_row(void)
 }
 
 UG_TEST_SUITE(ref_attn_reduce_fwht_suite, "ref_attn_reduce_fwht",
-              UG_TEST(test_sign_table_is_the_specs),
+              UG_TEST(test_both_sign_tables_are_the_upstream_bytes),
               UG_TEST(test_undo_of_the_premultiply_returns_the_input),
               UG_TEST(test_roundtrip_detects_a_table_differing_in_one_bit),
               UG_TEST(test_unit_impulse_gives_the_signs_over_sixteen),

@@ -110,7 +110,7 @@ static const ug_run_result *small_run(void)
 {
     if (!small_ran) {
         small_case = accepted_case("small", 12345);
-        run_cases(&small_sweep, &small_case, 1, (size_t)1 << 30, &small_result);
+        run_cases(&small_sweep, &small_case, 1, UG_MAX_CASE_BYTES_DEFAULT, &small_result);
         small_ran = true;
         atexit(small_free);
     }
@@ -180,7 +180,7 @@ static void test_rejected_case_with_expected_message_passes(void)
     ug_case c = rejected_case("K=256", 256, "MAX_K = 192");
     ug_sweep sw;
     ug_run_result r;
-    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    run_cases(&sw, &c, 1, UG_MAX_CASE_BYTES_DEFAULT, &r);
     CU_assertImplementation(r.cases[0].passed, __LINE__, r.cases[0].failure, __FILE__, "", CU_FALSE);
     CU_ASSERT_EQUAL(r.cases[0].kernel_status.code, UG_EINVAL);
     ASSERT_CONTAINS(r.cases[0].kernel_status.msg, "MAX_K = 192");
@@ -195,7 +195,7 @@ static void test_rejected_case_with_missing_text_fails(void)
     ug_case c = rejected_case("K=256", 256, "no such text");
     ug_sweep sw;
     ug_run_result r;
-    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    run_cases(&sw, &c, 1, UG_MAX_CASE_BYTES_DEFAULT, &r);
     CU_ASSERT_FALSE(r.cases[0].passed);
     ASSERT_CONTAINS(r.cases[0].failure, "\"no such text\"");
     CU_ASSERT_EQUAL(r.families[0].cases_failed, 1);
@@ -207,7 +207,7 @@ static void test_valid_shape_expected_to_reject_fails(void)
     ug_case c = rejected_case("K=64 valid", K, "MAX_K");
     ug_sweep sw;
     ug_run_result r;
-    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    run_cases(&sw, &c, 1, UG_MAX_CASE_BYTES_DEFAULT, &r);
     CU_ASSERT_FALSE(r.cases[0].passed);
     ASSERT_CONTAINS(r.cases[0].failure, "expected rejection");
     CU_ASSERT_EQUAL(r.cases[0].kernel_status.code, UG_OK);
@@ -223,7 +223,7 @@ static void test_rejected_buffer_override_passes(void)
     c.override.count_delta = -1;
     ug_sweep sw;
     ug_run_result r;
-    run_cases(&sw, &c, 1, (size_t)1 << 30, &r);
+    run_cases(&sw, &c, 1, UG_MAX_CASE_BYTES_DEFAULT, &r);
     CU_assertImplementation(r.cases[0].passed, __LINE__, r.cases[0].failure, __FILE__, "", CU_FALSE);
     ug_run_result_free(&r);
 }
@@ -271,7 +271,7 @@ static void test_case_with_overflowing_counts_does_not_abort_run(void)
     set_param(&cases[0], "H", 4294967295.0);
     set_param(&cases[1], "B", 0);
     ug_sweep sw = {.n_cases = 2, .cases = cases};
-    ug_run_options opt = options((size_t)1 << 30);
+    ug_run_options opt = options(UG_MAX_CASE_BYTES_DEFAULT);
     ug_run_result r;
     ug_status st = ug_run_sweep(&sw, &opt, &r);
     CU_assertImplementation(st.code == UG_OK, __LINE__, st.msg, __FILE__, "", CU_FALSE);
@@ -290,7 +290,7 @@ static void test_same_sweep_twice_same_bits(void)
     ug_case c = accepted_case("small", 12345);
     ug_sweep sw;
     ug_run_result b;
-    run_cases(&sw, &c, 1, (size_t)1 << 30, &b);
+    run_cases(&sw, &c, 1, UG_MAX_CASE_BYTES_DEFAULT, &b);
     CU_ASSERT_TRUE(a->cases[0].passed && b.cases[0].passed);
     CU_ASSERT_EQUAL(a->cases[0].bits_hash, b.cases[0].bits_hash);
     for (int isa = 0; isa < UG_ISA_COUNT; isa++)
@@ -304,7 +304,7 @@ static void run_with_jobs(ug_sweep *sw, ug_case *cases, size_t n, int jobs, ug_r
     memset(sw, 0, sizeof *sw);
     sw->n_cases = n;
     sw->cases = cases;
-    ug_run_options opt = options((size_t)1 << 30);
+    ug_run_options opt = options(UG_MAX_CASE_BYTES_DEFAULT);
     opt.jobs = jobs;
     ug_status st = ug_run_sweep(sw, &opt, out);
     CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);

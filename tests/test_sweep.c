@@ -314,7 +314,7 @@ static void test_filter_keeps_matching_cases(void)
     fixture_open(&fx);
     CU_ASSERT_FATAL(load_text(&fx, filter_text).code == UG_OK);
     CU_ASSERT_FATAL(fx.sweep.n_cases == 5);
-    ug_sweep_filter(&fx.sweep, "K=128");
+    CU_ASSERT_EQUAL_FATAL(ug_sweep_filter(&fx.sweep, "K=128").code, UG_OK);
     CU_ASSERT_EQUAL(fx.sweep.n_cases, 2);
     for (size_t i = 0; i < fx.sweep.n_cases; i++) {
         CU_ASSERT_PTR_NOT_NULL(strstr(fx.sweep.cases[i].label, "K=128"));
@@ -328,7 +328,7 @@ static void test_filter_matches_family_prefix(void)
     fixture fx;
     fixture_open(&fx);
     CU_ASSERT_FATAL(load_text(&fx, filter_text).code == UG_OK);
-    ug_sweep_filter(&fx.sweep, FAMILY "/K=256");
+    CU_ASSERT_EQUAL_FATAL(ug_sweep_filter(&fx.sweep, FAMILY "/K=256").code, UG_OK);
     CU_ASSERT_FATAL(fx.sweep.n_cases == 1);
     CU_ASSERT_STRING_EQUAL(fx.sweep.cases[0].label, "K=256");
     CU_ASSERT_TRUE(fx.sweep.cases[0].expect_reject);
@@ -340,7 +340,7 @@ static void test_filter_without_match_keeps_nothing(void)
     fixture fx;
     fixture_open(&fx);
     CU_ASSERT_FATAL(load_text(&fx, filter_text).code == UG_OK);
-    ug_sweep_filter(&fx.sweep, "no such case");
+    CU_ASSERT_EQUAL_FATAL(ug_sweep_filter(&fx.sweep, "no such case").code, UG_OK);
     CU_ASSERT_EQUAL(fx.sweep.n_cases, 0);
     fixture_close(&fx);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/hash.h"
 #include "../../kernels/gdn_e2e.h"
 #include "../../ref/gdn_e2e.h"
 #include "../family.h"
@@ -92,11 +93,8 @@ static void kept_release(void)
 
 static uint64_t inputs_hash(const ug_buf *bufs)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < N_INPUTS; i++) {
-        const unsigned char *x = bufs[i].data;
-        for (size_t n = 0; n < bufs[i].count * ug_dtype_size(bufs[i].dtype); n++) h = (h ^ x[n]) * 0x100000001b3ull;
-    }
+    uint64_t h = UG_FNV1A_OFFSET;
+    for (size_t i = 0; i < N_INPUTS; i++) h = ug_fnv1a(h, bufs[i].data, bufs[i].count * ug_dtype_size(bufs[i].dtype));
     return h;
 }
 

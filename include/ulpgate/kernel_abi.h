@@ -19,7 +19,7 @@
  *    ("B", "T", "H", ...), as doubles (shapes are integers, exact below 2^53).
  *  - tensors: every buffer of the family, in `ulpgate list` order (inputs
  *    first, then outputs), with the names, layouts and dtypes of `ulpgate list`
- *    and SPEC.md. count is in elements. Rejected cases of a sweep pass a
+ *    and docs/spec.md. count is in elements. Rejected cases of a sweep pass a
  *    tensor with a wrong count or dtype on purpose: validate them as the
  *    family's seed does.
  *  - return ULPGATE_OK after writing every element of every output;
