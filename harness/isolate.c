@@ -212,7 +212,7 @@ static ug_status worker_call(const ug_isolate *iso, void *state, int memfd, work
 
 /* Registered in a worker after the harness's exit handlers (inherited with
  * the fork), so run before them by a kernel's exit(): they must not run in a worker. */
-static void worker_exit(int status, void *unused)
+static void worker_exit(int status, __attribute__((unused)) void *arg)
 {
     fflush(NULL);
     _exit(status);
@@ -537,13 +537,17 @@ bool ug_isolate_provides(const ug_isolate *iso, const ug_family *f)
 
 /* ---- the built-in kernels in workers ------------------------------------ */
 
-static ug_status builtin_load(void *arg, void **state, bool *provided)
+static ug_status builtin_load(__attribute__((unused)) void *arg, __attribute__((unused)) void **state,
+                              bool *provided)
 {
     for (size_t f = 0; f < ug_family_count(); f++) provided[f] = true;
     return ug_ok();
 }
 
-static ug_status builtin_run(void *state, const ug_case *c, ug_buf *bufs) { return c->family->run(&c->params, bufs); }
+static ug_status builtin_run(__attribute__((unused)) void *state, const ug_case *c, ug_buf *bufs)
+{
+    return c->family->run(&c->params, bufs);
+}
 
 ug_status ug_isolate_open_builtin(double case_timeout, ug_isolate **out)
 {

@@ -18,7 +18,7 @@
 
 static const char sweep_path[] = "fixtures/sweeps/memcheck";
 
-static ug_status nudged_on_avx2(void *ctx, const ug_case *c, ug_buf *bufs)
+static ug_status nudged_on_avx2(__attribute__((unused)) void *ctx, const ug_case *c, ug_buf *bufs)
 {
     UG_TRY(c->family->run(&c->params, bufs));
     if (ug_isa_current() != UG_ISA_AVX2) return ug_ok();
@@ -28,7 +28,7 @@ static ug_status nudged_on_avx2(void *ctx, const ug_case *c, ug_buf *bufs)
     return ug_ok();
 }
 
-static bool cumsum_accepted(const ug_case *c, const void *ctx)
+static bool cumsum_accepted(const ug_case *c, __attribute__((unused)) const void *ctx)
 {
     return !c->expect_reject && strcmp(c->family->name, "gdn_chunk_cumsum") == 0;
 }

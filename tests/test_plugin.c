@@ -241,7 +241,7 @@ typedef struct {
 static bool accepted_only(const ug_case *c, __attribute__((unused)) const void *ctx) { return !c->expect_reject; }
 
 /* The first five cases of the sweep: two accepted, then B=0, T=0 and H=0. */
-static bool first_five(const ug_case *c, const void *ctx) { return c->index < 5; }
+static bool first_five(const ug_case *c, __attribute__((unused)) const void *ctx) { return c->index < 5; }
 
 static void run_library_cases(const char *defect, int jobs, bool (*keep)(const ug_case *, const void *),
                               double case_timeout, library_run *out)
