@@ -55,10 +55,10 @@ $(BUILD)/libulpgate_kernels.so: $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(wil
 	$(CC) $(CFLAGS) $(PLUGIN_LINK) $(filter %.o,$^) -o $@ $(LDLIBS)
 # Broken kernel libraries for the tests: fixtures/plugin/cumsum.c built once
 # per planted defect (-DPLUGIN_DEFECT_<NAME>; "none" is the working control).
-PLUGIN_DEFECTS  := none wrong_version no_entry unknown_family duplicate_family null_run wrong_values \
-                   out_of_bounds bad_status backward $(PLUGIN_HOSTILE)
 # Hostile builds (every third call ends, crashes, overruns or hangs; or a constructor exits).
 PLUGIN_HOSTILE  := exit3 underscore_exit3 constructor_exit segv abort sigkill overrun_4k past_guard pause spin
+PLUGIN_DEFECTS  := none wrong_version no_entry unknown_family duplicate_family null_run wrong_values \
+                   out_of_bounds bad_status backward $(PLUGIN_HOSTILE)
 PLUGIN_FIXTURES := $(PLUGIN_DEFECTS:%=$(BUILD)/plugin-fixtures/cumsum-%.so)
 $(BUILD)/plugin-fixtures/cumsum-%.so: fixtures/plugin/cumsum.c include/ulpgate/kernel_abi.h plugin/exports.map
 	@mkdir -p $(dir $@)
