@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # ulpgate — one Makefile; the targets are the interface (see README.md).
 CC      ?= gcc
 OPT     ?= -O2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `make bench`: every registered kernel family at realistic sizes, on every
  * ISA path this CPU supports, against this machine's peaks measured in the
  * same run and against a naive C translation of the seed; then the MPFR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `make bench` (docs/performance.md): the kernels' speed against this
  * machine's limits, measured in one run.
  *

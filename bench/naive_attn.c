@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Naive baselines of the attention-side kernels, in the seeds' loop
  * structure: attn_reduce_fwht as its shader runs (one row per threadgroup:
  * the merge, the butterflies over the staged row, the signed scaled store),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Naive baselines of the gated-delta-rule stages: straightforward scalar
  * loops in the seed's loop structure (gdn_recompute_wu: the Metal shader,
  * loop for loop; the others, which have no shader in the seeds: one loop nest

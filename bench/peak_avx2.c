@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The AVX2 FMA throughput loop (built with -mavx2 -mfma): CHAINS independent
  * accumulators in the 16 ymm registers (two more hold the operands). */
 #include <immintrin.h>

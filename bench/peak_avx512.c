@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The AVX-512 FMA throughput loop (built with the AVX-512 flags, see the
  * Makefile's SIMD_FLAGS_avx512): CHAINS independent accumulators, so that
  * CHAINS / (FMA latency) >= the number of FMA ports (4-cycle latency x 2

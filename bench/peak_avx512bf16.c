@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The AVX512-BF16 dot-product throughput loop (built with the AVX-512 and
  * AVX512-BF16 flags, see the Makefile's SIMD_FLAGS_avx512bf16): vdpbf16ps
  * multiplies 32 bf16 pairs and adds them, two per lane, into 16 f32 sums.

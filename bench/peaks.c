@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* This machine's limits, measured in the bench's own run: f32 FMA throughput
  * of one core per ISA, and streaming bandwidth (DRAM, and the cache levels a
  * kernel's working set may fit in). Every figure is the best of a few passes:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The MPFR reference's speed: gdn_recompute_wu's reference (the family's
  * `reference`, both modes) on a moderate shape, in multiply-add terms per
  * second, against a straightforward exact-mode reference written here: every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the Debian packages ulpgate builds and tests with, when missing,
 # then the Python venv of the interop test (build/pyvenv, pinned packages of
 # tests/interop/requirements.txt). Idempotent; needs root (or sudo) only when

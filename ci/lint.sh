@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make lint: the written conventions (CONTRIBUTING.md), checked. Each check
 # prints one line when it passes and every offending place when it fails;
 # the script fails if any check failed.

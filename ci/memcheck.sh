@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make memcheck: every unit-test suite and the memcheck sweep under valgrind,
 # each in its own process, at most JOBS at a time (a new one starts whenever
 # one ends, so the cores stay busy however unequal the suites are). The

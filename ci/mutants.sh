@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Proof that the gate can fail, and that it fails for the right reasons:
 # builds every deliberately broken kernel
 # (`ulpgate mutants` lists them; each is the tool with one kernel file rebuilt

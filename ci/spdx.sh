@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # SPDX license lines: every tracked source file (.c .h .py .sh, Makefiles and
 # the extensionless scripts under .ci/) names its license on its first line,
 # or on its second after a #! line. `ci/spdx.sh` adds the line where it is

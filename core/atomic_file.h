@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Whole-file writes that never leave a partial file: data goes to a
  * temporary file beside the target, is flushed and synced, and is renamed
  * over the target only when every write succeeded. */

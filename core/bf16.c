@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "bf16.h"
 
 #include <math.h>

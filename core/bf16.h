@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bf16 and f32 encodings, spacing and ordered distance (SPEC §1, §3).
  *
  * bf16 is binary32 truncated to its top 16 bits. f32 -> bf16 rounds to nearest,

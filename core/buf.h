@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Typed, counted buffers: what a kernel receives instead of a bare pointer, so
  * that it can validate element count and dtype exactly as the seeds' host code
  * validates MlxBuffer::element_count() and dtype(). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Guarded allocations: every buffer a kernel reads or writes, and every
  * scratch area a kernel plans, sits between two guard zones. A write past
  * either end is detected when the guards are checked (UG_EGUARD); under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* FNV-1a, 64-bit: the one hash of the project (output bits, input files,
  * exported inputs, case seeds; docs/report-format.md prints it as 16 hex
  * digits). Not cryptographic: it detects change, not tampering.

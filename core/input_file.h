@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Input files: the one way ulpgate opens a file it reads (sweeps, budgets,
  * baselines, reports, manifests, safetensors fixtures and candidates).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The strict JSON reader every ulpgate input goes through (sweeps, budgets,
  * baselines, report.json read back by report/compare/merge, manifests).
  *

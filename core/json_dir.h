@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fixture directories: one JSON file per kernel family, so adding a family
  * adds files instead of editing shared ones. */
 #ifndef UG_JSON_DIR_H

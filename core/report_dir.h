@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A directory whose files are replaced as one set: the reports of one run
  * appear together or not at all (docs/report-format.md, "The report set").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "safetensors.h"
 
 #include <errno.h>

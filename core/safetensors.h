@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* safetensors files: the tensor format of Hugging Face, PyTorch and MLX, so a
  * kernel that runs elsewhere (a GPU) can read ulpgate's inputs and hand back
  * its outputs (docs/interop.md).

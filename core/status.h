@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Status values returned by every public ulpgate function.
  *
  * Contract: a function either returns UG_OK (msg empty) or a failure code with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target for every parser of the tool's own files: the bytes are
  * written to a file and read as a sweep, as budgets, and as a baseline or
  * report (ug_figures_load). Each must return a status — never crash, hang or

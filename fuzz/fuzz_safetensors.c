@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target for the safetensors reader (core/safetensors.c): any
  * bytes must give a status, never a crash, a hang, a leak or a read outside
  * them; when they parse, every tensor's elements are copied out (so ASan sees

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target for the kernels' validation entry points: the bytes pick a
  * family, its parameters (small, so that accepted shapes stay cheap), one
  * buffer to make wrong (count or dtype), and fill the inputs. The kernel must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "baseline.h"
 
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Baselines: the last accepted measurement of one kernel source on one sweep
  * under one arithmetic profile (fixtures/baseline.json for the built-in
  * kernels; a kernel author keeps their own, README "Gating your own

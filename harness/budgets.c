@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "budgets.h"
 
 #include <math.h>

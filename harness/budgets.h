@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Budgets: the gate's policy, versioned in fixtures/budgets/ (one file per
  * family; a single file works too).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "family.h"
 
 #include <inttypes.h>

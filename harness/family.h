@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A kernel family as the harness sees it: one descriptor per family.
  *
  * The harness iterates the registered descriptors and never names a kernel.

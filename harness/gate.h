@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The gate: a run's verdict from its cases, the budgets (harness/budgets.h)
  * and a baseline (harness/baseline.h); and `ulpgate compare` of two results.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "gdn_inputs.h"
 
 #include <gsl/gsl_randist.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Realistic inputs of the chunked gated delta rule (SPEC §1.3), written once
  * for every descriptor of its stages: the input regimes, the per-token draws
  * (keys, raw log-gates, betas, values) and the binary64 products of those

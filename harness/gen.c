@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "gen.h"
 
 #include <gsl/gsl_randist.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Input generation helpers shared by the descriptors' generators: seeded GSL
  * draws rounded to the kernels' dtypes, and the realistic distributions of
  * SPEC §1.3 (L2-normalised heads, sigmoid betas, FLA-style log-gates). */

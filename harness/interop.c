@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "interop.h"
 
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scoring kernels that ulpgate cannot link (a GPU kernel in MLX or PyTorch)
  * through safetensors files (docs/interop.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "isolate.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Kernels in worker processes: every kernel of `verify --kernel-lib`, and
  * the built-in kernels under `verify --isolate`, run in a child process, so
  * that a kernel which exits, crashes, corrupts memory or never returns fails

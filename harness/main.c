@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ulpgate command line: verbs over the registered kernel families.
  *
  * Exit codes (README "Exit codes" lists every path): 0 pass; 1 the gate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* merge: rebuilds the result of one run from the report.json files of its
  * shards (verify --shard I/N, e.g. a CI matrix or a Slurm array job), so that
  * the gate and the reports see exactly what the unsharded run would have

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report.html: the figures people would rather look at than read — per
  * kernel output, the histogram of ulp_dist and the error of sampled elements
  * against their condition number with each element's bound — as inline SVG

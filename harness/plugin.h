@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Kernel libraries (`ulpgate verify --kernel-lib PATH`): a shared library that
  * exposes the kernel C ABI of include/ulpgate/kernel_abi.h, presented to the
  * runner as a ug_kernel_source labelled "plugin". The harness never loads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Arithmetic profiles: fixtures/profiles/NAME.json, read strictly into the
  * f32 model every reference's bound flows through (ref/f32_model.h; format in
  * docs/profiles.md).

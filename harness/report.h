@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The report files of one run, written as one set (core/report_dir.h: they
  * replace the previous set together or not at all):
  *   report.md   summary table (kernel x output x mode: max ulp_dist, p99,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What one verify run measured: per case, per family aggregate. Produced by
  * the runner, read by the gate and the report writers. */
 #ifndef UG_RESULTS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Runs a sweep: every case of every family, on every ISA path this CPU
  * supports, against the reference in both modes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A few elements per case x output x mode, kept for the plots (error against
  * condition number, with each element's bound): the elements with the worst
  * ratios and evenly spaced ones, chosen from element indices alone so that

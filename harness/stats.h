@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error statistics over a set of output elements (one case, or one kernel x
  * output x mode aggregated over a sweep). ULP-distance figures count only the
  * elements whose condition number abs_sum/|r| is at most the budgets'

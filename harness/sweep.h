@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sweep files (fixtures/sweeps/NAME.json): which shapes each family is run on.
  *
  * Format (schema "ulpgate-sweep/1"):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error of one output element against its reference (see ulp.h).
  *
  * r = r_hi + r_lo is a double-double. |y - r| is formed as (y - r_hi) - r_lo:

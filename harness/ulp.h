@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error of one output element against its reference (SPEC §3), the SLEEF
  * tester's idea: one small function, special cases handled explicitly.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Wild inputs and their cones (see wild.h). */
 #include "wild.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Wild inputs (NaN, +-inf, |x| >= 2^64) and the outputs they can reach
  * (docs/nonfinite.md).
  *

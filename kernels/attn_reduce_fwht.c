@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attn_reduce_fwht (SPEC §1.4). Validation is the seed's (nwg > 0, then
  * head_dim in {256, 512}, with its wording) followed by this contract's
  * additions (nwg <= 32, each buffer's dtype and count). Per row the kernel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attn_reduce_fwht: the split-K merge of one-query flash attention, then the
  * undo of a randomised Hadamard rotation (SPEC §1.4; seed
  * flash_attn_vec_reduce_tq_hb_undo.rs).

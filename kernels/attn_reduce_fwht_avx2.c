@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX2 path of attn_reduce_fwht (built with -mavx2 -mfma); the operations of
  * attn_reduce_fwht_paths.h, 8 lanes at a time: the strided merge and the
  * in-register butterflies here, the rest attn_reduce_fwht_simd.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX-512 path of attn_reduce_fwht (built with -mavx512f ... -mfma); the
  * operations of attn_reduce_fwht_paths.h, 16 lanes at a time: the strided
  * merge and the in-register butterflies here, the rest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The merge of attn_reduce_fwht_paths.h for the seed's layout (wg_stride 4,
  * group_stride nwg * 4), shared by the AVX2 and AVX-512 paths (private to
  * kernels/; included by files built with -mavx2 -mfma or more).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-ISA inner loops of attn_reduce_fwht (private to kernels/).
  *
  * The portable path lives in attn_reduce_fwht.c; attn_reduce_fwht_avx2.c and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The randomised-Hadamard sign tables of attn_reduce_fwht (SPEC §1.4), the
  * kernel's copy. The reference keeps its own (ref/attn_reduce_fwht.c), so a
  * typo here makes verify fail; tests/test_ref_attn_reduce_fwht.c checks both

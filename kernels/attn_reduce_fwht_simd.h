@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The vector loops of attn_reduce_fwht that are the same on every SIMD path
  * (included by attn_reduce_fwht_<isa>.c after its vec_<isa>.h and its
  * merge_strided and in_register_stages, the ISA's own shuffles), registered

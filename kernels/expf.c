@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "expf.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The kernels' exp: glibc's expf, written out so that the SIMD paths can
  * compute it sixteen (AVX-512) or eight (AVX2) lanes at a time with the same
  * bits as the scalar function.

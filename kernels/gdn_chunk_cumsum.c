@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_chunk_cumsum (SPEC §1.3). Heads are innermost in [B,T,H], so the
  * kernel walks the tokens of a chunk once and keeps the running sums of a
  * block of heads side by side (in vector registers on the SIMD paths): the

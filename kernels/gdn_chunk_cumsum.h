@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_chunk_cumsum: chunk-local cumulative sum of the raw log-gates of the
  * chunked gated delta rule (SPEC §1.3; FLA's chunk_local_cumsum).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX2 path of gdn_chunk_cumsum: eight heads per vector, masked at the edge
  * (vmaskmovps: masked-off lanes are neither read nor written); the scan
  * itself is gdn_chunk_cumsum_simd.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-ISA chunk scans of gdn_chunk_cumsum (private to kernels/).
  *
  * The portable scan lives in gdn_chunk_cumsum.c; gdn_chunk_cumsum_avx2.c and

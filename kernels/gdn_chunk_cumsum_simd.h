@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The vector chunk scan of gdn_chunk_cumsum, written once for every SIMD
  * path (included by gdn_chunk_cumsum_<isa>.c after its vec_<isa>.h), which
  * it registers as that ISA's. The running sums of a group of up to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_chunk_o (SPEC §1.2). Validation is the seed's validate(), rule for
  * rule. The computation follows the seed's plan: per (batch, head, chunk) the
  * attention tile Q is formed once in f32 (q k^T, the decay, the causal mask),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_chunk_o: the output stage of the chunked gated delta rule (SPEC §1.2;
  * seed gated_delta_net_chunk_o.rs).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_chunk_scaled_kkt (SPEC §1.3). The Gram matrix of a chunk's keys
  * depends on the key head only, so it is formed once per (batch, key head,
  * chunk) with the ISA micro-kernel (ug_gemm_f32_bf16: each entry the FMA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_chunk_scaled_kkt: the scaled K·Kᵀ of the chunked gated delta rule
  * (SPEC §1.3; FLA's chunk_scaled_dot_kkt_fwd), the strictly lower matrix L
  * whose (I + L)^-1 gdn_solve_tril computes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_chunk_state (SPEC §1.3). An item is (batch, group of value heads)
  * (see heads_per_item): its heads advance chunk by chunk in lock step, each
  * state in f32 scratch across the chunks, and the group's rows of w, u, k

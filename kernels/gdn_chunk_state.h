@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_chunk_state: the inter-chunk state recurrence of the chunked gated
  * delta rule (SPEC §1.3; FLA's chunk_gated_delta_rule_fwd_h).
  *

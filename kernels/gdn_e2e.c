@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_e2e (SPEC §1.2, §1.3): validation of the composition's own buffers,
  * then the six stage kernels in order on guarded heap scratch, then the two
  * outputs copied out of the scratch. The stages do all the arithmetic (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_e2e: the chunked forward pass of the gated delta rule end to end
  * (SPEC §1.2, §1.3), from the raw inputs of a layer to its output and final
  * state, by composing the stage kernels:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_recompute_wu (SPEC §1.1). Validation is the seed's validate(), rule for
  * rule (its threadgroup plan is checked against the 32 KB cap as the seed
  * does); the computation follows the seed's shader per (batch, head, chunk):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_recompute_wu: the WY-representation recompute of the chunked gated
  * delta rule (SPEC §1.1; seeds gated_delta_net_recompute_wu.rs/.metal).
  *

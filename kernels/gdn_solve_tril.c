@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_solve_tril (SPEC §1.3). Forward substitution per chunk tile: row i of
  * the inverse is minus the combination of the rows above it weighted by
  * L[i][m], every element the same FMA chain in increasing m on every path

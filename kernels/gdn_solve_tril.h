@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_solve_tril: the per-chunk inverse A = (I + L)^-1 of the chunked gated
  * delta rule (SPEC §1.3; FLA's solve_tril), for L the strictly lower output
  * of gdn_chunk_scaled_kkt.

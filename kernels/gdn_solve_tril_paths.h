@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-ISA tile solvers of gdn_solve_tril (private to kernels/).
  *
  * The portable solver lives in gdn_solve_tril.c; gdn_solve_tril_avx2.c and

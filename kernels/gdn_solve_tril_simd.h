@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The vector tile solver of gdn_solve_tril, written once for every SIMD
  * path (included by gdn_solve_tril_<isa>.c after its vec_<isa>.h), which it
  * registers as that ISA's.

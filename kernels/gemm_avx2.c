@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX2 path (built with -mavx2 -mfma).
  *
  * The product has the AVX-512 path's structure at half the width: B widened

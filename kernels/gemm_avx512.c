@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX-512 path (built with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma).
  *
  * The product, BLIS-style: B is widened to f32 once per panel of 32 columns

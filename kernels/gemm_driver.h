@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The loop nest around a SIMD path's micro-kernel (BLIS's macro-kernel),
  * written once for the AVX2 and AVX-512 paths: panels of NR columns of B,
  * up to KC terms at a time, packed by the path's pack_panel; blocks of up to

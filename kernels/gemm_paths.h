@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-ISA implementations behind the products and row operations of
  * isa.h (private to kernels/).
  *

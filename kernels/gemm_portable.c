@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Portable path: one element at a time, built without SIMD flags. fmaf()
  * (not a*b+c) makes each step of a chain a single rounding, so this path
  * matches the SIMD paths' vector FMAs exactly. */

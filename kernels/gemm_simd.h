@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The part of the products' and rows' paths (gemm_paths.h) that is the same
  * on every x86 SIMD path, over vec_<isa>.h: the exponent entry points, the
  * streaming store, and the paths struct, registered as that ISA's. Included

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* head_norm_rope (SPEC §1.5, §1.6). Validation is the seed's, rule for rule
  * and in its order; the C-side additions come after the seed's rules:
  *   bf16: n_heads and head_dim > 0; half_rope_dim <= head_dim/2; input and

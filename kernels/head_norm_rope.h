@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* head_norm_rope: fused per-head RMS norm + NeoX rotary embedding (SPEC §1.5;
  * seed fused_head_norm_rope.rs).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-ISA inner loops of head_norm_rope (private to kernels/).
  *
  * The portable path lives in head_norm_rope.c; head_norm_rope_avx2.c and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The vector loops of head_norm_rope, written once for every SIMD path
  * (included by head_norm_rope_<isa>.c after its vec_<isa>.h), registered as
  * that ISA's paths. Each loop performs head_norm_rope_paths.h's operations

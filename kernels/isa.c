@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Run-time choice of the micro-kernel path. __builtin_cpu_supports reads
  * CPUID and XCR0, so a path counts as supported only when the OS also saves
  * its registers. Under valgrind CPUID hides AVX-512, and the AVX2 path is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Instruction-set paths for the kernels' micro-kernels, chosen at run time.
  *
  * BLIS-style: the loop structure of a kernel family is written once; the

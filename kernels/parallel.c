@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Threads are started per call and joined before it returns: the kernels'
  * calls last milliseconds to seconds, so a thread start (tens of µs) is
  * noise, and no pool outlives a call (nothing to shut down, nothing left

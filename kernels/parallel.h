@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Kernel-level threads: a kernel splits its independent work items (the
  * seeds' threadgroups: (batch, head) or (batch, head, chunk) tiles, rows)
  * over the calling thread's kernel-thread count.

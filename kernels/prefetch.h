@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Software prefetch of the strided rows a GDN work item reads next.
  *
  * A chunk of a [B, T, heads, dim] tensor is BT rows of dim elements, one per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "tensor_check.h"
 
 #include <stdio.h>

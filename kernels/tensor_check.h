@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Validation helpers shared by the kernels' validate() functions: the
  * "all dims must be > 0" rule and the element-count/dtype rule of every
  * buffer, with the seeds' wording ("<kernel>: k must be bf16[N] (got M f32)")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The bf16 transpose shared by the AVX2 and AVX-512 paths (both files are
  * built with AVX2): blocks of 8 rows x 16 columns, each 256-bit row split by
  * the unpack instructions into two independent 8 x 8 transposes, one per

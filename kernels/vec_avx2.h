@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The AVX2 vector of the kernels' per-ISA files (private to kernels/;
  * included only by *_avx2.c, which the Makefile builds with -mavx2 -mfma).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The AVX-512 vector of the kernels' per-ISA files (private to kernels/;
  * included only by *_avx512.c, which the Makefile builds with -mavx512f
  * -mavx512bw -mavx512vl -mavx512dq -mfma): sixteen f32 lanes. The names and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-worker scratch for a kernel split with ug_parallel_for (parallel.h):
  * one guarded allocation of the same size per worker, so every worker has
  * the whole plan of one threadgroup to itself and each slice keeps its own

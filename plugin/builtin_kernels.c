@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The repository's own kernels as a kernel library (include/ulpgate/kernel_abi.h):
  * $(BUILD)/libulpgate_kernels.so, one entry per registered family, each
  * running the family descriptor's own `run` adapter. It is what the tests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "attn_reduce_fwht.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* MPFR reference of attn_reduce_fwht (SPEC §1.4, §2), independent of
  * kernels/attn_reduce_fwht.c: it shares no arithmetic, and it holds its own
  * copy of the spec's sign table (attn_reduce_fwht_reference_sign).

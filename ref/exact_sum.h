@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Exact sums of binary64-range values, and their roundings as a reference
  * reports them (the fast path of ref/; docs/error-model.md §2.1).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "f32_model.h"
 
 #include <math.h>

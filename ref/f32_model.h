@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The f32 arithmetic every reference's bound assumes of a kernel: one model,
  * driven by an arithmetic profile (fixtures/profiles/NAME.json, loaded by
  * harness/profile.h; format in docs/profiles.md, derivations in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* MPFR reference of gdn_chunk_o (SPEC §1.2, §2), independent of
  * kernels/gdn_chunk_o.c: it shares only the bf16 encoding.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "gdn_chunk_scaled_kkt.h"
 
 #include <math.h>

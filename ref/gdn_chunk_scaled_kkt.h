@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* MPFR reference of gdn_chunk_scaled_kkt (SPEC §1.3), independent of
  * kernels/gdn_chunk_scaled_kkt.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "gdn_chunk_state.h"
 
 #include <math.h>

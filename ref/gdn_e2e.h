@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* MPFR reference of the gated delta rule end to end (SPEC §1.3, "the exact
  * recurrent form"), independent of every chunked stage: no cumsum, no
  * K·Kᵀ, no solve, no WY form, no chunks; it shares only the bf16 decoding.

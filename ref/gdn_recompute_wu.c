@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "gdn_recompute_wu.h"
 
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* MPFR reference of gdn_recompute_wu (SPEC §1.1, §2), independent of
  * kernels/gdn_recompute_wu.c: it shares only the bf16 encoding.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "gdn_solve_tril.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* MPFR reference of gdn_solve_tril (SPEC §1.3), independent of
  * kernels/gdn_solve_tril.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "head_norm_rope.h"
 
 #include <math.h>

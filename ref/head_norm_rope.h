@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* MPFR reference of head_norm_rope (SPEC §1.5, §2), independent of
  * kernels/head_norm_rope.c: it shares only the bf16 encoding.
  *

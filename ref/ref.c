@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "ref.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What a reference computes for one output element (SPEC §2, §3).
  *
  * The reference works in MPFR, independently of the kernels' code. For each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Correct rounding of MPFR values to bf16 and f32 (see round.h).
  *
  * Method: a finite nonzero x = m·2^e with 0.5 <= |m| < 1 is rounded to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Correct rounding of an MPFR value to bf16 and to f32, straight from the
  * MPFR value (never through a double, so no double rounding).
  *

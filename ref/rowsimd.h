@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A reference's row operations on AVX-512, eight columns at a time, each
  * giving exactly what its scalar form gives:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref/rowsimd.h on AVX-512 IFMA (built with SIMD_FLAGS_avx512ifma). */
 #include <immintrin.h>
 #include <stdatomic.h>

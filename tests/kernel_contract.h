@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Checks of a kernel's validation contract, shared by the kernel tests: every
  * rule reports what it checks (value and limit), rules fire in the declared
  * order, a rejected call writes nothing, and each buffer's count, dtype and

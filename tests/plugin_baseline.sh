@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make test: the README's "Gating your own kernel's pull requests" workflow on
 # a plugin, through the public command line. A kernel author records a
 # baseline of their library once (--write-baseline), then gates each change

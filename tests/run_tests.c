@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test runner: registers every suite declared with UG_TEST_SUITE, runs them
  * and fails when any test fails or when no test ran at all.
  *   run_tests [FILTER | --suite NAME] [--list] [--verbose]

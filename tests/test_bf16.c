@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/bf16.h: encode/decode, spacing and ordered distance (SPEC §1, §3).
  *
  * Exhaustive over all 65,536 bf16 values where the property is about bf16;

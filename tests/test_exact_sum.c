@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref/exact_sum: the exact accumulator against MPFR, one property per test.
  *
  * The independent computation is the plain path of the references: the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Buffers declared once as dimensions: the layout text, the element count
  * and the export shape all follow from the declaration, and agree. */
 #include <string.h>

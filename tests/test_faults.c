@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Resource failures: an allocation that fails (injected) gives a clear error,
  * writes nothing and leaks nothing; a full disk while writing reports is
  * reported and leaves no file behind. */

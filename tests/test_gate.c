@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The gate (harness/gate.c): budgets and baseline files, and the verdict on a
  * synthetic run of one family with two outputs. Every run figure starts within
  * the budgets below; each test changes one thing. */

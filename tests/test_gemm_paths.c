@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The ISA paths' product with general operands and their row operations:
  * on every path the CPU supports, each output is bit for bit the scalar
  * contract of isa.h, at sizes that are not multiples of any path's tile

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Guarded allocations (core/guard.c) and atomic whole-file writes
  * (core/atomic_file.c). The guards are no-access under valgrind, so a test
  * that writes into one on purpose first marks that byte defined: the test

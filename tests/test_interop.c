@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* export and score (harness/interop.c), with candidate files written the
  * way an outside client writes them: read the fixture's inputs, compute (here
  * with the built-in kernel), save each output under its name. Such a

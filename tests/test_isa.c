@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ISA paths: every path the CPU supports computes the documented FMA chain
  * bit for bit, and path selection refuses what the CPU cannot run. */
 #include <math.h>

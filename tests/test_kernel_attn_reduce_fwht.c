@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attn_reduce_fwht: both forms (the fused kernel and the pair reduce +
  * sign-undo) equal a plain scalar statement of SPEC §1.4 bit for bit on every
  * ISA path; the fused form equals the pair bit for bit on the inputs of every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_chunk_cumsum: the kernel equals a plain scalar statement of SPEC §1.3
  * bit for bit on every ISA path, and its validation is its header's
  * contract, rule for rule and in order, writing nothing when it rejects. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_chunk_scaled_kkt: the kernel equals a plain scalar statement of SPEC
  * §1.3 bit for bit on every ISA path and at 1 and 3 kernel threads, with L
  * small and large enough to be streamed (the dot products as FMA chains in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_chunk_state: the kernel equals a plain scalar statement of SPEC §1.3
  * bit for bit on every ISA path and at 1 and 3 kernel threads, with v_new
  * small and large enough to be streamed (products as FMA chains in index

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_e2e: the pipeline is exactly the composition of the stage kernels (bit
  * for bit, on every ISA path), its validation is its header's contract rule
  * for rule and in order, a call that fails anywhere (validation, a stage,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_recompute_wu: the kernel equals a plain scalar statement of SPEC §1.1
  * bit for bit on every ISA path, and its validation is the seed's, rule for
  * rule and in the seed's order, writing nothing when it rejects. */

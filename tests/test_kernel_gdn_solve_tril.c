@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdn_solve_tril: the kernel equals a plain scalar forward substitution bit
  * for bit on every ISA path and at 1 and 3 kernel threads, with A small and
  * large enough to be streamed, reads L strictly below the diagonal only, and

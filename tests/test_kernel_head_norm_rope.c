@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* head_norm_rope: both kernels equal a plain scalar statement of their
  * documented arithmetic (kernels/head_norm_rope.h) bit for bit on every ISA
  * path, and their validation is the seed's, rule for rule and in its order,

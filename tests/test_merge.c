@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shards merged equal the unsharded run: verify --shard I/N then merge gives
  * the same report.json as one verify, timings aside. */
 #include <jansson.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Non-finite and extreme inputs, for every family (issue 9): NaN, +-inf,
  * values at the edge of bf16/f32 overflow, subnormals and zeros injected into
  * each floating-point input tensor of a small accepted case. Whatever the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Kernel threads: ug_parallel_for covers [0, n) exactly once in contiguous
  * ranges, uses worker indices below the thread count and the item count,
  * lets the other workers take the items of one that is held up, runs workers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ISA paths that disagree (issue 16 item 9; e.g. a build with
  * -ffp-contract=fast): the gate names the paths and the number of cases, and
  * compares the run's maxima with a baseline of agreeing paths instead of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ug_plan_finding: a plan within limits and need says nothing; each way a
  * plan can be wrong is named with its figures. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Kernel libraries (harness/plugin.c, include/ulpgate/kernel_abi.h) through
  * the runner's kernel-source path.
  *

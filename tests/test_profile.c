@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Arithmetic profiles (harness/profile.c) and the f32 model they drive
  * (ref/f32_model.c): the cpu profile as shipped, one test per way a profile
  * file can be wrong (each names file, key and value), --profile resolution,

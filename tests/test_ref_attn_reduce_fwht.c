@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The attn_reduce_fwht reference: the sign table against the SPEC and the
  * transform's self-inverse property, exact cases computed by hand, agreement
  * with the definition summed plainly in MPFR, the bound's assumption on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The references' fast paths (ref/exact_sum.h) against their plain MPFR
  * paths (ug_ref_set_fast(false)): every field of every ug_ref_value must be
  * bit-identical, on the families' own input regimes and on adversarial

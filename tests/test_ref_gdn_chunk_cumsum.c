@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The gdn_chunk_cumsum reference: exact special cases, agreement with a
  * plain high-precision MPFR loop, its bound holding for any summation order,
  * and the bound failing a neighbouring answer where it must. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The gdn_chunk_o reference: exact special cases first, then agreement with
  * plain high-precision MPFR loops, then the assumptions of its bound (the
  * kernel's pre-cast errors stay inside the windows the reference allows, expf's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The gdn_chunk_scaled_kkt reference: exact special cases, agreement with a
  * plain high-precision MPFR loop, the expf model its bound assumes, the bound
  * holding for other legitimate evaluation orders, and failing answers two

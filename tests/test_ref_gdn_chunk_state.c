@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The gdn_chunk_state reference: states computed by hand (both modes, with
  * and without a staged cast that matters), agreement with a plain
  * high-precision recurrence, its bound holding for a kernel that evaluates

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The exact recurrence of the gated delta rule (ref/gdn_e2e.c): exact special
  * cases first (no gate and no beta leave h0 untouched, two tokens by hand,
  * one decay), then agreement with a plain 500-bit MPFR loop that keeps the

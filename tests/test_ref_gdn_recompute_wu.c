@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The gdn_recompute_wu reference: exact special cases first, then agreement
  * with a plain high-precision MPFR loop, then the assumptions of its bound. */
 #include <gsl/gsl_rng.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The gdn_solve_tril reference: exact inverses known by hand, agreement with
  * a plain high-precision forward substitution, the condition number, the
  * bound holding for other legitimate substitution orders, and failing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The head_norm_rope reference: exact cases by hand first, then agreement
  * with a plain high-precision MPFR loop, then the angle deviation its f32
  * bound admits (every formula a kernel author writes lies within it, a wrong

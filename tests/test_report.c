@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Report files (harness/report.c) of a synthetic run: one family with two
  * outputs, two accepted cases (one failed) and two rejected shapes (one
  * wrongly accepted by the kernel). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref/round.c: correct rounding of MPFR values to bf16 and f32.
  *
  * On floats the result must be core/bf16.h's conversion (bf16) or the float

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The runner (harness/runner.c) on the real gdn_recompute_wu family, with
  * cases built by hand: an accepted case is measured and passes within its
  * bounds; a rejected case passes only when the kernel rejects it with every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* safetensors reader and writer (core/safetensors.c), and export/score
  * (export and score: tests/test_interop.c).
  *

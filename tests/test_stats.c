@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error statistics (harness/stats.c): counts, maxima over the moderate and
  * over all elements, the ulp_dist histogram and its quantiles, merging. */
 #include <math.h>

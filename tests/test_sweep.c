@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sweep files (harness/sweep.c): grid expansion in file order, tuple axes,
  * seeds that depend only on (sweep seed, family, label), rejected entries,
  * filtering, and one test per way a file can be wrong. Each test writes its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Kernel threads (kernels/parallel.h): for every registered family, table-
  * driven through its descriptor (generate, run), the outputs of every
  * accepted case of the smoke and threads sweeps are bit-identical at 1, 2

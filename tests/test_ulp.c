@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* harness/ulp.c: ug_measure (SPEC §3). Special cases one by one, then random
  * references (double-double from MPFR) with y = RN(r). */
 #include <float.h>

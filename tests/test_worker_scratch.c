@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-worker scratch (kernels/worker_scratch.h): one guarded slice per
  * worker, an overwritten guard in any slice is reported, a failed
  * allocation leaves nothing allocated, and the worker count is checked.

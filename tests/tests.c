@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "tests.h"
 
 #include <ftw.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CUnit glue: each tests/test_*.c declares its suites with UG_TEST_SUITE and
  * the runner (run_tests.c) finds them through a linker section, so adding a
  * test file needs no edit anywhere else. One property per test, MPFR-style. */

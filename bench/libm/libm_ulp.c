@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Measures this machine's libm (and IEEE division and square root) in f32:
  * the largest error, in ulps of the exact result, of each operation the cpu
  * profile declares (fixtures/profiles/cpu.json), over the arguments the

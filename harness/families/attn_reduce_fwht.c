@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Descriptor of attn_reduce_fwht (SPEC §1.4): parameters, buffers, input
  * generators and the adapters to kernels/attn_reduce_fwht.c (both forms:
  * fused = 1 runs the fused kernel, fused = 0 the pair) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Descriptor of gdn_chunk_o (SPEC §1.2): parameters, buffers, input
  * generators and the adapters to kernels/gdn_chunk_o.c and ref/gdn_chunk_o.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Descriptor of gdn_chunk_state (SPEC §1.3): parameters, buffers, input
  * generators (harness/gdn_inputs.c) and the adapters to
  * kernels/gdn_chunk_state.c and ref/gdn_chunk_state.c. The stage has no seed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Descriptor of gdn_e2e (SPEC §1.2, §1.3): the chunked pipeline from raw
  * inputs to o and the final state (kernels/gdn_e2e.c), against the exact
  * recurrence in MPFR (ref/gdn_e2e.c). Inputs come from the shared realistic

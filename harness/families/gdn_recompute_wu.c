@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Descriptor of gdn_recompute_wu (SPEC §1.1): parameters, buffers, input
  * generators and the adapters to kernels/gdn_recompute_wu.c and
  * ref/gdn_recompute_wu.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Descriptor of gdn_solve_tril (SPEC §1.3): parameters, buffers, input
  * generators (harness/gdn_inputs.c) and the adapters to
  * kernels/gdn_solve_tril.c and ref/gdn_solve_tril.c. The stage has no seed

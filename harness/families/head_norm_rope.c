@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Descriptor of head_norm_rope (SPEC §1.5): both variants of the seed in one
  * family, chosen by the parameter `variant` (0: bf16 single token with cos/sin
  * caches, 1: f32 sequence with positions, theta and freq_factors). Each

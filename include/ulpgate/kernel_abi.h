@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ulpgate kernel ABI: how a shared library hands its kernels to
  * `ulpgate verify --kernel-lib PATH`, which sweeps, gates and reports them like
  * the built-in kernels. Plain C; nothing here depends on ulpgate's internals.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Walks the README's table of exit paths through the public command line: each
 # row is a shell command, the exit code it must end with and a substring its
 # output (stdout and stderr) must hold. A row that exits 2 or 3 must not print

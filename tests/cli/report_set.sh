@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The report set under faults, through the command line (docs/report-format.md,
 # "The report set"): a file-size limit and a full disk fail with exit 3 naming
 # the file and the reason, and leave the previous set byte for byte; SIGKILL at

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make test (hostile plugins): every hostile build of fixtures/plugin/cumsum.c
 # through the public command line, as CI would run it. A build that ends,
 # crashes, overruns or hangs on every third call must give exit 1 (never 0),

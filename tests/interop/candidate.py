@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A kernel that ulpgate cannot link, scored through safetensors files.
 
 This is what a kernel author's script looks like: read each case that

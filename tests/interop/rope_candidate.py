@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """RoPE kernels as their authors write them, scored through safetensors files.
 
 The f32 variant of head_norm_rope (SPEC 1.5: per-head RMS norm, then the NeoX

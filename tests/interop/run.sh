@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make interop: the round trip a kernel author makes, with the real Python
 # safetensors library. Exports the interop sweep, lets tests/interop/candidate.py
 # compute the outputs in numpy (once right, once with a planted bug), scores

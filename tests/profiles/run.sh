@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make profiles: the arithmetic profiles' acceptance, through the public command
 # line with kernel libraries written from include/ulpgate/kernel_abi.h alone
 # (fixtures/plugin/kkt.c, gdn_chunk_scaled_kkt) on tests/profiles/kkt.json, judged

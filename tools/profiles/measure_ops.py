@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Measure the f32 error of CUDA and Triton elementary operations on the GPU.
 
 For every f32 argument of each range (every bit pattern, enumerated in chunks), the
