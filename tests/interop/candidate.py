@@ -8,18 +8,18 @@ their buffer names with the real safetensors library, and let `ulpgate score`
 gate them. The "kernel" here is a float32 numpy implementation of
 gdn_chunk_cumsum (SPEC 1.3) and of the bf16 variant of head_norm_rope
 (SPEC 1.5); --wrong plants a bug (the cumulative sum is not restarted at chunk
-boundaries) that the gate must catch.
+boundaries) that the gate must catch. Cases are read and outputs written
+through the ulpgate Python package (python/), which checks every output's
+name, dtype and shape before writing.
 
 usage: candidate.py FIXTURES_DIR OUT_DIR [--wrong]
 """
 import argparse
-import json
-import os
 import sys
 
 import ml_dtypes  # numpy's bfloat16: safetensors reads and writes BF16 through it
 import numpy as np
-from safetensors.numpy import load_file, save_file
+import ulpgate
 
 
 def gdn_chunk_cumsum(t, p, wrong):
@@ -59,21 +59,13 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--wrong", action="store_true", help="plant a bug the gate must catch")
     args = ap.parse_args()
-    with open(os.path.join(args.fixtures, "manifest.json")) as f:
-        manifest = json.load(f)
-    os.makedirs(args.out, exist_ok=True)
-    for case in manifest["cases"]:
-        kernel = KERNELS.get(case["family"])
+    fixtures = ulpgate.Fixtures(args.fixtures)
+    for case in fixtures:
+        kernel = KERNELS.get(case.family)
         if kernel is None:
-            sys.exit("candidate.py: no kernel for family %s" % case["family"])
-        tensors = load_file(os.path.join(args.fixtures, case["file"]))
-        outputs = kernel(tensors, case["params"], args.wrong)
-        for o in case["outputs"]:
-            if o["name"] in outputs and list(outputs[o["name"]].shape) != o["shape"]:
-                sys.exit("candidate.py: %s has shape %s, the manifest says %s"
-                         % (o["name"], outputs[o["name"]].shape, o["shape"]))
-        save_file({k: np.ascontiguousarray(v) for k, v in outputs.items()}, os.path.join(args.out, case["file"]))
-    print("candidate.py: %d cases written to %s%s" % (len(manifest["cases"]), args.out,
+            sys.exit("candidate.py: no kernel for family %s" % case.family)
+        case.write(args.out, kernel(case.inputs, case.params, args.wrong))
+    print("candidate.py: %d cases written to %s%s" % (len(fixtures), args.out,
                                                        " (wrong on purpose)" if args.wrong else ""))
 
 

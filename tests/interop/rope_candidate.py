@@ -23,16 +23,16 @@ ulp (measured), PyTorch's CPU ones SLEEF's 1.0-ulp routines; the candidates take
 cos/sin of the f32 angle in float64 and round once to f32, as a correctly
 rounded f32 libm does (within the cpu profile's allowance).
 
+Cases are read and outputs written through the ulpgate Python package
+(python/).
+
 usage: rope_candidate.py FIXTURES_DIR OUT_DIR {pytorch,f64,wrong}
 """
 import argparse
-import json
-import os
 import sys
 
-import ml_dtypes  # noqa: F401 (registers bfloat16: the files hold the bf16 variant's empty buffers)
 import numpy as np
-from safetensors.numpy import load_file, save_file
+import ulpgate
 
 f32 = np.float32
 
@@ -88,17 +88,13 @@ def main():
     ap.add_argument("out")
     ap.add_argument("kind", choices=["pytorch", "f64", "wrong"])
     args = ap.parse_args()
-    with open(os.path.join(args.fixtures, "manifest.json")) as f:
-        manifest = json.load(f)
-    os.makedirs(args.out, exist_ok=True)
     written = 0
-    for case in manifest["cases"]:
-        if case["family"] != "head_norm_rope":
-            sys.exit("rope_candidate.py: no kernel for family %s" % case["family"])
-        if int(case["params"]["variant"]) != 1:
+    for case in ulpgate.Fixtures(args.fixtures):
+        if case.family != "head_norm_rope":
+            sys.exit("rope_candidate.py: no kernel for family %s" % case.family)
+        if int(case.params["variant"]) != 1:
             continue
-        tensors = load_file(os.path.join(args.fixtures, case["file"]))
-        save_file(head_norm_rope(tensors, case["params"], args.kind), os.path.join(args.out, case["file"]))
+        case.write(args.out, head_norm_rope(case.inputs, case.params, args.kind))
         written += 1
     print("rope_candidate.py: %d f32 cases written to %s (%s)" % (written, args.out, args.kind))
 

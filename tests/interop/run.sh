@@ -13,8 +13,15 @@ set -uo pipefail
 build=$1 venv=$2
 ulpgate=$build/ulpgate work=$build/interop
 python=$venv/bin/python
-if [ ! -x "$python" ] || ! "$python" -c "import numpy, safetensors, ml_dtypes" 2>/dev/null; then
-  echo "interop: no Python venv with numpy, safetensors and ml_dtypes at $venv: run ci/install-deps.sh (or make deps)"
+if [ ! -x "$python" ] || ! "$python" -c "import numpy, safetensors, ml_dtypes, ulpgate, pytest" 2>/dev/null; then
+  echo "interop: no Python venv with numpy, safetensors, ml_dtypes, pytest and ulpgate (python/) at $venv:"
+  echo "interop: run ci/install-deps.sh (or make deps)"
+  exit 1
+fi
+# The package the candidates import must be this tree's python/ulpgate, not an older install.
+installed=$("$python" -c "import os, ulpgate; print(os.path.dirname(ulpgate.__file__))")
+if ! diff -rq -x __pycache__ python/ulpgate "$installed" >/dev/null; then
+  echo "interop: the ulpgate package in $venv ($installed) differs from python/ulpgate: run ci/install-deps.sh (or make deps)"
   exit 1
 fi
 rm -rf "$work" && mkdir -p "$work"
