@@ -117,6 +117,10 @@ class Case:
         """The reference of an output in `mode` ("exact" or "staged"), correctly rounded to its dtype."""
         return self._tensor(name, mode, "ref")
 
+    def reference_f64(self, name, mode="exact"):
+        """The reference's high part r_hi in float64 (within 2^-53 relative of the MPFR value)."""
+        return self._tensor(name, mode, "ref_f64")
+
     def bound(self, name, mode="exact"):
         """The per-element bound (float64) on |y - r| of a correct kernel."""
         return self._tensor(name, mode, "bound")

@@ -59,7 +59,7 @@ class Failure:
     def __str__(self):
         if self.index is None:
             return "%s: %s" % (self.case, self.text)
-        return "%s: %s[%d] %s: y=%r r=%r bound=%.3g ratio=%.3g" % (
+        return "%s: %s[%d] %s: y=%.9g r=%.9g bound=%.3g ratio=%.3g" % (
             self.case, self.output, self.index, self.mode, self.y, self.r, self.bound, self.ratio)
 
     __repr__ = __str__

@@ -7,7 +7,8 @@
 # wrong one, with the failing case and element named. Then RoPE as kernel
 # authors write it (tests/interop/rope_candidate.py) on the f32 head_norm_rope
 # cases of the default sweep: the PyTorch recipe and a float64 angle pass,
-# the next position's angle fails.
+# the next position's angle fails. Both scripts read and write through the
+# ulpgate Python package (python/), whose own tests run last.
 # usage: tests/interop/run.sh BUILD PYVENV
 set -uo pipefail
 build=$1 venv=$2
@@ -77,7 +78,13 @@ for kind in pytorch f64 wrong; do
   fi
 done
 
-[ "$failed" -eq 0 ] || { echo "--- right.log"; tail -5 "$work/right.log"; echo "--- wrong.log"; tail -15 "$work/wrong.log";
+# The package the candidates above use, tested on its own (python/tests): the
+# cases it reads, the errors of a wrong write, a passing and a failing score.
+ULPGATE=$ulpgate "$python" -m pytest -q -p no:cacheprovider --basetemp "$work/pytest" python/tests \
+  >"$work/pytest.log" 2>&1
+check "the ulpgate Python package's tests pass (python/tests, $(tail -1 "$work/pytest.log"))" $?
+
+[ "$failed" -eq 0 ] || { echo "--- pytest.log"; tail -40 "$work/pytest.log"; echo "--- right.log"; tail -5 "$work/right.log"; echo "--- wrong.log"; tail -15 "$work/wrong.log";
                          echo "--- truncated.log"; cat "$work/truncated.log";
                          for kind in pytorch f64 wrong; do
                            echo "--- rope-$kind.log"; tail -8 "$work/rope-$kind.log"; done; }
