@@ -107,6 +107,21 @@ class Case:
                 self._outputs = specs
         return self._outputs
 
+    def torch_inputs(self, device=None):
+        """The inputs as PyTorch tensors (bf16 as torch.bfloat16, through an int16
+        view: torch.from_numpy knows no ml_dtypes), moved to `device` if given.
+        Imports torch, which this package does not otherwise need."""
+        import torch
+
+        tensors = {}
+        for name, array in self.inputs.items():
+            if array.dtype == DTYPES["BF16"]:
+                tensor = torch.from_numpy(np.array(array.view(np.int16))).view(torch.bfloat16)
+            else:
+                tensor = torch.from_numpy(np.array(array))
+            tensors[name] = tensor if device is None else tensor.to(device)
+        return tensors
+
     def output(self, name):
         for spec in self.outputs:
             if spec.name == name:
