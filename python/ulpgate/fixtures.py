@@ -199,8 +199,9 @@ class Case:
 
 def to_numpy(value, case_name, tensor):
     """A numpy array of `value`: numpy arrays as they are, torch tensors through
-    .detach().numpy() (bfloat16 through an int16 view: numpy has no bf16 of
-    its own), anything else through .numpy() or __array__."""
+    .detach().numpy() and MLX arrays through np.array (bfloat16 through a
+    16-bit integer view: numpy has no bf16 of its own), anything else through
+    .numpy() or __array__."""
     if isinstance(value, np.ndarray):
         return value
     device = getattr(value, "device", None)
@@ -213,6 +214,12 @@ def to_numpy(value, case_name, tensor):
         if value.dtype == torch.bfloat16:
             return value.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
         return value.numpy()
+    if type(value).__module__.startswith("mlx"):
+        import mlx.core as mx  # only for an MLX array, as torch above
+
+        if value.dtype == mx.bfloat16:
+            return np.array(value.view(mx.uint16)).view(ml_dtypes.bfloat16)
+        return np.array(value)
     if hasattr(value, "numpy"):
         return np.asarray(value.numpy())
     if hasattr(value, "__array__"):
