@@ -2,28 +2,18 @@
 """Tests of the ulpgate Python package against the real binary.
 
 The binary comes from $ULPGATE or build/ulpgate above the current directory
-(tests/interop/run.sh sets $ULPGATE). The fixtures are the interop sweep
-(gdn_chunk_cumsum in f32, head_norm_rope in bf16), exported once per session.
+(tests/interop/run.sh sets $ULPGATE). The fixtures (conftest.py) are the
+interop sweep (gdn_chunk_cumsum in f32, head_norm_rope in bf16).
 The right candidate is the exact reference itself, correctly rounded: a kernel
 can do no better, so it must pass in both modes.
 """
 import os
-import subprocess
 
 import ml_dtypes
 import numpy as np
 import pytest
 import ulpgate
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture(scope="session")
-def fx(tmp_path_factory):
-    out = tmp_path_factory.mktemp("fixtures") / "fx"
-    subprocess.run([ulpgate.find_ulpgate(), "export", "--sweep", os.path.join(REPO, "fixtures/sweeps/interop"),
-                    "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
-    return ulpgate.Fixtures(out)
+from conftest import REPO
 
 
 def reference_outputs(case):
