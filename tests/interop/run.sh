@@ -82,7 +82,8 @@ done
 # cases it reads, the errors of a wrong write, a passing and a failing score.
 ULPGATE=$ulpgate "$python" -m pytest -q -p no:cacheprovider --basetemp "$work/pytest" python/tests \
   >"$work/pytest.log" 2>&1
-check "the ulpgate Python package's tests pass (python/tests, $(tail -1 "$work/pytest.log"))" $?
+rc=$?
+check "the ulpgate Python package's tests pass (python/tests: $(tail -1 "$work/pytest.log"))" $rc
 
 [ "$failed" -eq 0 ] || { echo "--- pytest.log"; tail -40 "$work/pytest.log"; echo "--- right.log"; tail -5 "$work/right.log"; echo "--- wrong.log"; tail -15 "$work/wrong.log";
                          echo "--- truncated.log"; cat "$work/truncated.log";
