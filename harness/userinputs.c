@@ -198,9 +198,9 @@ ug_status ug_user_reference(const ug_user_request *rq, const ug_f32_model *model
     ug_st_file sf;
     UG_TRY(ug_st_read(rq->inputs, rq->max_case_bytes + 8 + (size_t)UG_ST_MAX_HEADER, &sf));
     ug_buf bufs[UG_MAX_BUFFERS] = {0};
-    ug_status st = resolve_params(rq, c.family, &sf, &c.params);
+    ug_status st = unknown_tensors(rq->inputs, &sf, c.family);
+    if (ug_is_ok(&st)) st = resolve_params(rq, c.family, &sf, &c.params);
     if (ug_is_ok(&st) && c.family->check_params) st = c.family->check_params(&c.params);
-    if (ug_is_ok(&st)) st = unknown_tensors(rq->inputs, &sf, c.family);
     if (ug_is_ok(&st)) st = alloc_buffers(&c, rq->max_case_bytes, bufs);
     if (ug_is_ok(&st)) st = ug_fixture_tensors_copy(rq->inputs, &sf, &c, bufs, false);
     if (ug_is_ok(&st)) st = kernel_accepts(&c, bufs);

@@ -10,6 +10,8 @@ tests/cli/user_inputs.sh (a user's input file, a candidate, hostile inputs).
   st_edit.py candidate FIXTURE OUT MODE [set=NAME:INDEX:VALUE]
       each OUTPUT.MODE.ref tensor of FIXTURE as OUTPUT (a correct candidate),
       optionally with one f32 element set (a wrong one)
+  st_edit.py set FILE NAME:INDEX:VALUE
+      one f32 element of FILE set in place (every other tensor kept)
   st_edit.py zeros OUT META NAME:DTYPE:D,D,.. ...
       zero-filled tensors with JSON metadata META
 """
@@ -86,6 +88,10 @@ def main(argv):
         for e in edits:
             apply_set(tensors, e.split("=", 1)[1])
         write(out, tensors, {})
+    elif verb == "set":
+        meta, tensors = read(argv[2])
+        apply_set(tensors, argv[3])
+        write(argv[2], tensors, meta)
     elif verb == "zeros":
         out, meta = argv[2], json.loads(argv[3])
         tensors = {}
