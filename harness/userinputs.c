@@ -2,6 +2,7 @@
 #include "userinputs.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,31 +67,56 @@ static ug_status resolve_params(const ug_user_request *rq, const ug_family *f, c
 /* ------------------------------------------------------------------------
  * The data contract the reference relies on. */
 
-static ug_status contract_fail(const char *file, const char *tensor, size_t index, double value, const char *rule)
+/* A tensor of the case in messages: the input file and the buffer. */
+typedef struct {
+    const char *file;
+    const ug_case *c;
+    size_t buffer, count;
+} tensor_at;
+
+/* "g[7] = nan (element [0,1,3])": the flat index, and the
+ * element's coordinates where the layout has dimensions. */
+static ug_status contract_fail(const tensor_at *t, size_t index, double value, const char *rule)
 {
-    return ug_fail(UG_EINVAL, "%s: %s[%zu] = %.9g is outside the data contract (%s)", file, tensor, index, value, rule);
+    const ug_family *f = t->c->family;
+    uint64_t shape[UG_LAYOUT_MAX_DIMS];
+    size_t rank;
+    char where[160] = "";
+    ug_family_buffer_shape(f, &t->c->params, t->buffer, t->count, shape, &rank);
+    if (rank > 1) {
+        size_t at = (size_t)snprintf(where, sizeof where, " (element ["), rest = index;
+        uint64_t coord[UG_LAYOUT_MAX_DIMS];
+        for (size_t d = rank; d-- > 0;) {
+            coord[d] = rest % shape[d];
+            rest /= shape[d];
+        }
+        for (size_t d = 0; d < rank && at < sizeof where; d++)
+            at += (size_t)snprintf(where + at, sizeof where - at, "%s%" PRIu64, d ? "," : "", coord[d]);
+        if (at < sizeof where) snprintf(where + at, sizeof where - at, "])");
+    }
+    return ug_fail(UG_EINVAL, "%s: %s[%zu] = %.9g%s is outside the data contract (%s)", t->file,
+                   f->buffers[t->buffer].name, index, value, where, rule);
 }
 
 /* Gates and betas are finite (the reference and every kernel take exp(g)). */
-static ug_status check_finite(const char *file, const char *tensor, const ug_buf *b)
+static ug_status check_finite(const tensor_at *t, const ug_buf *b)
 {
     const float *x = b->data;
     for (size_t e = 0; e < b->count; e++)
-        if (!isfinite(x[e])) return contract_fail(file, tensor, e, x[e], "finite");
+        if (!isfinite(x[e])) return contract_fail(t, e, x[e], "finite");
     return ug_ok();
 }
 
 /* [B,T,H,BT] chunk matrices: row t % BT of its chunk; the entries at or
  * above the diagonal (strict) or above it must be zero. */
-static ug_status check_triangular(const char *file, const char *tensor, const ug_buf *b, size_t T, size_t H,
-                                  size_t BT, bool strict)
+static ug_status check_triangular(const tensor_at *t, const ug_buf *b, size_t T, size_t H, size_t BT, bool strict)
 {
     const float *x = b->data;
     for (size_t e = 0; e < b->count; e++) {
         size_t col = e % BT, row = (e / BT / H) % T % BT;
-        if (!isfinite(x[e])) return contract_fail(file, tensor, e, x[e], "finite");
+        if (!isfinite(x[e])) return contract_fail(t, e, x[e], "finite");
         if (x[e] != 0 && (col > row || (strict && col == row)))
-            return contract_fail(file, tensor, e, x[e],
+            return contract_fail(t, e, x[e],
                                  strict ? "strictly lower-triangular per chunk: zero where column >= row"
                                         : "lower-triangular per chunk: zero where column > row");
     }
@@ -100,22 +126,23 @@ static ug_status check_triangular(const char *file, const char *tensor, const ug
 /* htmp's (S, M) pairs after the partials: S finite and >= 0, M finite or
  * -inf, and at least one finite M per row (a masked row carries
  * M = -FLT_MAX/2). */
-static ug_status check_softmax_stats(const char *file, const ug_buf *b, size_t nrows, size_t head_dim, size_t nwg)
+static ug_status check_softmax_stats(const tensor_at *t, const ug_buf *b, size_t nrows, size_t head_dim,
+                                     size_t nwg)
 {
     const float *x = b->data;
     const size_t base = nrows * head_dim * nwg;
+    char rule[128];
     for (size_t r = 0; r < nrows; r++) {
         bool live = false;
         for (size_t w = 0; w < nwg; w++) {
             size_t at = base + 2 * (r * nwg + w);
-            if (!isfinite(x[at]) || x[at] < 0) return contract_fail(file, "htmp", at, x[at], "S finite and >= 0");
-            if (isnan(x[at + 1]) || x[at + 1] == INFINITY)
-                return contract_fail(file, "htmp", at + 1, x[at + 1], "M finite or -inf");
+            snprintf(rule, sizeof rule, "row %zu, workgroup %zu: S finite and >= 0, M finite or -inf", r, w);
+            if (!isfinite(x[at]) || x[at] < 0) return contract_fail(t, at, x[at], rule);
+            if (isnan(x[at + 1]) || x[at + 1] == INFINITY) return contract_fail(t, at + 1, x[at + 1], rule);
             live |= x[at + 1] != -INFINITY;
         }
-        if (!live)
-            return contract_fail(file, "htmp", base + 2 * r * nwg + 1, -INFINITY,
-                                 "a row has one finite M at least; a fully masked row carries M = -FLT_MAX/2");
+        snprintf(rule, sizeof rule, "row %zu has a finite M; a fully masked row carries M = -FLT_MAX/2", r);
+        if (!live) return contract_fail(t, base + 2 * r * nwg + 1, -INFINITY, rule);
     }
     return ug_ok();
 }
@@ -131,15 +158,15 @@ static ug_status check_contract(const char *file, const ug_case *c, const ug_buf
     const ug_family *f = c->family;
     for (size_t i = 0; i < f->n_buffers; i++) {
         const char *name = f->buffers[i].name;
+        const tensor_at t = {file, c, i, bufs[i].count};
         if (f->buffers[i].is_output) continue;
         if (!strcmp(name, "g") || !strcmp(name, "g_raw") || !strcmp(name, "beta"))
-            UG_TRY(check_finite(file, name, &bufs[i]));
+            UG_TRY(check_finite(&t, &bufs[i]));
         else if ((!strcmp(f->name, "gdn_recompute_wu") && !strcmp(name, "A")) ||
                  (!strcmp(f->name, "gdn_solve_tril") && !strcmp(name, "L")))
-            UG_TRY(check_triangular(file, name, &bufs[i], param(c, "T"), param(c, "H"), param(c, "BT"),
-                                    !strcmp(name, "L")));
+            UG_TRY(check_triangular(&t, &bufs[i], param(c, "T"), param(c, "H"), param(c, "BT"), !strcmp(name, "L")));
         else if (!strcmp(f->name, "attn_reduce_fwht") && !strcmp(name, "htmp"))
-            UG_TRY(check_softmax_stats(file, &bufs[i], param(c, "nrows"), param(c, "head_dim"), param(c, "nwg")));
+            UG_TRY(check_softmax_stats(&t, &bufs[i], param(c, "nrows"), param(c, "head_dim"), param(c, "nwg")));
     }
     return ug_ok();
 }

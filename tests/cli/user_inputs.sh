@@ -85,15 +85,15 @@ reject "--param X=1: not NAME=VALUE with a parameter of gdn_chunk_scaled_kkt" gd
 reject "--param T=128: T is given twice" gdn_chunk_scaled_kkt in-gdn_chunk_scaled_kkt.safetensors --param T=128 \
   --param T=128
 inputs gdn_chunk_scaled_kkt nan-gate.safetensors set=g:7:nan
-reject "g[7] = nan is outside the data contract (finite)" gdn_chunk_scaled_kkt nan-gate.safetensors
+reject "g[7] = nan (element [0,1,3]) is outside the data contract (finite)" gdn_chunk_scaled_kkt nan-gate.safetensors
 inputs gdn_chunk_cumsum inf-gate.safetensors set=g_raw:2:-inf
-reject "g_raw[2] = -inf is outside the data contract (finite)" gdn_chunk_cumsum inf-gate.safetensors
+reject "g_raw[2] = -inf (element [0,0,2]) is outside the data contract (finite)" gdn_chunk_cumsum inf-gate.safetensors
 inputs gdn_recompute_wu upper-A.safetensors set=A:1:0.5
-reject "A[1] = 0.5 is outside the data contract (lower-triangular" gdn_recompute_wu upper-A.safetensors
+reject "A[1] = 0.5 (element [0,0,0,1]) is outside the data contract (lower-triangular" gdn_recompute_wu upper-A.safetensors
 inputs gdn_solve_tril diag-L.safetensors set=L:0:0.25
-reject "L[0] = 0.25 is outside the data contract (strictly lower-triangular" gdn_solve_tril diag-L.safetensors
+reject "L[0] = 0.25 (element [0,0,0,0]) is outside the data contract (strictly lower-triangular" gdn_solve_tril diag-L.safetensors
 inputs attn_reduce_fwht negative-S.safetensors set=htmp:512:-1  # nrows 2 x head_dim 256 x nwg 1 partials first
-reject "htmp[512] = -1 is outside the data contract (S finite and >= 0)" attn_reduce_fwht negative-S.safetensors
+reject "htmp[512] = -1 is outside the data contract (row 0, workgroup 0: S finite and >= 0" attn_reduce_fwht negative-S.safetensors
 $ST zeros k256.safetensors '{"B":"1","T":"64","Hg":"1","H":"1","K":"256","V":"64","BT":"64"}' k:BF16:1,64,1,256 \
   v:BF16:1,64,1,64 beta:F32:1,64,1 g:F32:1,64,1 A:F32:1,64,1,64 || exit 1
 reject "the kernel's validation rejects this shape: gated_delta_net_recompute_wu: K (256)" gdn_recompute_wu k256.safetensors
