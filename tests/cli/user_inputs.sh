@@ -56,8 +56,8 @@ for f in gdn_chunk_cumsum gdn_chunk_scaled_kkt; do
   [ $rc -eq 2 ] && grep -q "hashes to" score.log || { cat score.log; fail "$f: a tampered input exits $rc"; }
 done
 
-# --param wins over the metadata.
-inputs gdn_chunk_cumsum in-meta.safetensors meta=T=64
+# --param wins over the metadata; metadata keys that are no parameter (PyTorch's "format") are ignored.
+inputs gdn_chunk_cumsum in-meta.safetensors meta=T=64 meta=format=pt
 "$U" reference --family gdn_chunk_cumsum --inputs in-meta.safetensors --param T=128 --out ref-param >ref.log 2>&1 ||
   { cat ref.log; fail "--param T=128 over metadata T=64"; }
 
@@ -82,6 +82,7 @@ inputs gdn_chunk_scaled_kkt no-T.safetensors meta=T=
 reject "parameter T of gdn_chunk_scaled_kkt is missing" gdn_chunk_scaled_kkt no-T.safetensors
 reject "--param X=1: not NAME=VALUE with a parameter of gdn_chunk_scaled_kkt" gdn_chunk_scaled_kkt \
   in-gdn_chunk_scaled_kkt.safetensors --param X=1
+reject "parameter BT = \"64x\" is not an integer" gdn_chunk_scaled_kkt in-gdn_chunk_scaled_kkt.safetensors --param BT=64x
 reject "--param T=128: T is given twice" gdn_chunk_scaled_kkt in-gdn_chunk_scaled_kkt.safetensors --param T=128 \
   --param T=128
 inputs gdn_chunk_scaled_kkt nan-gate.safetensors set=g:7:nan
