@@ -122,7 +122,8 @@ test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $
 	@$(call timed,plugin baseline,tests/plugin_baseline.sh $(BUILD))
 	@$(MAKE) --no-print-directory profiles
 
-	@$(call timed,command line,tests/cli/exit_codes.sh $(BUILD) && tests/cli/report_set.sh $(BUILD))
+	@$(call timed,command line,tests/cli/exit_codes.sh $(BUILD) && tests/cli/report_set.sh $(BUILD) && \
+	    tests/cli/user_inputs.sh $(BUILD))
 	@for p in $(TC_ORDER_PLUGINS); do ( $(call timed,tensor-core order $$(basename $$p),$(BUILD)/ulpgate verify \
 	    --kernel-lib $$p --sweep $(SWEEP) --budgets $(BUDGETS) --reports $(BUILD)/tc-order-reports --quiet) ) || exit 1; done
 	@for p in $(ROUNDING_BUG_PLUGINS); do $(BUILD)/ulpgate verify --kernel-lib $$p --sweep $(SWEEP) --filter gdn_chunk_o \

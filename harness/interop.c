@@ -169,17 +169,15 @@ static json_t *params_json(const ug_case *c)
 
 enum { NAME_LEN = 96 };
 
-/* One case: its safetensors file, and its entry in the manifest. */
-static ug_status export_case(const ug_case *c, const ug_f32_model *model, const char *dir, size_t max_bytes,
-                             json_t *cases)
+/* One case whose inputs are in pb: its safetensors file, and its entry in
+ * the manifest (user: the input file's name and hash, NULL for a generated
+ * case, which records its seed instead). */
+static ug_status write_case(const ug_case *c, const ug_f32_model *model, const char *dir, const plain_buffers *pb,
+                            const ug_user_origin *user, json_t *cases)
 {
     const ug_family *f = c->family;
-    plain_buffers pb;
-    UG_TRY(plain_alloc(c, max_bytes, &pb));
     case_reference cr;
-    ug_status st = ug_case_generate(c, pb.buf);
-    if (ug_is_ok(&st)) st = reference_arrays(c, model, &pb, &cr);
-    else memset(&cr, 0, sizeof cr);
+    ug_status st = reference_arrays(c, model, pb, &cr);
     ug_st_entry entries[UG_MAX_BUFFERS * (1 + UG_REF_MODE_COUNT * REF_TENSORS)];
     char names[UG_MAX_BUFFERS * UG_REF_MODE_COUNT * REF_TENSORS][NAME_LEN];
     char file[128], path[1024], hash[32], index[32];
@@ -188,7 +186,7 @@ static ug_status export_case(const ug_case *c, const ug_f32_model *model, const 
     json_t *inputs = json_array(), *outputs = json_array();
     size_t n = 0, o = 0;
     for (size_t i = 0; i < f->n_buffers && ug_is_ok(&st); i++) {
-        const ug_buf *b = &pb.buf[i];
+        const ug_buf *b = &pb->buf[i];
         ug_st_entry *e = &entries[n++];
         *e = (ug_st_entry){f->buffers[i].name, b->dtype, 0, {0}, b->data};
         ug_family_buffer_shape(f, &c->params, i, b->count, e->shape, &e->rank);
@@ -225,15 +223,34 @@ static ug_status export_case(const ug_case *c, const ug_f32_model *model, const 
     if (ug_is_ok(&st)) st = join_path(dir, file, path, sizeof path);
     if (ug_is_ok(&st)) st = ug_st_write(path, entries, n, meta, sizeof meta / sizeof meta[0] / 2);
     if (ug_is_ok(&st)) {
-        snprintf(hash, sizeof hash, "0x%016" PRIx64, c->seed);
-        json_array_append_new(cases, json_pack("{s:I, s:s, s:s, s:o, s:s, s:s, s:s, s:O, s:O}", "id",
-                                               (json_int_t)c->index, "family", f->name, "label", c->label,
-                                               "params", params_json(c), "regime", f->regimes[c->regime],
-                                               "seed", hash, "file", file, "inputs", inputs, "outputs", outputs));
+        json_t *e = json_pack("{s:I, s:s, s:s, s:o, s:s, s:s, s:O, s:O}", "id", (json_int_t)c->index, "family",
+                              f->name, "label", c->label, "params", params_json(c), "regime",
+                              user ? UG_USER_REGIME : f->regimes[c->regime], "file", file, "inputs", inputs,
+                              "outputs", outputs);
+        if (user) {
+            snprintf(hash, sizeof hash, "%016" PRIx64, user->fnv1a);
+            json_object_set_new(e, "origin", json_string(UG_USER_REGIME));
+            json_object_set_new(e, "input_file", json_string(user->name));
+            json_object_set_new(e, "input_fnv1a", json_string(hash));
+        } else {
+            snprintf(hash, sizeof hash, "0x%016" PRIx64, c->seed);
+            json_object_set_new(e, "seed", json_string(hash));
+        }
+        json_array_append_new(cases, e);
     }
     json_decref(inputs);
     json_decref(outputs);
     reference_free(&cr);
+    return st;
+}
+
+static ug_status export_case(const ug_case *c, const ug_f32_model *model, const char *dir, size_t max_bytes,
+                             json_t *cases)
+{
+    plain_buffers pb;
+    UG_TRY(plain_alloc(c, max_bytes, &pb));
+    ug_status st = ug_case_generate(c, pb.buf);
+    if (ug_is_ok(&st)) st = write_case(c, model, dir, &pb, NULL, cases);
     plain_free(&pb);
     return st;
 }
@@ -275,11 +292,53 @@ ug_status ug_export(const ug_sweep *sw, const ug_f32_model *model, const char *d
     return st;
 }
 
+/* The fixture directory is built beside dir and renamed onto it last, so
+ * that a failure leaves dir as it was: absent or empty. */
+ug_status ug_export_user(const ug_case *c, const ug_buf *bufs, const ug_f32_model *model, const ug_user_origin *user,
+                         const char *dir)
+{
+    char tmp[1024], file[128], path[1024], manifest[1024];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", dir) >= sizeof tmp)
+        return ug_fail(UG_EINVAL, "--out %s: longer than %zu bytes", dir, sizeof tmp - 16);
+    case_file_name(c, file, sizeof file);
+    UG_TRY(join_path(tmp, file, path, sizeof path)); /* the lengths; mkdtemp keeps them */
+    UG_TRY(join_path(tmp, UG_FIXTURES_MANIFEST, manifest, sizeof manifest));
+    if (!mkdtemp(tmp)) return ug_fail(UG_EINVAL, "--out %s: cannot create %s: %s", dir, tmp, strerror(errno));
+    snprintf(path, sizeof path, "%s/%s", tmp, file);
+    snprintf(manifest, sizeof manifest, "%s/%s", tmp, UG_FIXTURES_MANIFEST);
+    plain_buffers pb = {.n = c->family->n_buffers};
+    memcpy(pb.buf, bufs, pb.n * sizeof *bufs);
+    char hash[32];
+    snprintf(hash, sizeof hash, "%016" PRIx64, user->fnv1a);
+    json_t *cases = json_array();
+    json_t *root = json_pack("{s:s, s:s, s:{s:s, s:I, s:s, s:s}, s:o, s:I}", "schema", UG_FIXTURES_SCHEMA, "origin",
+                             UG_USER_REGIME, "sweep", "path", user->name, "seed", (json_int_t)0, "content_hash", hash,
+                             "filter", "", "cases", cases, "rejected_cases_not_exported", (json_int_t)0);
+    if (!root) {
+        rmdir(tmp);
+        return ug_fail(UG_ENOMEM, "cannot build the manifest of %s", user->name);
+    }
+    json_object_set_new(root, "profile", ug_profile_id_json(&model->id));
+    ug_status st = write_case(c, model, tmp, &pb, user, cases);
+    if (ug_is_ok(&st)) st = ug_write_json_file(manifest, root);
+    json_decref(root);
+    if (ug_is_ok(&st) && rename(tmp, dir) != 0)
+        st = ug_fail(UG_EINVAL, "--out %s: cannot put the fixtures there (%s; it must be absent or an empty "
+                                "directory)", dir, strerror(errno));
+    if (!ug_is_ok(&st)) {
+        unlink(path);
+        unlink(manifest);
+        rmdir(tmp);
+    }
+    return st;
+}
+
 /* ------------------------------------------------------------------------
  * score */
 
 struct ug_candidate {
     char dir[512];
+    char fixtures[512];
     size_t max_file;    /* a case's byte cap plus the largest header */
     size_t n;
     char (*file)[128];  /* per case, as the manifest names it */
@@ -292,20 +351,13 @@ void ug_candidate_free(ug_candidate *cand)
     free(cand);
 }
 
-/* Reads the candidate file of case c and copies each output into bufs,
- * checking name, dtype and shape; an output with no elements in this case
- * may be absent. */
-static ug_status candidate_outputs(const ug_candidate *cand, const ug_case *c, ug_buf *bufs)
+ug_status ug_fixture_tensors_copy(const char *what, const ug_st_file *sf, const ug_case *c, ug_buf *bufs, bool outputs)
 {
-    char path[1024];
-    UG_TRY(join_path(cand->dir, cand->file[c->index], path, sizeof path));
-    ug_st_file sf;
-    UG_TRY(ug_st_read(path, cand->max_file, &sf));
-    ug_status st = ug_ok();
     const ug_family *f = c->family;
-    for (size_t i = 0; i < f->n_buffers && ug_is_ok(&st); i++) {
-        if (!f->buffers[i].is_output) continue;
-        const ug_st_tensor *t = ug_st_find(&sf, f->buffers[i].name);
+    const char *kind = outputs ? "output" : "input";
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        if (f->buffers[i].is_output != outputs) continue;
+        const ug_st_tensor *t = ug_st_find(sf, f->buffers[i].name);
         uint64_t shape[UG_ST_MAX_RANK];
         size_t rank;
         ug_family_buffer_shape(f, &c->params, i, bufs[i].count, shape, &rank);
@@ -313,21 +365,44 @@ static ug_status candidate_outputs(const ug_candidate *cand, const ug_case *c, u
         shape_text(shape, rank, want, sizeof want);
         if (!t) {
             if (bufs[i].count == 0) continue;
-            st = ug_fail(UG_EPARSE, "candidate %s: no tensor '%s' (output %s %s of %s/%s)", path, f->buffers[i].name,
-                         ug_st_dtype_name(bufs[i].dtype), want, f->name, c->label);
-            break;
+            return ug_fail(UG_EPARSE, "%s: no tensor '%s' (%s %s %s of %s/%s)", what, f->buffers[i].name, kind,
+                           ug_st_dtype_name(bufs[i].dtype), want, f->name, c->label);
         }
         shape_text(t->shape, t->rank, got, sizeof got);
         if (t->dtype != bufs[i].dtype)
-            st = ug_fail(UG_EPARSE, "candidate %s: tensor '%s' is %s, the output is %s", path, t->name,
-                         ug_st_dtype_name(t->dtype), ug_st_dtype_name(bufs[i].dtype));
-        else if (strcmp(want, got) != 0)
-            st = ug_fail(UG_EPARSE, "candidate %s: tensor '%s' has shape %s, the output's is %s", path, t->name, got,
-                         want);
-        else ug_st_copy(t, bufs[i].data);
+            return ug_fail(UG_EPARSE, "%s: tensor '%s' is %s, the %s is %s", what, t->name,
+                           ug_st_dtype_name(t->dtype), kind, ug_st_dtype_name(bufs[i].dtype));
+        if (strcmp(want, got) != 0)
+            return ug_fail(UG_EPARSE, "%s: tensor '%s' has shape %s, the %s's is %s", what, t->name, got, kind, want);
+        ug_st_copy(t, bufs[i].data);
     }
+    return ug_ok();
+}
+
+/* Reads a fixture directory's file of case c: the candidate's (outputs) or
+ * the exported one (a user-supplied case's inputs). */
+static ug_status case_file_tensors(const char *dir, const char *file, size_t max_file, const ug_case *c, ug_buf *bufs,
+                                   bool outputs)
+{
+    char path[1024], what[1040];
+    UG_TRY(join_path(dir, file, path, sizeof path));
+    ug_st_file sf;
+    UG_TRY(ug_st_read(path, max_file, &sf));
+    snprintf(what, sizeof what, outputs ? "candidate %s" : "%s", path);
+    ug_status st = ug_fixture_tensors_copy(what, &sf, c, bufs, outputs);
     ug_st_free(&sf);
     return st;
+}
+
+static ug_status candidate_outputs(const ug_candidate *cand, const ug_case *c, ug_buf *bufs)
+{
+    return case_file_tensors(cand->dir, cand->file[c->index], cand->max_file, c, bufs, true);
+}
+
+static ug_status user_inputs(const void *ctx, const ug_case *c, ug_buf *bufs)
+{
+    const ug_candidate *cand = ctx;
+    return case_file_tensors(cand->fixtures, cand->file[c->index], cand->max_file, c, bufs, false);
 }
 
 static ug_status candidate_run(void *ctx, const ug_case *c, ug_buf *bufs)
@@ -380,20 +455,29 @@ static ug_status check_manifest_tensors(const char *path, const ug_case *c, cons
     return ug_ok();
 }
 
-/* One manifest entry (cases[index], checked strictly) into a case of the sweep. */
-static ug_status manifest_case(const char *path, const json_t *cases, size_t index, ug_case *c, char *file,
-                               size_t file_size)
+/* One manifest entry (cases[index], checked strictly) into a case of the
+ * sweep; a user-supplied one ("origin": "user", no seed) loads its inputs
+ * through cand. */
+static ug_status manifest_case(const char *path, const json_t *cases, size_t index, const ug_candidate *cand,
+                               ug_case *c, char *file, size_t file_size)
 {
     char where[UG_JSON_WHERE], key[32], at[UG_JSON_WHERE];
     snprintf(key, sizeof key, "[%zu]", index);
     ug_json_join(where, "cases", key);
     json_t *e, *params;
-    const char *family, *label, *regime, *seed, *name;
+    const char *family, *label, *regime, *seed = NULL, *name;
     UG_TRY(ug_json_object(path, "cases", cases, key, &e));
+    const bool user = json_object_get(e, "origin") != NULL;
+    if (user) {
+        const char *origin;
+        UG_TRY(ug_json_string(path, where, e, "origin", &origin));
+        if (strcmp(origin, UG_USER_REGIME) != 0)
+            return ug_json_fail(path, where, "origin", "\"%s\" is not \"%s\"", origin, UG_USER_REGIME);
+    }
     UG_TRY(ug_json_string(path, where, e, "family", &family));
     UG_TRY(ug_json_string(path, where, e, "label", &label));
     UG_TRY(ug_json_string(path, where, e, "regime", &regime));
-    UG_TRY(ug_json_string(path, where, e, "seed", &seed));
+    if (!user) UG_TRY(ug_json_string(path, where, e, "seed", &seed));
     UG_TRY(ug_json_string(path, where, e, "file", &name));
     UG_TRY(ug_json_object(path, where, e, "params", &params));
     memset(c, 0, sizeof *c);
@@ -415,6 +499,17 @@ static ug_status manifest_case(const char *path, const json_t *cases, size_t ind
         c->params.v[k] = (double)v;
     }
     c->regime = c->family->n_regimes;
+    c->override.buffer = -1;
+    c->override.dtype = UG_DTYPE_COUNT;
+    c->index = index;
+    if (user) {
+        if (strcmp(regime, UG_USER_REGIME) != 0)
+            return ug_json_fail(path, where, "regime", "\"%s\": a user-supplied case's is \"%s\"", regime,
+                                UG_USER_REGIME);
+        c->load_inputs = user_inputs;
+        c->inputs_ctx = cand;
+        return ug_ok();
+    }
     for (size_t r = 0; r < c->family->n_regimes; r++)
         if (strcmp(c->family->regimes[r], regime) == 0) c->regime = r;
     if (c->regime == c->family->n_regimes)
@@ -424,9 +519,6 @@ static ug_status manifest_case(const char *path, const json_t *cases, size_t ind
     c->seed = strtoull(seed, &end, 16);
     if (*end || errno || strncmp(seed, "0x", 2) != 0)
         return ug_json_fail(path, where, "seed", "\"%s\" is not a 0x-prefixed 64-bit hex number", seed);
-    c->override.buffer = -1;
-    c->override.dtype = UG_DTYPE_COUNT;
-    c->index = index;
     return ug_ok();
 }
 
@@ -483,7 +575,7 @@ static ug_status load_manifest(const char *path, const json_t *root, ug_sweep *s
     snprintf(sw->path, sizeof sw->path, "%s", path_of_sweep);
     sw->seed = seed;
     for (size_t i = 0; i < n; i++, sw->n_cases = cand->n = i)
-        UG_TRY(manifest_case(path, cases, i, &sw->cases[i], cand->file[i], sizeof cand->file[i]));
+        UG_TRY(manifest_case(path, cases, i, cand, &sw->cases[i], cand->file[i], sizeof cand->file[i]));
     return unique_cases(path, sw, cand);
 }
 
@@ -499,11 +591,14 @@ ug_status ug_candidate_open(const char *fixtures, const char *candidate_dir, siz
     ug_status st = ug_input_check_dir("candidate", candidate_dir);
     if (ug_is_ok(&st) && strlen(candidate_dir) >= sizeof cand->dir)
         st = ug_fail(UG_EINPUT, "candidate directory '%s' is longer than %zu bytes", candidate_dir, sizeof cand->dir - 1);
+    if (ug_is_ok(&st) && strlen(fixtures) >= sizeof cand->fixtures)
+        st = ug_fail(UG_EINPUT, "fixtures directory '%s' is longer than %zu bytes", fixtures, sizeof cand->fixtures - 1);
     if (!ug_is_ok(&st)) {
         free(cand);
         return st;
     }
     strcpy(cand->dir, candidate_dir);
+    strcpy(cand->fixtures, fixtures);
     cand->max_file = max_case_bytes + 8 + (size_t)UG_ST_MAX_HEADER;
     json_t *root = NULL;
     st = ug_input_check_dir("fixtures", fixtures);

@@ -14,12 +14,15 @@
  * every candidate file must exist and hold each output under its buffer name
  * with the manifest's dtype and shape, and this tool must draw inputs whose
  * hashes match the manifest's (otherwise the fixtures came from another
- * version of the generators). The returned kernel source then copies a
+ * version of the generators); a user-supplied case (UG_USER_REGIME) takes
+ * its inputs from its fixture file instead, whose input hashes must match
+ * the manifest's. The returned kernel source then copies a
  * case's candidate outputs into the runner's buffers, and the normal runner,
  * gate and reports take it from there. */
 #ifndef UG_INTEROP_H
 #define UG_INTEROP_H
 
+#include "../core/safetensors.h"
 #include "runner.h"
 
 #define UG_FIXTURES_SCHEMA "ulpgate-fixtures/1"
@@ -33,6 +36,29 @@
  * bounds are model's (the manifest's "profile" names it). */
 ug_status ug_export(const ug_sweep *sweep, const ug_f32_model *model, const char *dir, size_t max_case_bytes,
                     bool progress, size_t *n_exported, size_t *n_rejected_skipped);
+
+/* Inputs a user supplied (`ulpgate reference`, harness/userinputs.h)
+ * instead of a generator: the case's regime and the manifest's "origin" read
+ * "user", and the manifest names the input file and its FNV-1a instead of
+ * a seed. */
+#define UG_USER_REGIME "user"
+typedef struct {
+    const char *name;   /* the input file's name as given */
+    uint64_t fnv1a;     /* of its bytes */
+} ug_user_origin;
+
+/* Writes case c (index 0, inputs in bufs, descriptor order) as a fixture
+ * directory dir in export's layout: the case file, then manifest.json. dir
+ * must be absent or an empty directory; it is built beside dir and renamed
+ * onto it, so on any failure nothing is written. */
+ug_status ug_export_user(const ug_case *c, const ug_buf *bufs, const ug_f32_model *model, const ug_user_origin *user,
+                         const char *dir);
+
+/* Copies the outputs (or the inputs) of case c from sf into bufs
+ * (descriptor order, counts and dtypes set), checking each is there with its
+ * dtype and shape; one with no elements in this case may be absent. `what`
+ * names sf in the UG_EPARSE messages. */
+ug_status ug_fixture_tensors_copy(const char *what, const ug_st_file *sf, const ug_case *c, ug_buf *bufs, bool outputs);
 
 typedef struct ug_candidate ug_candidate;
 

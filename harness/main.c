@@ -29,6 +29,7 @@
 #include "profile.h"
 #include "report.h"
 #include "runner.h"
+#include "userinputs.h"
 
 enum { EXIT_PASS = 0, EXIT_GATE = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 
@@ -137,6 +138,7 @@ static void usage(FILE *out)
           "  report   re-gate and re-render one run's report.json (e.g. against another baseline)\n"
           "  export   write a sweep's cases as safetensors fixtures for a kernel outside ulpgate\n"
           "  score    gate a candidate's outputs read from safetensors files (docs/interop.md)\n"
+          "  reference  the reference and bounds on your own input tensors, as fixtures for score\n"
           "  list     the kernel families: parameters, buffers, regimes, mutants\n"
           "  mutants  the deliberately broken kernel builds, one per line: FAMILY ID NAME\n"
           "  variants the numerically legitimate rewrites the gate must accept: FAMILY ID NAME\n"
@@ -764,6 +766,70 @@ static int cmd_score(int argc, char **argv)
     return rc;
 }
 
+static const char reference_usage[] =
+    "usage: ulpgate reference --family F --inputs IN.safetensors --out DIR [--param NAME=VALUE ...]\n"
+    "                         [--profile NAME|PATH] [--max-case-mib N]\n"
+    "Computes the reference (both modes) and the per-element bounds of family F on your own\n"
+    "inputs and writes them to DIR as a fixture directory in export's layout, for `ulpgate score\n"
+    "--fixtures DIR` (docs/interop.md \"Your own inputs\").\n"
+    "IN holds F's input tensors under their names, dtypes and shapes (`ulpgate list`) and nothing\n"
+    "else; F's parameters come from IN's __metadata__ (string values, {\"B\": \"1\", ...}) and --param,\n"
+    "which wins. Refused with exit 2, naming the tensor, index and value, and writing nothing: a\n"
+    "missing or unknown parameter, a missing tensor or one of another dtype or shape, a shape the\n"
+    "kernel's validation rejects, inputs outside the family's data contract (a gate or beta not\n"
+    "finite, A not lower-triangular, L not strictly lower-triangular, htmp's S < 0 or M = +inf/NaN).\n"
+    "  --out DIR            must be absent or an empty directory; it appears complete or not at all\n"
+    "  --param NAME=VALUE   one of F's parameters (repeatable)\n"
+    "  --profile NAME|PATH  the target arithmetic of the bounds (fixtures/profiles/NAME.json; default cpu)\n"
+    "  -h, --help, --version  this text; the version\n"
+    "exit: 0 written, 2 usage or input error, 3 internal error\n";
+
+static int cmd_reference(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"family", required_argument, 0, 'F'}, {"inputs", required_argument, 0, 'i'},
+        {"out", required_argument, 0, 'o'},    {"param", required_argument, 0, 'p'},
+        {"profile", required_argument, 0, 'P'}, {"max-case-mib", required_argument, 0, 'm'},
+        COMMON_OPTIONS,                        {0, 0, 0, 0},
+    };
+    const char **params = calloc((size_t)argc + 1, sizeof *params);
+    if (!params) return EXIT_INTERNAL;
+    ug_user_request rq = {.params = params, .max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT};
+    const char *profile = NULL;
+    int rc = -1;
+    optind = 1;
+    for (int ch; rc < 0 && (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+        if (ch == 'F') rq.family = optarg;
+        else if (ch == 'i') rq.inputs = optarg;
+        else if (ch == 'o') rq.out = optarg;
+        else if (ch == 'p') params[rq.n_params++] = optarg;
+        else if (ch == 'P') profile = optarg;
+        else if (ch == OPT_VERSION) rc = print_version();
+        else if (ch != 'm' || !parse_max_case_mib(optarg, &rq.max_case_bytes)) {
+            fputs(reference_usage, ch == OPT_HELP ? stdout : stderr);
+            rc = ch == OPT_HELP ? EXIT_PASS : EXIT_USAGE;
+        }
+    }
+    if (rc < 0 && (!rq.family || !rq.inputs || !rq.out || optind < argc)) {
+        fprintf(stderr, "ulpgate reference: --family, --inputs and --out are required, and nothing else\n%s",
+                reference_usage);
+        rc = EXIT_USAGE;
+    }
+    if (rc < 0) {
+        ug_f32_model model;
+        ug_status st = input_path("--inputs", rq.inputs);
+        if (ug_is_ok(&st)) st = load_profile(profile, &model);
+        if (ug_is_ok(&st)) st = ug_user_reference(&rq, &model);
+        if (ug_is_ok(&st))
+            printf("ulpgate reference: %s on %s -> %s/ (score it with --fixtures %s)\n", rq.family, rq.inputs, rq.out,
+                   rq.out);
+        rc = ug_is_ok(&st) ? EXIT_PASS : fail_with(&st);
+        mpfr_free_cache();
+    }
+    free(params);
+    return rc;
+}
+
 /* One line per build: FAMILY ID NAME<tab>WHAT (ci/mutants.sh reads them). */
 static int cmd_builds(bool variants, int argc, char **argv)
 {
@@ -803,6 +869,7 @@ int main(int argc, char **argv)
     if (strcmp(verb, "merge") == 0 || strcmp(verb, "report") == 0) return cmd_merge(verb, argc - 1, argv + 1);
     if (strcmp(verb, "export") == 0) return cmd_export(argc - 1, argv + 1);
     if (strcmp(verb, "score") == 0) return cmd_score(argc - 1, argv + 1);
+    if (strcmp(verb, "reference") == 0) return cmd_reference(argc - 1, argv + 1);
     if (strcmp(verb, "list") == 0) return cmd_list(argc - 1, argv + 1);
     if (strcmp(verb, "mutants") == 0) return cmd_builds(false, argc - 1, argv + 1);
     if (strcmp(verb, "variants") == 0) return cmd_builds(true, argc - 1, argv + 1);

@@ -55,7 +55,7 @@ static const ug_family_result *family_result(const ug_run_result *run, const ug_
 static const char *regime_name(const ug_case *c)
 {
     if (c->expect_reject) return NULL;
-    return c->regime < c->family->n_regimes ? c->family->regimes[c->regime] : "?";
+    return c->regime < c->family->n_regimes ? c->family->regimes[c->regime] : "user";
 }
 
 /* "B=1 T=64 ..." in the family's parameter order. */

@@ -129,6 +129,7 @@ ug_status ug_case_generate(const ug_case *c, ug_buf *bufs)
 {
     for (size_t i = 0; i < c->family->n_buffers; i++)
         if (!c->family->buffers[i].is_output) memset(bufs[i].data, input_fill_byte, buf_bytes(&bufs[i]));
+    if (c->load_inputs) return c->load_inputs(c->inputs_ctx, c, bufs);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (!rng) return ug_fail(UG_ENOMEM, "cannot allocate a random generator");
     gsl_rng_set(rng, c->seed);

@@ -60,7 +60,8 @@ ug_status ug_run_check_sizes(const ug_sweep *sweep, size_t max_bytes);
 
 /* The inputs of accepted case c exactly as a run draws them (`export` and
  * `score` rely on it): bufs in descriptor order with counts, dtypes and data
- * set; inputs are filled, then generated from the case seed. */
+ * set; inputs are filled, then generated from the case seed (or loaded by
+ * the case's load_inputs). */
 ug_status ug_case_generate(const ug_case *c, ug_buf *bufs);
 /* FNV-1a of a buffer's bytes (the input hashes of exported fixtures). */
 uint64_t ug_buf_hash(const ug_buf *b);

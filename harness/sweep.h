@@ -42,17 +42,21 @@ typedef struct {
     ug_dtype dtype;       /* UG_DTYPE_COUNT: the expected dtype */
 } ug_buffer_override;
 
-typedef struct {
+typedef struct ug_case {
     const ug_family *family;
     char label[UG_LABEL_LEN];   /* unique within the family */
     ug_params params;
-    size_t regime;              /* accepted cases */
+    size_t regime;              /* accepted cases; family->n_regimes: user-supplied inputs */
     bool expect_reject;
     ug_buffer_override override;
     size_t n_expect;
     char expect[UG_MAX_EXPECT][UG_EXPECT_LEN];
     uint64_t seed;
     size_t index;               /* position in the (filtered, unsharded) sweep */
+    /* NULL: the inputs are drawn from seed. Otherwise the user supplied them
+     * (`ulpgate reference`) and this fills the input buffers (ug_case_generate). */
+    ug_status (*load_inputs)(const void *ctx, const struct ug_case *c, ug_buf *bufs);
+    const void *inputs_ctx;
 } ug_case;
 
 typedef struct {

@@ -315,6 +315,8 @@ static void test_bad_manifest(void)
         {"file", "\"../x.safetensors\"", "cases[1].file: \"../x.safetensors\" is empty"},
         {"file", "\"0000-gdn_chunk_cumsum.safetensors\"", "repeats cases[0]"},
         {"params", "{\"B\": 1, \"T\": 128, \"H\": 3, \"BT\": 64}", "fixture/tool version mismatch: the manifest lists"},
+        {"origin", "\"model\"", "cases[1].origin: \"model\" is not \"user\""},
+        {"origin", "\"user\"", "cases[1].regime: \"strong_decay\": a user-supplied case's is \"user\""},
     };
     for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
         fixture fx;
