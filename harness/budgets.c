@@ -228,3 +228,22 @@ bool ug_budget_enforces(const ug_budgets *all, const ug_budget *b, ug_stat_flag 
 {
     return !source_name || !b->stats_builtin_only || all->enforce_stats || (b->always_enforced & stat);
 }
+
+const char *ug_budget_verdict(const ug_budgets *all, const ug_budget *b, const ug_summary *s, const char *source_name)
+{
+    if (!b) return "no budget";
+    if (ug_budget_met(b, s)) return "pass";
+    const struct {
+        ug_stat_flag stat;
+        bool broken;
+    } stats[] = {
+        {UG_STAT_MAX_ULP, !(s->max_ulp_dist <= b->max_ulp_dist)},
+        {UG_STAT_P99_ULP, !(s->p99_ulp_dist <= b->p99_ulp_dist)},
+        {UG_STAT_SHARE_CR, !(ug_summary_share_cr(s) >= b->min_share_cr)},
+        {UG_STAT_REL_RMS, !(ug_summary_rel_rms(s) <= b->max_rel_rms)},
+    };
+    bool fails = !(s->max_ratio <= b->max_ratio);
+    for (size_t i = 0; i < sizeof stats / sizeof stats[0]; i++)
+        fails = fails || (stats[i].broken && ug_budget_enforces(all, b, stats[i].stat, source_name));
+    return fails ? "FAIL" : "advisory";
+}

@@ -85,6 +85,10 @@ bool ug_budget_met(const ug_budget *b, const ug_summary *s);
 /* Whether statistic stat of b gates a run whose kernels came from source_name
  * (NULL: the built-in kernels). */
 bool ug_budget_enforces(const ug_budgets *all, const ug_budget *b, ug_stat_flag stat, const char *source_name);
+/* The reports' budget column for s against b (NULL: "no budget") in a run of
+ * source_name: "pass"; "FAIL" when a figure that gates this source breaks b;
+ * "advisory" when only statistics that do not gate it do. */
+const char *ug_budget_verdict(const ug_budgets *all, const ug_budget *b, const ug_summary *s, const char *source_name);
 
 /* A "<mode>": {...} member found at JSON path where: its name must be a mode
  * ("exact", "staged") and its value an object (core/json messages). */

@@ -94,15 +94,9 @@ typedef struct {
 
 typedef void row_printer(FILE *out, const row *r);
 
-static const char *budget_verdict(const ug_summary *s, const ug_budget *b)
+static void row_fill(row *r, const ug_summary *s, const ug_budget *b, const char *verdict)
 {
-    if (!b) return "no budget";
-    return ug_budget_met(b, s) ? "pass" : "FAIL";
-}
-
-static void row_fill(row *r, const ug_summary *s, const ug_budget *b)
-{
-    r->verdict = budget_verdict(s, b);
+    r->verdict = verdict;
     snprintf(r->elements, sizeof r->elements, "%" PRIu64, s->elements);
     snprintf(r->max, sizeof r->max, "%" PRIu32, s->max_ulp_dist);
     snprintf(r->p99, sizeof r->p99, "%" PRIu32, s->p99_ulp_dist);
@@ -129,7 +123,8 @@ static void each_row(FILE *out, const ug_run_result *run, const ug_budgets *budg
                 row r = {.family = fr->family->name,
                          .output = output_name(fr, o),
                          .mode = ug_ref_mode_name((ug_ref_mode)m)};
-                row_fill(&r, &s, ug_budgets_find(budgets, r.family, r.output, (ug_ref_mode)m));
+                const ug_budget *b = ug_budgets_find(budgets, r.family, r.output, (ug_ref_mode)m);
+                row_fill(&r, &s, b, ug_budget_verdict(budgets, b, &s, run->source_name));
                 print(out, &r);
             }
         }
@@ -450,7 +445,7 @@ static json_t *aggregate_json(const report_in *in, const ug_family_result *fr, s
     json_t *j = summary_rms_json(&s);
     j = set(j, "dist_histogram", histogram_json(&fr->agg[o][m]));
     j = set(j, "budget", budget_json(b));
-    j = set(j, "budget_verdict", json_string(budget_verdict(&s, b)));
+    j = set(j, "budget_verdict", json_string(ug_budget_verdict(in->budgets, b, &s, in->run->source_name)));
     return set(j, "worst_case", worst_case_json(in->run, fr, o, m, &s));
 }
 

@@ -653,6 +653,12 @@ static void test_stat_budgets_advise_outside_kernels(void)
     evaluate(fx, false);
     CU_ASSERT_TRUE(fx->verdict.pass);
     CU_ASSERT(find(&fx->verdict, UG_FINDING_INFO, "u staged: max_ulp_dist 111 exceeds budget 4 (advisory") >= 0);
+    /* the reports' budget column says so too, and FAIL for the built-in kernels */
+    const ug_budget *b = ug_budgets_find(&fx->budgets, "gdn_recompute_wu", "u", UG_REF_STAGED);
+    const ug_summary s = ug_stats_summary(agg(fx, U, UG_REF_STAGED));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_STRING_EQUAL(ug_budget_verdict(&fx->budgets, b, &s, "plugin"), "advisory");
+    CU_ASSERT_STRING_EQUAL(ug_budget_verdict(&fx->budgets, b, &s, NULL), "FAIL");
     /* the same figures from the built-in kernels fail */
     ug_verdict_free(&fx->verdict);
     ug_budgets_free(&fx->budgets);
