@@ -41,12 +41,14 @@
 
 #include "results.h"
 
-/* The statistics a budget limits besides max_ratio (bit flags). */
+/* The statistics a budget limits besides max_ratio (bit flags), and
+ * max_ratio itself, which gates every kernel source. */
 typedef enum {
     UG_STAT_MAX_ULP = 1,
     UG_STAT_P99_ULP = 2,
     UG_STAT_SHARE_CR = 4,
     UG_STAT_REL_RMS = 8,
+    UG_STAT_MAX_RATIO = 16,
 } ug_stat_flag;
 
 typedef struct {
@@ -80,8 +82,20 @@ typedef struct {
 ug_status ug_budgets_load(const char *path, ug_budgets *out);
 void ug_budgets_free(ug_budgets *b);
 const ug_budget *ug_budgets_find(const ug_budgets *b, const char *family, const char *output, ug_ref_mode mode);
-/* Every figure of s within b (the rule the gate applies to the built-in kernels). */
-bool ug_budget_met(const ug_budget *b, const ug_summary *s);
+/* One figure of a summary against its budget: the gate's findings and the
+ * reports' budget column both read these. */
+typedef struct {
+    ug_stat_flag stat;
+    const char *figure; /* "max_ratio", "max_ulp_dist", ... */
+    double value, limit;
+    bool at_least;      /* the limit is a floor (share_cr) */
+} ug_budget_figure;
+enum { UG_BUDGET_FIGURES = 5 };
+/* The figures b limits, max_ratio first (rel_rms only where its limit is
+ * finite); returns how many. */
+size_t ug_budget_figures(const ug_budget *b, const ug_summary *s, ug_budget_figure out[UG_BUDGET_FIGURES]);
+/* Whether f is within its limit (NaN never is). */
+bool ug_budget_figure_met(const ug_budget_figure *f);
 /* Whether statistic stat of b gates a run whose kernels came from source_name
  * (NULL: the built-in kernels). */
 bool ug_budget_enforces(const ug_budgets *all, const ug_budget *b, ug_stat_flag stat, const char *source_name);

@@ -57,16 +57,13 @@ static void check_cases(findings *fs, const ug_run_result *run)
             failed - MAX_FAILED_CASES);
 }
 
-/* A finding of kind when value breaks limit (an upper limit, or a lower one
- * when at_least). NaN never meets a limit. */
-static void check_limit(findings *fs, ug_finding_kind kind, const char *what, const char *figure, double value,
-                        double limit, bool at_least)
+/* The finding of a figure beyond its limit (an upper one, or a floor). */
+static void add_limit_finding(findings *fs, ug_finding_kind kind, const char *what, const ug_budget_figure *f)
 {
-    if (at_least ? value >= limit : value <= limit) return;
     char v[UG_NUM_LEN], l[UG_NUM_LEN];
-    ug_fmt_num(v, value);
-    ug_fmt_num(l, limit);
-    add(fs, kind, "%s: %s %s %s budget %s%s", what, figure, v, at_least ? "is below" : "exceeds", l,
+    ug_fmt_num(v, f->value);
+    ug_fmt_num(l, f->limit);
+    add(fs, kind, "%s: %s %s %s budget %s%s", what, f->figure, v, f->at_least ? "is below" : "exceeds", l,
         kind == UG_FINDING_FAIL ? ""
                                 : " (advisory: this statistics budget measures the built-in kernels; every element "
                                   "is judged by its bound; --enforce-stat-budgets makes it gate)");
@@ -76,14 +73,13 @@ static void check_limit(findings *fs, ug_finding_kind kind, const char *what, co
 static void check_budget(findings *fs, const char *what, const ug_summary *s, const ug_budget *b,
                          const ug_budgets *budgets, const char *source_name)
 {
-#define STAT_KIND(flag) (ug_budget_enforces(budgets, b, flag, source_name) ? UG_FINDING_FAIL : UG_FINDING_INFO)
-    check_limit(fs, UG_FINDING_FAIL, what, "max_ratio", s->max_ratio, b->max_ratio, false);
-    check_limit(fs, STAT_KIND(UG_STAT_MAX_ULP), what, "max_ulp_dist", s->max_ulp_dist, b->max_ulp_dist, false);
-    check_limit(fs, STAT_KIND(UG_STAT_P99_ULP), what, "p99_ulp_dist", s->p99_ulp_dist, b->p99_ulp_dist, false);
-    check_limit(fs, STAT_KIND(UG_STAT_SHARE_CR), what, "share_cr", ug_summary_share_cr(s), b->min_share_cr, true);
-    if (isfinite(b->max_rel_rms))
-        check_limit(fs, STAT_KIND(UG_STAT_REL_RMS), what, "rel_rms", ug_summary_rel_rms(s), b->max_rel_rms, false);
-#undef STAT_KIND
+    ug_budget_figure f[UG_BUDGET_FIGURES];
+    const size_t n = ug_budget_figures(b, s, f);
+    for (size_t i = 0; i < n; i++)
+        if (!ug_budget_figure_met(&f[i]))
+            add_limit_finding(fs, ug_budget_enforces(budgets, b, f[i].stat, source_name) ? UG_FINDING_FAIL
+                                                                                          : UG_FINDING_INFO,
+                              what, &f[i]);
 }
 
 /* Compares one figure with its baseline value: worse by more than slack
