@@ -62,6 +62,11 @@ typedef struct {
      * elements); it exports flat, [count]. */
     const char *layout_words;
     bool (*count)(const ug_params *p, size_t *count);
+    /* An output a kernel may leave unwritten as a whole: a pipeline's
+     * intermediate, which a kernel that fuses stages does not have. Every
+     * element untouched: not handed over, not checked, and the report says
+     * so; some elements written: the unwritten ones fail as for any output. */
+    bool optional;
 } ug_buffer_desc;
 
 #define UG_DIMS(...) .rank = sizeof((int[]){__VA_ARGS__}) / sizeof(int), .dims = {__VA_ARGS__}
@@ -82,6 +87,29 @@ typedef struct {
     uint64_t threads_planned, threads_needed;
     uint64_t tg_bytes_planned, tg_bytes_needed;
 } ug_plan;
+
+/* A family whose math is independent per batch entry and value head names
+ * those parameters (harness/slice.h): the runner then computes and measures
+ * the reference one (b, h) sub-case at a time, in parallel, with memory
+ * bounded by one slice. key_head: the parameter of the key heads a value
+ * head shares (h reads key head h / (H / Hg)), or -1. */
+typedef struct {
+    bool on;
+    int batch, head, key_head;
+} ug_slicing;
+#define UG_SLICE_BY(b, h, kh) .slicing = {true, (b), (h), (kh)}
+
+/* One stage of a pipeline family (chained verification, harness/chain.h):
+ * a registered family whose reference checks the pipeline's outputs of the
+ * same names, computed from the pipeline's inputs and the kernel's own
+ * outputs of earlier stages. Buffers and parameters map by name, except
+ * the renames {stage name, pipeline name}; param gives the value of a stage
+ * parameter the pipeline has none of that name for. */
+typedef struct {
+    const char *family;
+    const char *renames[2][2];
+    double (*param)(const ug_params *pipeline, const char *name);
+} ug_stage_desc;
 
 typedef struct ug_family {
     const char *name;
@@ -124,6 +152,14 @@ typedef struct ug_family {
     /* Optional (NULL: the seed has no host plan). The seed host's plan and
      * the algorithm's need for a shape the kernel accepts. */
     ug_status (*plan)(const ug_params *p, ug_plan *out);
+    ug_slicing slicing;
+    /* A pipeline's stages, in order (n_stages 0: none). Each output a
+     * stage computes is checked against that stage's reference on the
+     * kernel's own upstream outputs: an optional output in both modes; any
+     * other in the staged mode, its exact mode staying this family's
+     * reference (the end-to-end comparison). */
+    size_t n_stages;
+    const ug_stage_desc *stages;
 } ug_family;
 
 /* One line when the plan exceeds a limit or falls short of the need, else

@@ -227,6 +227,35 @@ static void md_findings(FILE *f, const ug_verdict *v)
     if (v->n == 0) fputs("None.\n", f);
 }
 
+/* Per output of a pipeline family (harness/chain.h): in how many accepted
+ * cases each mode was measured; an intermediate the kernel did not hand
+ * over, or whose stage lacked an input, is not. */
+static void md_chained(FILE *f, const ug_run_result *run)
+{
+    for (size_t i = 0; i < run->n_families; i++) {
+        const ug_family_result *fr = &run->families[i];
+        if (!fr->family->n_stages) continue;
+        fprintf(f, "\n## Chained stages of %s\n\n"
+                   "Each output below is checked against its stage's reference computed from the kernel's own "
+                   "earlier outputs (the staged mode of o and final_state; both modes of an intermediate); the exact "
+                   "mode of o and final_state compares them with the exact recurrence. A case that does not hand "
+                   "over an intermediate, or an input of its stage, leaves that check out.\n\n"
+                   "| output | cases checked (exact) | cases checked (staged) | accepted cases |\n|---|---:|---:|---:|\n",
+                fr->family->name);
+        for (size_t o = 0; o < fr->n_outputs; o++) {
+            size_t checked[UG_REF_MODE_COUNT] = {0}, accepted = 0;
+            for (size_t k = 0; k < run->n_cases; k++) {
+                const ug_case_result *cr = &run->cases[k];
+                if (cr->c->family != fr->family || cr->c->expect_reject) continue;
+                accepted++;
+                for (int m = 0; m < UG_REF_MODE_COUNT; m++) checked[m] += cr->sum[o][m].elements > 0;
+            }
+            fprintf(f, "| %s | %zu | %zu | %zu |\n", output_name(fr, o), checked[UG_REF_EXACT],
+                    checked[UG_REF_STAGED], accepted);
+        }
+    }
+}
+
 static void md_plan_findings(FILE *f, const ug_run_result *run)
 {
     fputs("\n## Dispatch-plan audit (SPEC 1.6)\n\n", f);
@@ -247,6 +276,7 @@ static ug_status write_md(FILE *f, const report_in *in)
     md_summary(f, in);
     md_rejected(f, in->run);
     md_failures(f, in->run);
+    md_chained(f, in->run);
     md_plan_findings(f, in->run);
     md_findings(f, in->verdict);
     return ug_ok();

@@ -18,7 +18,8 @@ typedef struct {
     bool passed;
     char failure[UG_MSG_MAX];   /* first reason, when !passed */
     ug_status kernel_status;    /* what the kernel returned (first ISA) */
-    /* accepted cases: per output ordinal and mode */
+    /* accepted cases: per output ordinal and mode (0 elements: not measured,
+       an intermediate not handed over: harness/chain.h) */
     ug_summary sum[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
     uint64_t bits_hash;         /* FNV-1a of all outputs' bytes (first ISA) */
     bool isa_bits_agree;        /* every ISA produced the same bits */

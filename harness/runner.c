@@ -16,6 +16,8 @@
 #include "../core/guard.h"
 #include "../core/hash.h"
 #include "../kernels/parallel.h"
+#include "chain.h"
+#include "slice.h"
 
 /* Poison of unwritten outputs: the bytes A7 7F repeated read as the
  * signalling NaN 0x7FA7 in bf16 and 0x7FA77FA7 in f32, values no rounding
@@ -259,124 +261,356 @@ static void check_rejection(const ug_case *c, case_buffers *cb, const char *labe
         set_failure(r, "[%s] rejected call wrote to output %s", label, which);
 }
 
-typedef struct {
-    ug_ref_value *ref[UG_MAX_BUFFERS][UG_REF_MODE_COUNT]; /* per output ordinal */
-    size_t n_outputs;
-    int out_buf[UG_MAX_BUFFERS];
-} case_reference;
+/* ---- measuring a set of outputs against the reference, slice by slice ---------- */
 
-static void reference_free(case_reference *cr)
+/* The run's case workers that found no case left: a case still running
+ * borrows them for its slices. */
+typedef struct {
+    pthread_mutex_t *lock;
+    size_t idle;
+} worker_pool;
+
+/* One set of outputs to measure: a path's, copied out of the case's buffers
+ * (the next path overwrites them). */
+typedef struct {
+    const char *label;
+    void *data[UG_MAX_BUFFERS]; /* per buffer index: a copy of the output, NULL for inputs */
+} output_set;
+
+static void output_set_free(output_set *os)
 {
-    for (size_t o = 0; o < cr->n_outputs; o++)
-        for (int m = 0; m < UG_REF_MODE_COUNT; m++) free(cr->ref[o][m]);
+    for (size_t i = 0; i < UG_MAX_BUFFERS; i++) free(os->data[i]);
 }
 
-static ug_status reference_compute(const ug_case *c, const ug_f32_model *model, const case_buffers *cb,
-                                   case_reference *cr)
+static ug_status output_set_copy(const case_buffers *cb, const char *label, output_set *os)
 {
-    const ug_family *f = c->family;
-    memset(cr, 0, sizeof *cr);
-    for (size_t i = 0; i < f->n_buffers; i++)
-        if (f->buffers[i].is_output) cr->out_buf[cr->n_outputs++] = (int)i;
-    for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
-        ug_ref_value *outs[UG_MAX_BUFFERS];
-        for (size_t o = 0; o < cr->n_outputs; o++) {
-            size_t n = cb->buf[cr->out_buf[o]].count;
-            cr->ref[o][m] = calloc(n ? n : 1, sizeof(ug_ref_value));
-            if (!cr->ref[o][m]) return ug_fail(UG_ENOMEM, "reference of %s: %zu elements", f->name, n);
-            outs[o] = cr->ref[o][m];
+    memset(os, 0, sizeof *os);
+    os->label = label;
+    for (size_t i = 0; i < cb->n; i++) {
+        if (!cb->f->buffers[i].is_output) continue;
+        const size_t bytes = buf_bytes(&cb->buf[i]);
+        os->data[i] = malloc(bytes ? bytes : 1);
+        if (!os->data[i]) {
+            output_set_free(os);
+            return ug_fail(UG_ENOMEM, "cannot keep the %zu bytes of output %s", bytes, cb->f->buffers[i].name);
         }
-        UG_TRY(f->reference(&c->params, cb->buf, model, (ug_ref_mode)m, outs));
-        for (size_t o = 0; o < cr->n_outputs; o++)
-            ug_ref_allow_flushed_output(model, outs[o], cb->buf[cr->out_buf[o]].count);
+        memcpy(os->data[i], cb->buf[i].data, bytes);
     }
     return ug_ok();
 }
 
-static ug_status keep_sample(ug_case_result *r, const ug_buf *b, const ug_ref_value *ref, const ug_elem_error *e,
-                             size_t output, int mode)
-{
-    double ulp = b->dtype == UG_BF16 ? ug_ulp_bf16(ref->r_hi) : ug_ulp_f32(ref->r_hi);
-    ug_sample x = {(uint8_t)output, (uint8_t)mode, e->cond, e->ulp_err, isfinite(ref->r_hi) ? ref->bound / ulp : NAN};
-    return ug_samples_push(&r->samples, &x);
-}
+/* The elements with the largest ratios of one output and mode, largest
+ * first, earlier index first on ties. */
+typedef struct {
+    size_t n;
+    double ratio[UG_SAMPLES_WORST];
+    ug_sample sample[UG_SAMPLES_WORST];
+} worst_list;
 
-/* Keeps the indices of the UG_SAMPLES_WORST largest ratios (earlier first on ties). */
-static void keep_if_worse(size_t *worst, double *ratio, size_t *n, size_t index, double value)
+static void keep_if_worse(worst_list *w, double ratio, const ug_sample *x)
 {
-    if (!(value > 0)) return;
-    size_t at = *n < UG_SAMPLES_WORST ? (*n)++ : UG_SAMPLES_WORST;
-    while (at > 0 && ratio[at - 1] < value) {
-        if (at < UG_SAMPLES_WORST) worst[at] = worst[at - 1], ratio[at] = ratio[at - 1];
+    if (!(ratio > 0)) return;
+    size_t at = w->n < UG_SAMPLES_WORST ? w->n++ : UG_SAMPLES_WORST;
+    while (at > 0 && w->ratio[at - 1] < ratio) {
+        if (at < UG_SAMPLES_WORST) w->ratio[at] = w->ratio[at - 1], w->sample[at] = w->sample[at - 1];
         at--;
     }
-    if (at < UG_SAMPLES_WORST) worst[at] = index, ratio[at] = value;
+    if (at < UG_SAMPLES_WORST) w->ratio[at] = ratio, w->sample[at] = *x;
 }
 
-/* Measures the outputs against the reference into the case's own
- * statistics (merged into the family's in case order after the run, so the
- * figures do not depend on the number of worker threads); reports the first
- * failing element. */
-static ug_status measure(const ug_case *c, const case_buffers *cb, const case_reference *cr, const char *label,
-                         double moderate_cond, const ug_f32_model *model, ug_case_result *r)
+/* What one slice measured: merged into the case in slice order, so the
+ * figures do not depend on which thread ran which slice. */
+typedef struct {
+    ug_status st;
+    char failure[UG_MSG_MAX];   /* the slice's first failing element, "" if none */
+    ug_stats stats[UG_MAX_BUFFERS][UG_REF_MODE_COUNT]; /* per output ordinal */
+    bool has_stats;
+    ug_samples spread;
+    worst_list worst[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
+    double reference_seconds;
+} slice_result;
+
+/* Everything the slices of one output set share (read-only while they run). */
+typedef struct {
+    const ug_case *c;
+    const case_buffers *cb;
+    const output_set *os;
+    const ug_run_options *opt;
+    ug_slicing_plan sp;
+    ug_chain_plan chain;
+    bool present[UG_MAX_BUFFERS]; /* inputs, and the outputs the kernel wrote */
+    bool checked[UG_MAX_BUFFERS][UG_REF_MODE_COUNT]; /* outputs measured in this set, per mode */
+    size_t n_outputs;
+    int out_buf[UG_MAX_BUFFERS];  /* buffer index of output ordinal */
+    slice_result *slices;
+    /* the work queue of the slices */
+    pthread_mutex_t lock;
+    size_t next;
+    worker_pool *pool;            /* NULL: this thread alone */
+} slice_work;
+
+static void slice_failure(slice_result *sr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void slice_failure(slice_result *sr, const char *fmt, ...)
 {
-    if (!r->pending) {
-        r->pending = calloc(cr->n_outputs * UG_REF_MODE_COUNT, sizeof *r->pending);
-        if (!r->pending) return ug_fail(UG_ENOMEM, "cannot allocate statistics for %zu outputs", cr->n_outputs);
-        for (size_t k = 0; k < cr->n_outputs * UG_REF_MODE_COUNT; k++) UG_TRY(ug_stats_init(&r->pending[k]));
-    }
-    for (size_t o = 0; o < cr->n_outputs; o++) {
-        const ug_buf *b = &cb->buf[cr->out_buf[o]];
-        const char *name = c->family->buffers[cr->out_buf[o]].name;
-        for (size_t i = 0; i < b->count; i++)
-            if (element_is_poison(b, i)) {
-                set_failure(r, "[%s] %s[%zu] was never written", label, name, i);
-                break;
-            }
-        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
-            ug_stats st;
-            UG_TRY(ug_stats_init(&st));
-            const ug_ref_value *ref = cr->ref[o][m];
-            size_t stride = b->count / UG_SAMPLES_SPREAD + 1, worst[UG_SAMPLES_WORST];
-            double worst_ratio[UG_SAMPLES_WORST];
-            size_t n_worst = 0;
-            /* Every exact regime's math takes exp(0): only a target that
-             * computes it exactly keeps every intermediate exact (docs/ties.md). */
-            const bool exact_inputs = m == UG_REF_STAGED && (c->family->exact_regimes >> c->regime & 1u) &&
-                                      model->ops[UG_F32_EXP].exact_at_zero;
-            for (size_t i = 0; i < b->count; i++) {
-                ug_elem_error e = ug_measure(element_bits(b, i), b->dtype, &ref[i]);
-                if (exact_inputs && element_bits(b, i) != ref[i].rn_bits)
-                    set_failure(r, "[%s] %s[%zu] %s: y=%a is not RN(r)=%a bit for bit: on regime %s every "
-                                "intermediate is exact, so only the output's rounding (to nearest, ties to "
-                                "even) may differ from r", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
-                                bits_value(b->dtype, element_bits(b, i)), bits_value(b->dtype, ref[i].rn_bits),
-                                c->family->regimes[c->regime]);
-                ug_stats_add(&st, &e, ref[i].flagged, moderate_cond, i);
-                if (i % stride == 0) UG_TRY(keep_sample(r, b, &ref[i], &e, o, m));
-                else keep_if_worse(worst, worst_ratio, &n_worst, i, e.ratio);
-                if (ref[i].no_bound && ref[i].wild == UG_WILD_NONE)
-                    set_failure(r, "[%s] %s[%zu] %s: no bound: an operation it depends on has an argument outside "
-                                "the declared range of profile %s", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
-                                model->id.name);
-                if (!e.class_ok || e.ratio > 1.0)
-                    set_failure(r, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label,
-                                name, i, ug_ref_mode_name((ug_ref_mode)m),
-                                bits_value(b->dtype, element_bits(b, i)),
-                                ref[i].r_hi, ref[i].bound, e.ratio, e.ulp_err,
-                                e.class_ok ? "" : " (non-finite rule)");
-            }
-            for (size_t k = 0; k < n_worst; k++) {
-                ug_elem_error e = ug_measure(element_bits(b, worst[k]), b->dtype, &ref[worst[k]]);
-                UG_TRY(keep_sample(r, b, &ref[worst[k]], &e, o, m));
-            }
-            ug_summary s = ug_stats_summary(&st);
-            if (s.max_ratio > r->sum[o][m].max_ratio || r->sum[o][m].elements == 0) r->sum[o][m] = s;
-            ug_stats_merge(&r->pending[o * UG_REF_MODE_COUNT + m], &st);
-            ug_stats_free(&st);
-        }
+    if (sr->failure[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sr->failure, sizeof sr->failure, fmt, ap);
+    va_end(ap);
+}
+
+/* Measures one output of a slice against its reference in one mode. */
+static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, const ug_buf *b,
+                                const ug_ref_value *ref, slice_result *sr)
+{
+    const ug_case *c = w->c;
+    const ug_f32_model *model = w->opt->model;
+    const size_t bi = (size_t)w->out_buf[o];
+    const char *name = c->family->buffers[bi].name, *label = w->os->label;
+    const size_t stride = w->cb->buf[bi].count / UG_SAMPLES_SPREAD + 1;
+    /* Every exact regime's math takes exp(0): only a target that computes it
+     * exactly keeps every intermediate exact (docs/ties.md). */
+    const bool exact_inputs = m == UG_REF_STAGED && (c->family->exact_regimes >> c->regime & 1u) &&
+                              model->ops[UG_F32_EXP].exact_at_zero;
+    ug_stats *st = &sr->stats[o][m];
+    for (size_t j = 0; j < b->count; j++) {
+        const size_t i = ug_slice_index(&w->sp, s, bi, j);
+        const uint32_t bits = element_bits(b, j);
+        const ug_elem_error e = ug_measure(bits, b->dtype, &ref[j]);
+        if (exact_inputs && bits != ref[j].rn_bits)
+            slice_failure(sr, "[%s] %s[%zu] %s: y=%a is not RN(r)=%a bit for bit: on regime %s every "
+                          "intermediate is exact, so only the output's rounding (to nearest, ties to "
+                          "even) may differ from r", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
+                          bits_value(b->dtype, bits), bits_value(b->dtype, ref[j].rn_bits),
+                          c->family->regimes[c->regime]);
+        ug_stats_add(st, &e, ref[j].flagged, w->opt->moderate_cond, i);
+        const double ulp = b->dtype == UG_BF16 ? ug_ulp_bf16(ref[j].r_hi) : ug_ulp_f32(ref[j].r_hi);
+        const ug_sample x = {(uint8_t)o, (uint8_t)m, e.cond, e.ulp_err,
+                             isfinite(ref[j].r_hi) ? ref[j].bound / ulp : NAN};
+        if (i % stride == 0) UG_TRY(ug_samples_push(&sr->spread, &x));
+        else keep_if_worse(&sr->worst[o][m], e.ratio, &x);
+        if (ref[j].no_bound && ref[j].wild == UG_WILD_NONE)
+            slice_failure(sr, "[%s] %s[%zu] %s: no bound: an operation it depends on has an argument outside "
+                          "the declared range of profile %s", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
+                          model->id.name);
+        if (!e.class_ok || e.ratio > 1.0)
+            slice_failure(sr, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label, name, i,
+                          ug_ref_mode_name((ug_ref_mode)m), bits_value(b->dtype, bits), ref[j].r_hi, ref[j].bound,
+                          e.ratio, e.ulp_err, e.class_ok ? "" : " (non-finite rule)");
     }
     return ug_ok();
+}
+
+/* The reference of slice s in both modes, one mode at a time, each output
+ * measured as soon as it is known. */
+static ug_status measure_slice(const slice_work *w, size_t s, slice_result *sr)
+{
+    const ug_family *f = w->c->family;
+    ug_params sub;
+    ug_slice_params(&w->sp, s, &sub);
+    ug_buf sb[UG_MAX_BUFFERS];
+    void *owned[UG_MAX_BUFFERS] = {0};
+    ug_ref_value *refs[UG_MAX_BUFFERS] = {0};
+    ug_status st = ug_ok();
+    for (size_t i = 0; i < f->n_buffers && ug_is_ok(&st); i++) {
+        const ug_buf full = {f->buffers[i].is_output ? w->os->data[i] : w->cb->buf[i].data, w->cb->buf[i].count,
+                             w->cb->buf[i].dtype};
+        sb[i] = (ug_buf){NULL, 0, full.dtype};
+        st = ug_family_buffer_count(f, &sub, i, &sb[i].count);
+        if (!ug_is_ok(&st) || !w->present[i]) continue; /* an output not handed over: data NULL */
+        if (w->sp.whole) {
+            sb[i].data = full.data;
+            continue;
+        }
+        owned[i] = malloc(sb[i].count * ug_dtype_size(sb[i].dtype) + 1);
+        if (!owned[i]) {
+            st = ug_fail(UG_ENOMEM, "slice of %s: %zu elements", f->buffers[i].name, sb[i].count);
+            break;
+        }
+        sb[i].data = owned[i];
+        ug_slice_gather(&w->sp, s, i, &full, &sb[i]);
+    }
+    for (size_t o = 0; o < w->n_outputs && ug_is_ok(&st); o++) {
+        const size_t n = sb[w->out_buf[o]].count;
+        refs[o] = malloc((n ? n : 1) * sizeof(ug_ref_value));
+        if (!refs[o]) st = ug_fail(UG_ENOMEM, "reference of %s: %zu elements", f->buffers[w->out_buf[o]].name, n);
+    }
+    for (int m = 0; m < UG_REF_MODE_COUNT && ug_is_ok(&st); m++) {
+        for (size_t o = 0; o < w->n_outputs; o++)
+            memset(refs[o], 0, (sb[w->out_buf[o]].count ? sb[w->out_buf[o]].count : 1) * sizeof(ug_ref_value));
+        const double t0 = now_seconds();
+        st = f->reference(&sub, sb, w->opt->model, (ug_ref_mode)m, refs);
+        if (ug_is_ok(&st) && f->n_stages)
+            st = ug_chain_reference(f, &w->chain, &sub, sb, w->opt->model, (ug_ref_mode)m, refs);
+        sr->reference_seconds += now_seconds() - t0;
+        for (size_t o = 0; o < w->n_outputs && ug_is_ok(&st); o++) {
+            if (!w->checked[w->out_buf[o]][m]) continue;
+            const ug_buf *b = &sb[w->out_buf[o]];
+            ug_ref_allow_flushed_output(w->opt->model, refs[o], b->count);
+            st = measure_output(w, s, o, m, b, refs[o], sr);
+        }
+    }
+    for (size_t o = 0; o < w->n_outputs; o++) free(refs[o]);
+    for (size_t i = 0; i < f->n_buffers; i++) free(owned[i]);
+    return st;
+}
+
+static void *slice_worker(void *arg)
+{
+    slice_work *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        const size_t s = w->next++;
+        pthread_mutex_unlock(&w->lock);
+        if (s >= w->sp.n) return NULL;
+        slice_result *sr = &w->slices[s];
+        sr->st = measure_slice(w, s, sr);
+    }
+}
+
+/* A case worker lent to this case's slices, when one is idle. */
+static void *lent_slice_worker(void *arg)
+{
+    slice_work *w = arg;
+    slice_worker(w);
+    mpfr_free_cache(); /* MPFR's constant caches are per thread */
+    pthread_mutex_lock(w->pool->lock);
+    w->pool->idle++;
+    pthread_mutex_unlock(w->pool->lock);
+    return NULL;
+}
+
+/* Runs every slice: this thread, plus every idle case worker of the run
+ * (the last, largest cases of a sweep then use every core). */
+static void run_slices(slice_work *w)
+{
+    pthread_t lent[256];
+    size_t n_lent = 0;
+    if (w->pool) {
+        pthread_mutex_lock(w->pool->lock);
+        while (w->pool->idle > 0 && n_lent + 1 < w->sp.n && n_lent < sizeof lent / sizeof lent[0]) {
+            w->pool->idle--;
+            if (pthread_create(&lent[n_lent], NULL, lent_slice_worker, w) != 0) {
+                w->pool->idle++;
+                break;
+            }
+            n_lent++;
+        }
+        pthread_mutex_unlock(w->pool->lock);
+    }
+    slice_worker(w);
+    for (size_t t = 0; t < n_lent; t++) pthread_join(lent[t], NULL);
+}
+
+/* Which outputs the kernel wrote (an optional one untouched as a whole was
+ * not handed over; any other unwritten element fails), and which are
+ * measured. */
+static ug_status outputs_present(slice_work *w, ug_case_result *r)
+{
+    const ug_family *f = w->c->family;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        w->present[i] = true;
+        if (!f->buffers[i].is_output) continue;
+        const ug_buf b = {w->os->data[i], w->cb->buf[i].count, w->cb->buf[i].dtype};
+        if (f->buffers[i].optional && b.count && is_poison(b.data, buf_bytes(&b))) {
+            w->present[i] = false;
+            continue;
+        }
+        for (size_t j = 0; j < b.count; j++)
+            if (element_is_poison(&b, j)) {
+                set_failure(r, "[%s] %s[%zu] was never written", w->os->label, f->buffers[i].name, j);
+                break;
+            }
+    }
+    UG_TRY(ug_chain_plan_make(f, w->present, &w->chain));
+    for (size_t i = 0; i < f->n_buffers; i++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++)
+            w->checked[i][m] = f->buffers[i].is_output && w->present[i] &&
+                               ug_chain_output_checked(f, &w->chain, i, (ug_ref_mode)m);
+    return ug_ok();
+}
+
+/* Folds the slices into the case, in slice order. */
+static ug_status merge_slices(const slice_work *w, ug_case_result *r)
+{
+    if (!r->pending) {
+        r->pending = calloc(w->n_outputs * UG_REF_MODE_COUNT, sizeof *r->pending);
+        if (!r->pending) return ug_fail(UG_ENOMEM, "cannot allocate statistics for %zu outputs", w->n_outputs);
+        for (size_t k = 0; k < w->n_outputs * UG_REF_MODE_COUNT; k++) UG_TRY(ug_stats_init(&r->pending[k]));
+    }
+    ug_stats total[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
+    worst_list worst[UG_MAX_BUFFERS][UG_REF_MODE_COUNT] = {0};
+    for (size_t o = 0; o < w->n_outputs; o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) UG_TRY(ug_stats_init(&total[o][m]));
+    ug_status st = ug_ok();
+    for (size_t s = 0; s < w->sp.n; s++) {
+        const slice_result *sr = &w->slices[s];
+        if (ug_is_ok(&st) && !ug_is_ok(&sr->st)) st = sr->st;
+        if (sr->failure[0]) set_failure(r, "%s", sr->failure);
+        r->reference_seconds += sr->reference_seconds;
+        for (size_t k = 0; k < sr->spread.n && ug_is_ok(&st); k++) st = ug_samples_push(&r->samples, &sr->spread.items[k]);
+        if (!sr->has_stats) continue;
+        for (size_t o = 0; o < w->n_outputs; o++)
+            for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+                ug_stats_merge(&total[o][m], &sr->stats[o][m]);
+                for (size_t k = 0; k < sr->worst[o][m].n; k++)
+                    keep_if_worse(&worst[o][m], sr->worst[o][m].ratio[k], &sr->worst[o][m].sample[k]);
+            }
+    }
+    for (size_t o = 0; o < w->n_outputs; o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            for (size_t k = 0; k < worst[o][m].n && ug_is_ok(&st); k++)
+                st = ug_samples_push(&r->samples, &worst[o][m].sample[k]);
+            if (w->checked[w->out_buf[o]][m]) {
+                const ug_summary sum = ug_stats_summary(&total[o][m]);
+                if (sum.max_ratio > r->sum[o][m].max_ratio || r->sum[o][m].elements == 0) r->sum[o][m] = sum;
+                ug_stats_merge(&r->pending[o * UG_REF_MODE_COUNT + m], &total[o][m]);
+                r->elements += m == 0 || !w->checked[w->out_buf[o]][0] ? w->cb->buf[w->out_buf[o]].count : 0;
+            }
+            ug_stats_free(&total[o][m]);
+        }
+    return st;
+}
+
+static void slices_free(slice_work *w)
+{
+    for (size_t s = 0; s < w->sp.n; s++) {
+        slice_result *sr = &w->slices[s];
+        if (sr->has_stats)
+            for (size_t o = 0; o < w->n_outputs; o++)
+                for (int m = 0; m < UG_REF_MODE_COUNT; m++) ug_stats_free(&sr->stats[o][m]);
+        ug_samples_free(&sr->spread);
+    }
+    free(w->slices);
+}
+
+/* Measures one output set against the reference (computed from the case's
+ * inputs and, for a pipeline's stages, these outputs). */
+static ug_status measure(const ug_case *c, const case_buffers *cb, const output_set *os, const ug_run_options *opt,
+                         worker_pool *pool, ug_case_result *r)
+{
+    slice_work w = {.c = c, .cb = cb, .os = os, .opt = opt, .lock = PTHREAD_MUTEX_INITIALIZER, .pool = pool};
+    const ug_family *f = c->family;
+    for (size_t i = 0; i < f->n_buffers; i++)
+        if (f->buffers[i].is_output) w.out_buf[w.n_outputs++] = (int)i;
+    UG_TRY(outputs_present(&w, r));
+    ug_slice_plan(f, &c->params, &w.sp);
+    w.slices = calloc(w.sp.n, sizeof *w.slices);
+    if (!w.slices) return ug_fail(UG_ENOMEM, "cannot allocate the results of %zu slices", w.sp.n);
+    ug_status st = ug_ok();
+    for (size_t s = 0; s < w.sp.n && ug_is_ok(&st); s++) {
+        slice_result *sr = &w.slices[s];
+        for (size_t o = 0; o < w.n_outputs && ug_is_ok(&st); o++)
+            for (int m = 0; m < UG_REF_MODE_COUNT && ug_is_ok(&st); m++) st = ug_stats_init(&sr->stats[o][m]);
+        sr->has_stats = true; /* ug_stats_free takes an initialised or zeroed one */
+    }
+    if (ug_is_ok(&st)) {
+        run_slices(&w);
+        st = merge_slices(&w, r);
+    }
+    slices_free(&w);
+    pthread_mutex_destroy(&w.lock);
+    return st;
 }
 
 static ug_status audit_plan(const ug_case *c, ug_case_result *r)
@@ -388,19 +622,21 @@ static ug_status audit_plan(const ug_case *c, ug_case_result *r)
     return ug_ok();
 }
 
-static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_buffers *cb, ug_case_result *r)
+/* Runs every path, keeping the first path's outputs and those of each path
+ * whose bits differ from every kept set, then measures each kept set. */
+static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, worker_pool *pool, case_buffers *cb,
+                              ug_case_result *r)
 {
     UG_TRY(audit_plan(c, r));
     UG_TRY(ug_case_generate(c, cb->buf));
-    case_reference cr;
-    double t0 = now_seconds();
-    ug_status st = reference_compute(c, opt->model, cb, &cr);
-    r->reference_seconds = now_seconds() - t0;
-    uint64_t input_hash = hash_buffers(cb, false);
-    bool first = true;
+    const uint64_t input_hash = hash_buffers(cb, false);
     r->isa_bits_agree = true;
     kernel_path paths[UG_ISA_COUNT];
-    size_t n_paths = kernel_paths(opt, paths);
+    const size_t n_paths = kernel_paths(opt, paths);
+    output_set sets[UG_ISA_COUNT];
+    uint64_t set_bits[UG_ISA_COUNT];
+    size_t n_sets = 0;
+    ug_status st = ug_ok();
     for (size_t k = 0; k < n_paths && ug_is_ok(&st); k++) {
         const kernel_path *path = &paths[k];
         ug_status ks;
@@ -411,26 +647,29 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, case_
             r->kernel_status = ks;
             continue;
         }
-        uint64_t bits = hash_buffers(cb, true);
+        const uint64_t bits = hash_buffers(cb, true);
         if (path->source) {
             r->source_ran = true;
         } else {
             r->isa_ran[path->isa] = true;
             r->isa_bits[path->isa] = bits;
         }
-        if (first) {
+        bool seen = false;
+        for (size_t k2 = 0; k2 < n_sets; k2++) seen |= set_bits[k2] == bits;
+        if (n_sets == 0) {
             r->bits_hash = bits;
             r->kernel_status = ks;
-        } else if (bits == r->bits_hash) {
-            continue; /* same bits, same figures */
-        } else {
+        } else if (!seen) {
             r->isa_bits_agree = false;
         }
-        first = false;
-        st = measure(c, cb, &cr, path->label, opt->moderate_cond, opt->model, r);
-        for (size_t o = 0; o < cr.n_outputs; o++) r->elements += cb->buf[cr.out_buf[o]].count;
+        if (seen) continue; /* same bits, same figures */
+        st = output_set_copy(cb, path->label, &sets[n_sets]);
+        if (ug_is_ok(&st)) set_bits[n_sets++] = bits;
     }
-    reference_free(&cr);
+    for (size_t k = 0; k < n_sets; k++) {
+        if (ug_is_ok(&st)) st = measure(c, cb, &sets[k], opt, pool, r);
+        output_set_free(&sets[k]);
+    }
     return st;
 }
 
@@ -448,7 +687,7 @@ static ug_status run_rejected(const ug_case *c, const ug_run_options *opt, case_
     return ug_ok();
 }
 
-static ug_status run_case(const ug_case *c, const ug_run_options *opt, ug_case_result *r)
+static ug_status run_case(const ug_case *c, const ug_run_options *opt, worker_pool *pool, ug_case_result *r)
 {
     memset(r, 0, sizeof *r);
     r->c = c;
@@ -459,7 +698,7 @@ static ug_status run_case(const ug_case *c, const ug_run_options *opt, ug_case_r
         set_failure(r, "%s", st.msg);
         return ug_ok();
     }
-    st = c->expect_reject ? run_rejected(c, opt, &cb, r) : run_accepted(c, opt, &cb, r);
+    st = c->expect_reject ? run_rejected(c, opt, &cb, r) : run_accepted(c, opt, pool, &cb, r);
     ug_status freed = buffers_free(&cb);
     if (!ug_is_ok(&freed)) set_failure(r, "%s", freed.msg);
     return st;
@@ -511,6 +750,7 @@ typedef struct {
     pthread_mutex_t lock;
     size_t next, done;
     ug_status first_error;
+    worker_pool pool;   /* lock: &lock */
 } work_queue;
 
 /* A case's work, for the order: the elements its outputs hold (the
@@ -571,11 +811,14 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&q->lock);
         if (stop) {
             mpfr_free_cache(); /* MPFR's constant caches are per thread */
+            pthread_mutex_lock(&q->lock);
+            q->pool.idle++;
+            pthread_mutex_unlock(&q->lock);
             return NULL;
         }
         i = q->order[i];
         const ug_case *c = &q->sweep->cases[i];
-        ug_status st = run_case(c, q->opt, &q->out->cases[i]);
+        ug_status st = run_case(c, q->opt, &q->pool, &q->out->cases[i]);
         pthread_mutex_lock(&q->lock);
         q->done++;
         if (!ug_is_ok(&st) && ug_is_ok(&q->first_error)) q->first_error = st;
@@ -648,7 +891,8 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
         ug_run_result_free(out);
         return ug_fail(UG_ENOMEM, "cannot allocate the order of %zu cases", sw->n_cases);
     }
-    work_queue q = {sw, opt, out, order, PTHREAD_MUTEX_INITIALIZER, 0, 0, ug_ok()};
+    work_queue q = {sw, opt, out, order, PTHREAD_MUTEX_INITIALIZER, 0, 0, ug_ok(), {NULL, 0}};
+    q.pool.lock = &q.lock;
     pthread_t threads[256];
     int started = 0;
     for (; started < opt->jobs - 1; started++)

@@ -25,10 +25,13 @@
  * (gdn_chunk_o's MAX_K, a compile-time MMA K-loop); V <= MAX_V = 256;
  * BT == 64; T % BT == 0; V % 64 == 0 (gdn_recompute_wu's BV); every buffer's
  * element count and dtype; every intermediate's byte size fits in size_t.
- * The intermediates live in guarded heap scratch; o and final_state are
- * copied out only after every stage returned UG_OK with its scratch intact,
- * so a failing call writes nothing. A stage's failure is returned
- * with its code and the stage named: "gdn_e2e: chunk_o: <its message>". */
+ * The intermediates live in guarded heap scratch, kept across calls of
+ * the same shape (a production shape's ~130 MiB would otherwise be mapped
+ * and faulted in on every call); o, final_state and the intermediates the
+ * caller asked for (gdn_e2e_stages) are copied out only after every stage
+ * returned UG_OK with its scratch intact, so a failing call writes nothing.
+ * A stage's failure is returned with its code and the stage named:
+ * "gdn_e2e: chunk_o: <its message>". */
 #ifndef UG_KERNEL_GDN_E2E_H
 #define UG_KERNEL_GDN_E2E_H
 
@@ -58,14 +61,34 @@ enum gdn_e2e_mutant {
     GDN_E2E_MUT_V_FOR_V_NEW = 5,         /* chunk_o reads the raw values v, not v_new */
     GDN_E2E_MUT_FINAL_ONE_CHUNK_EARLY = 6, /* final_state = the state at the start of the last chunk */
     GDN_E2E_MUT_Q_K_SWAPPED = 7,         /* chunk_o gets k as q and q as k */
-    GDN_E2E_LEGIT_SCALE_IN_Q = 101,      /* chunk_o gets bf16(q * scale) and scale 1 */
+    /* Bugs that move values by a few ulps: the end-to-end statistics miss
+     * them; the chained check of the handed-over intermediates does not. */
+    GDN_E2E_MUT_BETA_AFTER_CAST = 8,     /* recompute_wu gets beta = 1 and A·diag(beta): beta applied after
+                                            the bf16 casts of k·exp(g) and v */
+    GDN_E2E_MUT_WRONG_KEY_HEAD = 9,      /* chunk_state reads key head (kh + 1) mod Hg */
+    GDN_E2E_MUT_BF16_PARTIAL_SUMS = 10,  /* L from the pipeline's own K·Kᵀ whose running sums are rounded
+                                            to bf16 every 16 terms */
+    GDN_E2E_MUT_L_THROUGH_BF16 = 11,     /* solve_tril gets L rounded to bf16 */
+    GDN_E2E_MUT_SCALE_IN_BF16_Q = 12,    /* chunk_o gets bf16(q * scale) and scale 1: a bf16 rounding of the
+                                            queries SPEC's chunk_o does not have (it scales in f32) */
+    GDN_E2E_LEGIT_FUSED = 101,           /* hands over no intermediate, as a fused kernel would */
+    GDN_E2E_LEGIT_KKT_SOLVE_FUSED = 102, /* hands over every intermediate but L and A */
 };
 
 /* The f32 scale the pipeline applies: RN_f32(1/sqrt(k)). */
 float gdn_e2e_scale(uint32_t k);
 
+/* The intermediates a caller may take, each with the layout and dtype of
+ * the stage that writes it (NULL: not wanted): G f32 [B,T,H]; L, A f32
+ * [B,T,H,BT]; w bf16 [B,T,H,K]; u, v_new bf16 [B,T,H,V]; h bf16
+ * [B,NT,H,V,K]. A given buffer of the wrong count or dtype is rejected like
+ * any other (UG_EINVAL, nothing written). */
+typedef struct {
+    ug_buf *g, *l, *a, *w, *u, *h, *v_new;
+} gdn_e2e_stages;
+
 ug_status gdn_e2e(const gdn_e2e_params *p, const ug_buf *q, const ug_buf *k, const ug_buf *v,
                   const ug_buf *beta, const ug_buf *g_raw, const ug_buf *h0, ug_buf *o,
-                  ug_buf *final_state);
+                  ug_buf *final_state, const gdn_e2e_stages *stages);
 
 #endif

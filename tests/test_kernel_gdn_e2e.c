@@ -50,7 +50,7 @@ static size_t count(const void *vp, size_t i)
 
 static ug_status run(const void *p, ug_buf *const *b)
 {
-    return gdn_e2e(p, b[BUF_Q], b[BUF_K], b[BUF_V], b[BUF_BETA], b[BUF_G_RAW], b[BUF_H0], b[BUF_O], b[BUF_FINAL]);
+    return gdn_e2e(p, b[BUF_Q], b[BUF_K], b[BUF_V], b[BUF_BETA], b[BUF_G_RAW], b[BUF_H0], b[BUF_O], b[BUF_FINAL], NULL);
 }
 
 static void fill_bf16(ug_buf *b, uint64_t *rng, float lo, float hi)
@@ -253,7 +253,7 @@ static void test_intermediate_beyond_size_t_is_rejected_naming_it(void)
     ug_buf buf[N_BUFS];
     for (int i = 0; i < N_BUFS; i++) buf[i] = (ug_buf){&dummy, count(&p, (size_t)i), buffers[i].dtype};
     buf[BUF_H0].data = NULL;
-    ug_status s = gdn_e2e(&p, &buf[0], &buf[1], &buf[2], &buf[3], &buf[4], &buf[5], &buf[6], &buf[7]);
+    ug_status s = gdn_e2e(&p, &buf[0], &buf[1], &buf[2], &buf[3], &buf[4], &buf[5], &buf[6], &buf[7], NULL);
     expect(&s, UG_EINVAL, "gdn_e2e: intermediate L shape [B=1, T=2147483648, H=33554432, BT=64] has more bytes");
     CU_ASSERT_EQUAL(dummy, 0);
 }

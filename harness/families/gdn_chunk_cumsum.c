@@ -62,6 +62,7 @@ static const ug_family gdn_chunk_cumsum_family = {
     .name = "gdn_chunk_cumsum",
     .spec_section = "SPEC 1.3",
     UG_FAMILY_COMMON_FIELDS,
+    UG_SLICE_BY(P_B, P_H, -1),
     UG_FAMILY_VARIANT_FIELDS,
     .n_regimes = GDN_GATE_REGIMES, /* the gate regimes come first in gdn_regime_names */
     .regimes = gdn_regime_names,

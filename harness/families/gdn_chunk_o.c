@@ -315,6 +315,7 @@ static const ug_family gdn_chunk_o_family = {
     .name = "gdn_chunk_o",
     .spec_section = "SPEC 1.2",
     UG_FAMILY_COMMON_FIELDS,
+    UG_SLICE_BY(P_B, P_H, P_HG),
     UG_FAMILY_VARIANT_FIELDS,
     UG_FAMILY_DERIVED_DIM_FIELDS,
     .n_regimes = N_REGIMES,

@@ -70,6 +70,7 @@ static const ug_family gdn_chunk_scaled_kkt_family = {
     .name = "gdn_chunk_scaled_kkt",
     .spec_section = "SPEC 1.3",
     UG_FAMILY_COMMON_FIELDS,
+    UG_SLICE_BY(P_B, P_H, P_HG),
     UG_FAMILY_VARIANT_FIELDS,
     GDN_REGIME_FIELDS_WITH_TIES,
 };

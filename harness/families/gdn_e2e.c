@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Descriptor of gdn_e2e (SPEC §1.2, §1.3): the chunked pipeline from raw
  * inputs to o and the final state (kernels/gdn_e2e.c), against the exact
- * recurrence in MPFR (ref/gdn_e2e.c). Inputs come from the shared realistic
+ * recurrence in MPFR (ref/gdn_e2e.c), and stage by stage (harness/chain.h):
+ * the intermediates a kernel hands over (g, L, A, w, u, h, v_new), o and
+ * final_state each against its stage family's reference computed from the
+ * kernel's own earlier intermediates. Inputs come from the shared realistic
  * generators (harness/gdn_inputs.h) plus L2-normalised queries and an
  * N(0, 0.5^2) initial state. No seed host plan exists for the composition
  * (its stages' plans are audited by their own families). */
@@ -20,8 +23,17 @@
 enum { P_B, P_T, P_HG, P_H, P_K, P_V, P_BT, P_HAS_H0, N_PARAMS };
 static const char *const param_names[N_PARAMS] = {"B", "T", "Hg", "H", "K", "V", "BT", "has_h0"};
 
-enum { BUF_Q, BUF_K, BUF_V, BUF_BETA, BUF_G_RAW, BUF_H0, BUF_O, BUF_FINAL, N_BUFFERS };
-enum { N_INPUTS = BUF_O, N_OUTPUTS = N_BUFFERS - BUF_O };
+/* The intermediates come after o and final_state: a library written for
+ * the first eight buffers keeps working (and hands over nothing). */
+enum { BUF_Q, BUF_K, BUF_V, BUF_BETA, BUF_G_RAW, BUF_H0, BUF_O, BUF_FINAL, BUF_G, BUF_L, BUF_A, BUF_W, BUF_U, BUF_H,
+       BUF_V_NEW, N_BUFFERS };
+enum { N_INPUTS = BUF_O, N_RECURRENCE_OUTPUTS = 2 }; /* o, final_state */
+enum { DIM_NT = UG_DIM_DERIVED(0) };
+
+/* h's chunk count as chunk_state, which writes it, counts it (BT = 0 is a
+ * rejected shape). */
+static size_t chunks(const ug_params *p) { return p->v[P_BT] > 0 ? (size_t)p->v[P_T] / (size_t)p->v[P_BT] : 0; }
+static const ug_derived_dim derived_dims[] = {{"NT", chunks}};
 static const ug_buffer_desc buffers[N_BUFFERS] = {
     [BUF_Q] = {"q", UG_BF16, false, UG_DIMS(P_B, P_T, P_HG, P_K)},
     [BUF_K] = {"k", UG_BF16, false, UG_DIMS(P_B, P_T, P_HG, P_K)},
@@ -31,6 +43,28 @@ static const ug_buffer_desc buffers[N_BUFFERS] = {
     [BUF_H0] = {"h0", UG_F32, false, UG_DIMS(P_B, P_H, P_K, P_V), UG_ONLY_IF({P_HAS_H0, UG_IF_SET})},
     [BUF_O] = {"o", UG_BF16, true, UG_DIMS(P_B, P_T, P_H, P_V)},
     [BUF_FINAL] = {"final_state", UG_F32, true, UG_DIMS(P_B, P_H, P_K, P_V)},
+    [BUF_G] = {"g", UG_F32, true, UG_DIMS(P_B, P_T, P_H), .optional = true},
+    [BUF_L] = {"L", UG_F32, true, UG_DIMS(P_B, P_T, P_H, P_BT), .optional = true},
+    [BUF_A] = {"A", UG_F32, true, UG_DIMS(P_B, P_T, P_H, P_BT), .optional = true},
+    [BUF_W] = {"w", UG_BF16, true, UG_DIMS(P_B, P_T, P_H, P_K), .optional = true},
+    [BUF_U] = {"u", UG_BF16, true, UG_DIMS(P_B, P_T, P_H, P_V), .optional = true},
+    [BUF_H] = {"h", UG_BF16, true, UG_DIMS(P_B, DIM_NT, P_H, P_V, P_K), .optional = true},
+    [BUF_V_NEW] = {"v_new", UG_BF16, true, UG_DIMS(P_B, P_T, P_H, P_V), .optional = true},
+};
+
+/* The chunk_o stage's scale: the pipeline's f32 RN(1/sqrt(K)). */
+static double stage_param(const ug_params *p, const char *name __attribute__((unused)))
+{
+    return (double)ug_f32_bits(gdn_e2e_reference_scale((size_t)p->v[P_K]));
+}
+
+static const ug_stage_desc stages[] = {
+    {"gdn_chunk_cumsum", {{0}}, NULL},
+    {"gdn_chunk_scaled_kkt", {{0}}, NULL},
+    {"gdn_solve_tril", {{0}}, NULL},
+    {"gdn_recompute_wu", {{0}}, NULL},
+    {"gdn_chunk_state", {{0}}, NULL},
+    {"gdn_chunk_o", {{"v", "v_new"}}, stage_param},
 };
 
 static const ug_mutant_desc mutants[] = {
@@ -42,11 +76,19 @@ static const ug_mutant_desc mutants[] = {
     {GDN_E2E_MUT_FINAL_ONE_CHUNK_EARLY, "final_one_chunk_early",
      "final_state is the state at the start of the last chunk"},
     {GDN_E2E_MUT_Q_K_SWAPPED, "q_k_swapped", "chunk_o gets k as q and q as k"},
+    {GDN_E2E_MUT_BETA_AFTER_CAST, "beta_after_cast",
+     "recompute_wu gets A·diag(beta) and beta = 1: beta applied after the bf16 casts"},
+    {GDN_E2E_MUT_WRONG_KEY_HEAD, "wrong_key_head", "chunk_state reads key head (kh + 1) mod Hg"},
+    {GDN_E2E_MUT_BF16_PARTIAL_SUMS, "bf16_partial_sums", "K·Kᵀ running sums rounded to bf16 every 16 terms"},
+    {GDN_E2E_MUT_L_THROUGH_BF16, "l_through_bf16", "solve_tril gets L rounded to bf16"},
+    {GDN_E2E_MUT_SCALE_IN_BF16_Q, "scale_in_bf16_q",
+     "chunk_o gets bf16(q * scale) and scale 1: queries pre-scaled in bf16, not scaled in f32 as SPEC has it"},
 };
 
 /* A legitimate rewrite (kernels/gdn_e2e.h, ids 101..): the gate must pass it. */
 static const ug_mutant_desc variants[] = {
-    {GDN_E2E_LEGIT_SCALE_IN_Q, "scale_in_q", "chunk_o gets bf16(q * scale) and scale 1: the queries pre-scaled"},
+    {GDN_E2E_LEGIT_FUSED, "fused", "hands over no intermediate (a fused kernel): o and final_state only"},
+    {GDN_E2E_LEGIT_KKT_SOLVE_FUSED, "kkt_solve_fused", "hands over every intermediate but L and A"},
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
@@ -56,8 +98,10 @@ static ug_status run(const ug_params *p, ug_buf *bufs)
     const gdn_e2e_params kp = {(uint32_t)p->v[P_B], (uint32_t)p->v[P_T], (uint32_t)p->v[P_HG],
                                (uint32_t)p->v[P_H], (uint32_t)p->v[P_K], (uint32_t)p->v[P_V],
                                (uint32_t)p->v[P_BT], (uint32_t)p->v[P_HAS_H0]};
+    const gdn_e2e_stages handed = {&bufs[BUF_G], &bufs[BUF_L], &bufs[BUF_A], &bufs[BUF_W],
+                                   &bufs[BUF_U], &bufs[BUF_H], &bufs[BUF_V_NEW]};
     return gdn_e2e(&kp, &bufs[BUF_Q], &bufs[BUF_K], &bufs[BUF_V], &bufs[BUF_BETA], &bufs[BUF_G_RAW],
-                   &bufs[BUF_H0], &bufs[BUF_O], &bufs[BUF_FINAL]);
+                   &bufs[BUF_H0], &bufs[BUF_O], &bufs[BUF_FINAL], &handed);
 }
 
 /* ---- reference ------------------------------------------------------------------ */
@@ -80,15 +124,15 @@ typedef struct {
     ug_params params;
     const void *inputs[N_INPUTS];
     uint64_t input_hash;
-    size_t count[N_OUTPUTS];
-    ug_ref_value *values[N_OUTPUTS];
+    size_t count[N_RECURRENCE_OUTPUTS];
+    ug_ref_value *values[N_RECURRENCE_OUTPUTS];
 } kept_values;
 
 static _Thread_local kept_values kept;
 
 static void kept_release(void)
 {
-    for (size_t o = 0; o < N_OUTPUTS; o++) free(kept.values[o]);
+    for (size_t o = 0; o < N_RECURRENCE_OUTPUTS; o++) free(kept.values[o]);
     memset(&kept, 0, sizeof kept);
 }
 
@@ -104,7 +148,7 @@ static bool kept_matches(const ug_params *p, const ug_buf *bufs, uint64_t hash)
     if (!kept.values[0] || memcmp(&kept.params, p, sizeof *p) != 0 || kept.input_hash != hash) return false;
     for (size_t i = 0; i < N_INPUTS; i++)
         if (kept.inputs[i] != bufs[i].data) return false;
-    for (size_t o = 0; o < N_OUTPUTS; o++)
+    for (size_t o = 0; o < N_RECURRENCE_OUTPUTS; o++)
         if (kept.count[o] != bufs[N_INPUTS + o].count) return false;
     return true;
 }
@@ -114,7 +158,7 @@ static bool kept_matches(const ug_params *p, const ug_buf *bufs, uint64_t hash)
 static void kept_store(const ug_params *p, const ug_buf *bufs, uint64_t hash, ug_ref_value *const *outs)
 {
     kept_release();
-    for (size_t o = 0; o < N_OUTPUTS; o++) {
+    for (size_t o = 0; o < N_RECURRENCE_OUTPUTS; o++) {
         size_t n = bufs[N_INPUTS + o].count;
         kept.values[o] = malloc((n ? n : 1) * sizeof(ug_ref_value));
         if (!kept.values[o]) {
@@ -140,7 +184,7 @@ static void mark_wild(const ug_params *p, const ug_buf *bufs, ug_ref_value *cons
         {&bufs[BUF_BETA], 0, h, 1, bt},    {&bufs[BUF_G_RAW], 0, h, 1, bt},  {&bufs[BUF_H0], 0, h, k * v, 0},
     };
     const ug_wild_tensor out[] = {{&bufs[BUF_O], 0, h, v, bt}, {&bufs[BUF_FINAL], 0, h, k * v, 0}};
-    ug_wild_mark(&grid, in, sizeof in / sizeof in[0], out, outs, N_OUTPUTS);
+    ug_wild_mark(&grid, in, sizeof in / sizeof in[0], out, outs, N_RECURRENCE_OUTPUTS);
 }
 
 static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
@@ -149,7 +193,7 @@ static ug_status reference(const ug_params *p, const ug_buf *bufs, const ug_f32_
     (void)model; /* every bound is +inf (ref/gdn_e2e.h): no arithmetic to model */
     const uint64_t hash = inputs_hash(bufs);
     if (mode == UG_REF_STAGED && kept_matches(p, bufs, hash)) {
-        for (size_t o = 0; o < N_OUTPUTS; o++) memcpy(outs[o], kept.values[o], kept.count[o] * sizeof(ug_ref_value));
+        for (size_t o = 0; o < N_RECURRENCE_OUTPUTS; o++) memcpy(outs[o], kept.values[o], kept.count[o] * sizeof(ug_ref_value));
         kept_release();
         return ug_ok();
     }
@@ -187,6 +231,10 @@ static const ug_family gdn_e2e_family = {
     .name = "gdn_e2e",
     .spec_section = "SPEC 1.3",
     UG_FAMILY_COMMON_FIELDS,
+    UG_FAMILY_DERIVED_DIM_FIELDS,
+    UG_SLICE_BY(P_B, P_H, P_HG),
+    .n_stages = sizeof stages / sizeof stages[0],
+    .stages = stages,
     UG_FAMILY_VARIANT_FIELDS,
     GDN_REGIME_FIELDS,
 };

@@ -109,6 +109,7 @@ static const ug_family gdn_recompute_wu_family = {
     .name = "gdn_recompute_wu",
     .spec_section = "SPEC 1.1",
     UG_FAMILY_COMMON_FIELDS,
+    UG_SLICE_BY(P_B, P_H, P_HG),
     GDN_REGIME_FIELDS_WITH_TIES,
     .plan = plan,
 };

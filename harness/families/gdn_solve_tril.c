@@ -80,6 +80,7 @@ static const ug_family gdn_solve_tril_family = {
     .name = "gdn_solve_tril",
     .spec_section = "SPEC 1.3",
     UG_FAMILY_COMMON_FIELDS,
+    UG_SLICE_BY(P_B, P_H, -1),
     UG_FAMILY_VARIANT_FIELDS,
     GDN_REGIME_FIELDS,
 };
