@@ -34,24 +34,29 @@ static ug_status stage_buffers(const ug_family *f, const ug_family *sf, const ug
     return ug_ok();
 }
 
-ug_status ug_chain_plan_make(const ug_family *f, const bool present[UG_MAX_BUFFERS], ug_chain_plan *out)
+enum { MAX_STAGES = 16 };
+
+/* Which stages run and what they check. */
+typedef struct {
+    bool stage_runs[MAX_STAGES];
+    int checked_by[UG_MAX_BUFFERS];  /* per buffer: the stage checking it, -1 none */
+    int produced_by[UG_MAX_BUFFERS]; /* per buffer: the stage computing it, -1 none */
+} chain_plan;
+
+static ug_status plan_make(const ug_family *f, const bool present[UG_MAX_BUFFERS], chain_plan *out)
 {
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < UG_MAX_BUFFERS; i++) out->checked_by[i] = out->produced_by[i] = -1;
-    if (f->n_stages > UG_MAX_STAGES)
-        return ug_fail(UG_EINVAL, "%s: %zu stages, over the limit %d", f->name, f->n_stages, UG_MAX_STAGES);
-    out->n_stages = f->n_stages;
+    if (f->n_stages > MAX_STAGES)
+        return ug_fail(UG_EINVAL, "%s: %zu stages, over the limit %d", f->name, f->n_stages, MAX_STAGES);
     for (size_t s = 0; s < f->n_stages; s++) {
         const ug_family *sf;
         int map[UG_MAX_BUFFERS];
         UG_TRY(stage_family(f, s, &sf));
         UG_TRY(stage_buffers(f, sf, &f->stages[s], map));
         out->stage_runs[s] = true;
-        for (size_t k = 0; k < sf->n_buffers && out->stage_runs[s]; k++)
-            if (!sf->buffers[k].is_output && !present[map[k]]) {
-                out->stage_runs[s] = false;
-                out->missing[s] = f->buffers[map[k]].name;
-            }
+        for (size_t k = 0; k < sf->n_buffers; k++)
+            out->stage_runs[s] &= sf->buffers[k].is_output || present[map[k]];
         for (size_t k = 0; k < sf->n_buffers; k++) {
             if (!sf->buffers[k].is_output) continue;
             out->produced_by[map[k]] = (int)s;
@@ -61,19 +66,29 @@ ug_status ug_chain_plan_make(const ug_family *f, const bool present[UG_MAX_BUFFE
     return ug_ok();
 }
 
-bool ug_chain_output_checked(const ug_family *f, const ug_chain_plan *cp, size_t i, ug_ref_mode mode)
+static bool output_measured(const ug_family *f, const chain_plan *cp, size_t i, ug_ref_mode mode)
 {
     if (cp->produced_by[i] < 0 || cp->checked_by[i] >= 0) return true;
     return !f->buffers[i].optional && mode == UG_REF_EXACT;
 }
 
+ug_status ug_case_measured(const ug_family *f, const bool present[UG_MAX_BUFFERS], ug_ref_mode mode,
+                           bool measured[UG_MAX_BUFFERS])
+{
+    chain_plan cp;
+    UG_TRY(plan_make(f, present, &cp));
+    for (size_t i = 0; i < f->n_buffers; i++)
+        measured[i] = f->buffers[i].is_output && present[i] && output_measured(f, &cp, i, mode);
+    return ug_ok();
+}
+
 /* Whether the stage's reference replaces output buffer i's in this mode. */
-static bool stage_checks(const ug_family *f, const ug_chain_plan *cp, size_t s, size_t i, ug_ref_mode mode)
+static bool stage_checks(const ug_family *f, const chain_plan *cp, size_t s, size_t i, ug_ref_mode mode)
 {
     return cp->checked_by[i] == (int)s && (f->buffers[i].optional || mode == UG_REF_STAGED);
 }
 
-static ug_status stage_reference(const ug_family *f, const ug_chain_plan *cp, size_t s, const ug_params *p,
+static ug_status stage_reference(const ug_family *f, const chain_plan *cp, size_t s, const ug_params *p,
                                  const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
                                  ug_ref_value *const *outs)
 {
@@ -116,13 +131,19 @@ static ug_status stage_reference(const ug_family *f, const ug_chain_plan *cp, si
     return st;
 }
 
-ug_status ug_chain_reference(const ug_family *f, const ug_chain_plan *cp, const ug_params *p, const ug_buf *bufs,
-                             const ug_f32_model *model, ug_ref_mode mode, ug_ref_value *const *outs)
+ug_status ug_case_reference(const ug_family *f, const ug_params *p, const ug_buf *bufs, const ug_f32_model *model,
+                            ug_ref_mode mode, ug_ref_value *const *outs)
 {
-    for (size_t s = 0; s < cp->n_stages; s++) {
+    UG_TRY(f->reference(p, bufs, model, mode, outs));
+    if (!f->n_stages) return ug_ok();
+    bool present[UG_MAX_BUFFERS];
+    for (size_t i = 0; i < f->n_buffers; i++) present[i] = !f->buffers[i].optional || bufs[i].data;
+    chain_plan cp;
+    UG_TRY(plan_make(f, present, &cp));
+    for (size_t s = 0; s < f->n_stages; s++) {
         bool needed = false;
-        for (size_t i = 0; i < f->n_buffers; i++) needed |= stage_checks(f, cp, s, i, mode);
-        if (needed) UG_TRY(stage_reference(f, cp, s, p, bufs, model, mode, outs));
+        for (size_t i = 0; i < f->n_buffers; i++) needed |= stage_checks(f, &cp, s, i, mode);
+        if (needed) UG_TRY(stage_reference(f, &cp, s, p, bufs, model, mode, outs));
     }
     return ug_ok();
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Chained verification of a pipeline family (ug_family.stages).
+/* The reference of a case as the runner measures it, and the chained
+ * verification of a pipeline family (ug_family.stages).
  *
  * A pipeline's end-to-end outputs have no a-priori bound (its stages round
  * deliberately), so a bug that moves an intermediate by a few ulps hides in
@@ -10,7 +11,10 @@
  * it reads is there (an input of the pipeline, or an output the kernel
  * handed over); it then checks those of its outputs the kernel handed over:
  * an optional output in both modes, a pipeline output (o, final_state) in
- * the staged mode, whose exact mode stays the pipeline's own reference. */
+ * the staged mode, whose exact mode stays the pipeline's own reference (the
+ * end-to-end comparison). An output no stage checks in a mode is not
+ * measured in that mode. A family without stages: its own reference, every
+ * output measured. */
 #ifndef UG_CHAIN_H
 #define UG_CHAIN_H
 
@@ -18,32 +22,18 @@
 
 #include "family.h"
 
-enum { UG_MAX_STAGES = 16 };
+/* Which outputs have a reference in this mode (measured[i], per buffer
+ * index), given which buffers are there (present[i]: an input, or an
+ * output the kernel wrote). Fails naming the family and the name when the
+ * stage table does not fit the registered families (a descriptor bug). */
+ug_status ug_case_measured(const ug_family *f, const bool present[UG_MAX_BUFFERS], ug_ref_mode mode,
+                           bool measured[UG_MAX_BUFFERS]);
 
-typedef struct {
-    size_t n_stages;
-    bool stage_runs[UG_MAX_STAGES];
-    int checked_by[UG_MAX_BUFFERS]; /* per buffer: the stage checking it, -1 none */
-    int produced_by[UG_MAX_BUFFERS]; /* per buffer: the stage computing it, -1 none */
-    const char *missing[UG_MAX_STAGES]; /* a stage that does not run: the first input it lacks */
-} ug_chain_plan;
-
-/* Which stages run and what they check, given which buffers are there
- * (present[i]: an input, or an output the kernel wrote). Fails naming the
- * family and the name when the stage table does not fit the registered
- * families (a descriptor bug). */
-ug_status ug_chain_plan_make(const ug_family *f, const bool present[UG_MAX_BUFFERS], ug_chain_plan *out);
-
-/* Whether output buffer i is measured in this mode: an output no stage
- * computes always (the family's own reference); a stage's output when the
- * stage checks it, except a pipeline output's exact mode, which is always
- * measured (against the family's own reference). */
-bool ug_chain_output_checked(const ug_family *f, const ug_chain_plan *cp, size_t i, ug_ref_mode mode);
-
-/* Overwrites outs (per output ordinal of f, as ug_family.reference takes
- * them) with the stage references of the outputs the stages check in this
- * mode, from bufs: the pipeline's inputs and the kernel's outputs. */
-ug_status ug_chain_reference(const ug_family *f, const ug_chain_plan *cp, const ug_params *p, const ug_buf *bufs,
-                             const ug_f32_model *model, ug_ref_mode mode, ug_ref_value *const *outs);
+/* The reference of every measured output in this mode into outs (per
+ * output ordinal, as ug_family.reference takes them): the family's own,
+ * then its stages'. bufs: the inputs, and the kernel's outputs; an optional
+ * output the kernel did not hand over has data NULL. */
+ug_status ug_case_reference(const ug_family *f, const ug_params *p, const ug_buf *bufs, const ug_f32_model *model,
+                            ug_ref_mode mode, ug_ref_value *const *outs);
 
 #endif

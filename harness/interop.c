@@ -14,6 +14,7 @@
 #include "../core/json.h"
 #include "../core/json_dir.h"
 #include "../core/safetensors.h"
+#include "chain.h"
 #include "profile.h"
 
 /* ------------------------------------------------------------------------
@@ -102,28 +103,44 @@ static void reference_free(case_reference *cr)
 }
 
 /* The reference of every output in both modes, as the three exported
- * arrays: RN in the output dtype, r_hi as f64, the bound as f64. */
+ * arrays: RN in the output dtype, r_hi as f64, the bound as f64. A
+ * pipeline's optional outputs (intermediates) are the candidate's to hand
+ * over, and the references that depend on them (harness/chain.h) are
+ * computed by `score` from the candidate's own: those (output, mode) pairs
+ * have no arrays (data NULL). */
 static ug_status reference_arrays(const ug_case *c, const ug_f32_model *model, const plain_buffers *pb,
                                   case_reference *cr)
 {
     const ug_family *f = c->family;
     memset(cr, 0, sizeof *cr);
+    ug_buf bufs[UG_MAX_BUFFERS];
+    bool present[UG_MAX_BUFFERS];
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        bufs[i] = pb->buf[i];
+        present[i] = !f->buffers[i].optional;
+        if (!present[i]) bufs[i].data = NULL;
+    }
     for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
         ug_ref_value *outs[UG_MAX_BUFFERS];
+        bool measured[UG_MAX_BUFFERS];
+        UG_TRY(ug_case_measured(f, present, (ug_ref_mode)m, measured));
         size_t o = 0, counts[UG_MAX_BUFFERS];
         for (size_t i = 0; i < f->n_buffers; i++) {
             if (!f->buffers[i].is_output) continue;
-            const ug_buf *b = &pb->buf[i];
-            cr->ref[o][m] = calloc(b->count ? b->count : 1, sizeof(ug_ref_value));
-            cr->data[o][m][0] = calloc(b->count ? b->count : 1, ug_dtype_size(b->dtype));
-            cr->data[o][m][1] = calloc(b->count ? b->count : 1, sizeof(double));
-            cr->data[o][m][2] = calloc(b->count ? b->count : 1, sizeof(double));
-            if (!cr->ref[o][m] || !cr->data[o][m][0] || !cr->data[o][m][1] || !cr->data[o][m][2])
-                return ug_fail(UG_ENOMEM, "reference of %s/%s: %zu elements", f->name, c->label, b->count);
+            const size_t n = bufs[i].count ? bufs[i].count : 1;
+            cr->ref[o][m] = calloc(n, sizeof(ug_ref_value));
+            if (!cr->ref[o][m]) return ug_fail(UG_ENOMEM, "reference of %s/%s: %zu elements", f->name, c->label, n);
+            if (measured[i]) {
+                cr->data[o][m][0] = calloc(n, ug_dtype_size(bufs[i].dtype));
+                cr->data[o][m][1] = calloc(n, sizeof(double));
+                cr->data[o][m][2] = calloc(n, sizeof(double));
+                if (!cr->data[o][m][0] || !cr->data[o][m][1] || !cr->data[o][m][2])
+                    return ug_fail(UG_ENOMEM, "reference of %s/%s: %zu elements", f->name, c->label, n);
+            }
             outs[o] = cr->ref[o][m];
-            counts[o++] = b->count;
+            counts[o++] = bufs[i].count;
         }
-        UG_TRY(f->reference(&c->params, pb->buf, model, (ug_ref_mode)m, outs));
+        UG_TRY(ug_case_reference(f, &c->params, bufs, model, (ug_ref_mode)m, outs));
         for (size_t k = 0; k < o; k++) ug_ref_allow_flushed_output(model, outs[k], counts[k]);
     }
     size_t o = 0;
@@ -131,7 +148,7 @@ static ug_status reference_arrays(const ug_case *c, const ug_f32_model *model, c
         if (!f->buffers[i].is_output) continue;
         const ug_buf *b = &pb->buf[i];
         for (int m = 0; m < UG_REF_MODE_COUNT; m++)
-            for (size_t e = 0; e < b->count; e++) {
+            for (size_t e = 0; e < b->count && cr->data[o][m][0]; e++) {
                 const ug_ref_value *r = &cr->ref[o][m][e];
                 if (b->dtype == UG_BF16) ((uint16_t *)cr->data[o][m][0])[e] = (uint16_t)r->rn_bits;
                 else ((uint32_t *)cr->data[o][m][0])[e] = r->rn_bits;
@@ -201,6 +218,7 @@ static ug_status write_case(const ug_case *c, const ug_f32_model *model, const c
         n--; /* the output itself is the candidate's to write; its references take the slot */
         json_t *refs = json_object();
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            if (!cr.data[o][m][0]) continue; /* computed by score from the candidate's intermediates */
             json_t *mode = json_object();
             for (int k = 0; k < REF_TENSORS; k++) {
                 char *name = names[(o * UG_REF_MODE_COUNT + (size_t)m) * REF_TENSORS + (size_t)k];
@@ -216,6 +234,7 @@ static ug_status write_case(const ug_case *c, const ug_f32_model *model, const c
             json_object_set_new(refs, ug_ref_mode_name((ug_ref_mode)m), mode);
         }
         json_object_set_new(t, "reference", refs);
+        if (f->buffers[i].optional) json_object_set_new(t, "optional", json_true());
         json_array_append_new(outputs, t);
         o++;
     }
@@ -364,7 +383,8 @@ ug_status ug_fixture_tensors_copy(const char *what, const ug_st_file *sf, const 
         char want[160], got[160];
         shape_text(shape, rank, want, sizeof want);
         if (!t) {
-            if (bufs[i].count == 0) continue;
+            /* an empty tensor, or an intermediate the candidate does not hand over (left unwritten) */
+            if (bufs[i].count == 0 || (outputs && f->buffers[i].optional)) continue;
             return ug_fail(UG_EPARSE, "%s: no tensor '%s' (%s %s %s of %s/%s)", what, f->buffers[i].name, kind,
                            ug_st_dtype_name(bufs[i].dtype), want, f->name, c->label);
         }

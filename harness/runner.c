@@ -337,7 +337,6 @@ typedef struct {
     const output_set *os;
     const ug_run_options *opt;
     ug_slicing_plan sp;
-    ug_chain_plan chain;
     bool present[UG_MAX_BUFFERS]; /* inputs, and the outputs the kernel wrote */
     bool checked[UG_MAX_BUFFERS][UG_REF_MODE_COUNT]; /* outputs measured in this set, per mode */
     size_t n_outputs;
@@ -439,9 +438,7 @@ static ug_status measure_slice(const slice_work *w, size_t s, slice_result *sr)
         for (size_t o = 0; o < w->n_outputs; o++)
             memset(refs[o], 0, (sb[w->out_buf[o]].count ? sb[w->out_buf[o]].count : 1) * sizeof(ug_ref_value));
         const double t0 = now_seconds();
-        st = f->reference(&sub, sb, w->opt->model, (ug_ref_mode)m, refs);
-        if (ug_is_ok(&st) && f->n_stages)
-            st = ug_chain_reference(f, &w->chain, &sub, sb, w->opt->model, (ug_ref_mode)m, refs);
+        st = ug_case_reference(f, &sub, sb, w->opt->model, (ug_ref_mode)m, refs);
         sr->reference_seconds += now_seconds() - t0;
         for (size_t o = 0; o < w->n_outputs && ug_is_ok(&st); o++) {
             if (!w->checked[w->out_buf[o]][m]) continue;
@@ -522,11 +519,11 @@ static ug_status outputs_present(slice_work *w, ug_case_result *r)
                 break;
             }
     }
-    UG_TRY(ug_chain_plan_make(f, w->present, &w->chain));
-    for (size_t i = 0; i < f->n_buffers; i++)
-        for (int m = 0; m < UG_REF_MODE_COUNT; m++)
-            w->checked[i][m] = f->buffers[i].is_output && w->present[i] &&
-                               ug_chain_output_checked(f, &w->chain, i, (ug_ref_mode)m);
+    for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+        bool measured[UG_MAX_BUFFERS];
+        UG_TRY(ug_case_measured(f, w->present, (ug_ref_mode)m, measured));
+        for (size_t i = 0; i < f->n_buffers; i++) w->checked[i][m] = measured[i];
+    }
     return ug_ok();
 }
 

@@ -255,6 +255,17 @@ static ug_status scratch_take(const gdn_e2e_params *p, scratch **out, scratch *o
     return ug_ok();
 }
 
+void gdn_e2e_release_scratch(void)
+{
+    pthread_mutex_lock(&kept_lock);
+    for (int i = 0; i < KEPT_SCRATCH; i++)
+        if (kept[i].allocated && !kept[i].busy) {
+            (void)scratch_close(&kept[i].s); /* its guards were checked when its last call gave it back */
+            kept[i].allocated = false;
+        }
+    pthread_mutex_unlock(&kept_lock);
+}
+
 /* Returns a kept set for the next call, or frees the call's own; the first
  * overwritten guard, or UG_OK. */
 static ug_status scratch_give(scratch *s, int slot)

@@ -87,6 +87,10 @@ typedef struct {
     ug_buf *g, *l, *a, *w, *u, *h, *v_new;
 } gdn_e2e_stages;
 
+/* Frees the scratch kept between calls (none may be running); the next
+ * call allocates afresh. */
+void gdn_e2e_release_scratch(void);
+
 ug_status gdn_e2e(const gdn_e2e_params *p, const ug_buf *q, const ug_buf *k, const ug_buf *v,
                   const ug_buf *beta, const ug_buf *g_raw, const ug_buf *h0, ug_buf *o,
                   ug_buf *final_state, const gdn_e2e_stages *stages);

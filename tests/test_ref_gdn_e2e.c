@@ -316,7 +316,7 @@ static void test_agrees_with_the_plain_loop_under_gqa_without_h0(void)
 typedef struct {
     const ug_family *f;
     ug_params p;
-    ug_buf bufs[8];
+    ug_buf bufs[UG_MAX_BUFFERS];
 } descriptor_case;
 
 static void descriptor_case_open(descriptor_case *dc, unsigned long seed)

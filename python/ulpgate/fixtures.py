@@ -3,9 +3,9 @@
 candidate files `ulpgate score` reads back (docs/interop.md).
 
 A case's inputs are numpy arrays exactly as exported (bf16 as
-ml_dtypes.bfloat16); its outputs are described by name, dtype and shape, taken
-from the file's reference tensors `<output>.<mode>.ref` (the manifest and the
-file agree). Writing checks every output before anything is written, so a wrong
+ml_dtypes.bfloat16); its outputs are described by name, dtype and shape, as
+the manifest lists them, with the reference tensors `<output>.<mode>.ref` the
+file holds for them. Writing checks every output before anything is written, so a wrong
 candidate never leaves a file that `score` would only refuse later.
 """
 import json
@@ -39,10 +39,14 @@ class CandidateError(ValueError):
 
 
 class OutputSpec:
-    """What `score` expects of one output: name, dtype (numpy), shape (tuple)."""
+    """What `score` expects of one output: name, dtype (numpy), shape (tuple);
+    optional (a pipeline's intermediate: hand it over if your kernel has it,
+    and its stage is checked; leave it out otherwise); modes (the reference
+    modes exported for it: the others depend on your intermediates)."""
 
-    def __init__(self, name, dtype, shape):
+    def __init__(self, name, dtype, shape, optional=False, modes=("exact", "staged")):
         self.name, self.dtype, self.shape = name, dtype, tuple(shape)
+        self.optional, self.modes = optional, tuple(modes)
 
     @property
     def size(self):
@@ -73,6 +77,7 @@ class Case:
         self.path = os.path.join(fixtures_dir, self.file)
         self._input_names = [i["name"] for i in entry["inputs"]]
         self._output_names = [o["name"] for o in entry["outputs"]]
+        self._entry = entry
         self._inputs = None
         self._outputs = None
 
@@ -99,12 +104,9 @@ class Case:
     @property
     def outputs(self):
         if self._outputs is None:
-            with self._open() as f:
-                specs = []
-                for n in self._output_names:
-                    ref = f.get_slice("%s.exact.ref" % n)
-                    specs.append(OutputSpec(n, DTYPES[ref.get_dtype()], ref.get_shape()))
-                self._outputs = specs
+            self._outputs = [OutputSpec(o["name"], DTYPES[o["dtype"]], tuple(o["shape"]), bool(o.get("optional")),
+                                        tuple(o["reference"]))
+                             for o in self._entry["outputs"]]
         return self._outputs
 
     def torch_inputs(self, device=None):
@@ -143,7 +145,10 @@ class Case:
     def _tensor(self, name, mode, what):
         if mode not in MODES:
             raise ValueError("mode %r: expected one of %s" % (mode, ", ".join(MODES)))
-        self.output(name)
+        if mode not in self.output(name).modes:
+            raise FixtureError("%s: output %s has no exported %s reference: it is checked against its stage's "
+                               "reference computed from the intermediates your kernel hands over, which "
+                               "`ulpgate score` computes (docs/interop.md)" % (self.name, name, mode))
         with self._open() as f:
             return f.get_tensor("%s.%s.%s" % (name, mode, what))
 
@@ -166,7 +171,7 @@ class Case:
                                      % (self.name, name, self.family, ", ".join(self._output_names)))
             arrays[name] = self._checked(self.output(name), to_numpy(value, self.name, name), cast)
         for spec in self.outputs:
-            if spec.name not in arrays and spec.size > 0:
+            if spec.name not in arrays and spec.size > 0 and not spec.optional:
                 raise CandidateError("%s: output %s is missing (expected %s %s)"
                                      % (self.name, spec.name, dtype_name(spec.dtype), list(spec.shape)))
         os.makedirs(candidate_dir, exist_ok=True)
