@@ -584,9 +584,11 @@ static int cmd_list(int argc, char **argv)
         for (size_t b = 0; b < f->n_buffers; b++) {
             char layout[128];
             ug_family_buffer_layout(f, b, layout, sizeof layout);
-            printf(" %s%s %s%s", f->buffers[b].is_output ? "->" : "", f->buffers[b].name,
-                   ug_dtype_name(f->buffers[b].dtype), layout);
+            printf(" %s%s %s%s%s", f->buffers[b].is_output ? "->" : "", f->buffers[b].name,
+                   ug_dtype_name(f->buffers[b].dtype), layout, f->buffers[b].optional ? " optional" : "");
         }
+        for (size_t s = 0; s < f->n_stages; s++)
+            printf("%s%s", s ? ", " : "\n  stages (chained): ", f->stages[s].family);
         printf("\n  regimes:");
         for (size_t r = 0; r < f->n_regimes; r++) printf(" %s", f->regimes[r]);
         printf("\n  mutants:");

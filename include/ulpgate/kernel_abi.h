@@ -23,7 +23,14 @@
  *    and docs/spec.md. count is in elements. Rejected cases of a sweep pass a
  *    tensor with a wrong count or dtype on purpose: validate them as the
  *    family's seed does.
- *  - return ULPGATE_OK after writing every element of every output;
+ *  - return ULPGATE_OK after writing every element of every output, except
+ *    an optional one (`ulpgate list` marks it "optional"): a pipeline's
+ *    intermediate (gdn_e2e's g, L, A, w, u, h, v_new). Write it whole if the
+ *    kernel has it: ulpgate then checks that stage on its own, against the
+ *    stage's reference computed from the kernel's own earlier intermediates;
+ *    leave it untouched if the kernel fuses it away (that check is left out
+ *    and the report says so). Optional buffers come after the others, so a
+ *    library written before they existed still works;
  *    ULPGATE_EINVAL for a shape or tensor the kernel rejects, with a message
  *    naming the value and the limit (the sweep checks substrings of it, e.g.
  *    "K (256) exceeds MAX_K = 192") and WITHOUT writing any output element;

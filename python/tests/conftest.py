@@ -9,9 +9,9 @@ import ulpgate
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def export(tmp_path_factory, *filter_args):
+def export(tmp_path_factory, *filter_args, sweep="fixtures/sweeps/interop"):
     out = tmp_path_factory.mktemp("fixtures") / "fx"
-    subprocess.run([ulpgate.find_ulpgate(), "export", "--sweep", os.path.join(REPO, "fixtures/sweeps/interop"),
+    subprocess.run([ulpgate.find_ulpgate(), "export", "--sweep", os.path.join(REPO, sweep),
                     "--out", str(out), *filter_args], check=True, stdout=subprocess.DEVNULL)
     return ulpgate.Fixtures(out)
 
@@ -26,3 +26,9 @@ def fx(tmp_path_factory):
 def cumsum_fx(tmp_path_factory):
     """Its gdn_chunk_cumsum cases alone (the README's example)."""
     return export(tmp_path_factory, "--filter", "gdn_chunk_cumsum")
+
+
+@pytest.fixture(scope="session")
+def e2e_fx(tmp_path_factory):
+    """A gdn_e2e case: a pipeline with optional intermediates."""
+    return export(tmp_path_factory, sweep="fixtures/sweeps/interop-pipeline")

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/* Slices (harness/slice.h): gathering a slice takes exactly the case's
+ * elements ug_slice_index names, every output element lies in exactly one
+ * slice, and the reference computed on a slice equals the case's reference at
+ * those elements, field for field, in both modes (a pipeline's chained stages
+ * included). Checked on every family that declares slicing, on a case of the
+ * default sweep with several slices. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/chain.h"
+#include "../harness/family.h"
+#include "../harness/runner.h"
+#include "../harness/slice.h"
+#include "../harness/sweep.h"
+#include "tests.h"
+
+/* A case of family f with the most slices, among the smallest such. */
+static const ug_case *case_with_slices(const ug_sweep *sw, const ug_family *f)
+{
+    const ug_case *best = NULL;
+    size_t best_slices = 0;
+    double best_elements = 0;
+    for (size_t k = 0; k < sw->n_cases; k++) {
+        const ug_case *c = &sw->cases[k];
+        if (c->family != f || c->expect_reject) continue;
+        ug_slicing_plan sp;
+        ug_slice_plan(f, &c->params, &sp);
+        double elements = 0;
+        for (size_t i = 0; i < f->n_buffers; i++) {
+            size_t n = 0;
+            const ug_status st = ug_family_buffer_count(f, &c->params, i, &n);
+            if (ug_is_ok(&st)) elements += (double)n;
+        }
+        if (sp.n > best_slices || (sp.n == best_slices && elements < best_elements)) {
+            best = c, best_slices = sp.n, best_elements = elements;
+        }
+    }
+    return best;
+}
+
+typedef struct {
+    ug_buf buf[UG_MAX_BUFFERS];
+} buffers;
+
+static void buffers_alloc(const ug_family *f, const ug_params *p, buffers *b)
+{
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(f, p, i, &b->buf[i].count).code, UG_OK);
+        b->buf[i].dtype = f->buffers[i].dtype;
+        b->buf[i].data = calloc(b->buf[i].count + 1, ug_dtype_size(b->buf[i].dtype));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b->buf[i].data);
+    }
+}
+
+static void buffers_free(const ug_family *f, buffers *b)
+{
+    for (size_t i = 0; i < f->n_buffers; i++) free(b->buf[i].data);
+}
+
+static uint64_t bits_of(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static bool same_value(const ug_ref_value *a, const ug_ref_value *b)
+{
+    return (bits_of(a->r_hi) == bits_of(b->r_hi) || (isnan(a->r_hi) && isnan(b->r_hi))) &&
+           bits_of(a->r_lo) == bits_of(b->r_lo) && a->rn_bits == b->rn_bits && a->flagged == b->flagged &&
+           bits_of(a->bound) == bits_of(b->bound) && bits_of(a->abs_sum) == bits_of(b->abs_sum) &&
+           a->wild == b->wild && a->no_bound == b->no_bound;
+}
+
+/* The reference of every output in one mode, into fresh arrays. */
+static void reference(const ug_family *f, const ug_params *p, const buffers *b, ug_ref_mode m,
+                      ug_ref_value *outs[UG_MAX_BUFFERS])
+{
+    for (size_t i = 0, o = 0; i < f->n_buffers; i++)
+        if (f->buffers[i].is_output) {
+            outs[o] = calloc(b->buf[i].count + 1, sizeof(ug_ref_value));
+            CU_ASSERT_PTR_NOT_NULL_FATAL(outs[o]);
+            o++;
+        }
+    CU_ASSERT_EQUAL_FATAL(ug_case_reference(f, p, b->buf, ug_test_cpu_model(), m, outs).code, UG_OK);
+}
+
+static void check_family(const ug_sweep *sw, const ug_family *f)
+{
+    const ug_case *c = case_with_slices(sw, f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    ug_slicing_plan sp;
+    ug_slice_plan(f, &c->params, &sp);
+    CU_ASSERT(sp.n >= 2 && !sp.whole);
+    buffers full;
+    buffers_alloc(f, &c->params, &full);
+    CU_ASSERT_EQUAL_FATAL(ug_case_generate(c, full.buf).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(f->run(&c->params, full.buf).code, UG_OK);
+    ug_ref_value *whole[UG_REF_MODE_COUNT][UG_MAX_BUFFERS];
+    for (int m = 0; m < UG_REF_MODE_COUNT; m++) reference(f, &c->params, &full, (ug_ref_mode)m, whole[m]);
+    size_t *covered[UG_MAX_BUFFERS] = {0};
+    size_t gathered_wrong = 0, values_differ = 0, compared = 0;
+    for (size_t s = 0; s < sp.n; s++) {
+        ug_params sub;
+        ug_slice_params(&sp, s, &sub);
+        buffers part;
+        buffers_alloc(f, &sub, &part);
+        for (size_t i = 0; i < f->n_buffers; i++) {
+            ug_slice_gather(&sp, s, i, &full.buf[i], &part.buf[i]);
+            const size_t size = ug_dtype_size(full.buf[i].dtype);
+            for (size_t j = 0; j < part.buf[i].count; j++) {
+                const size_t at = ug_slice_index(&sp, s, i, j);
+                gathered_wrong += at >= full.buf[i].count ||
+                                  memcmp((char *)part.buf[i].data + j * size, (char *)full.buf[i].data + at * size,
+                                         size) != 0;
+            }
+        }
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            ug_ref_value *sliced[UG_MAX_BUFFERS];
+            reference(f, &sub, &part, (ug_ref_mode)m, sliced);
+            for (size_t i = 0, o = 0; i < f->n_buffers; i++) {
+                if (!f->buffers[i].is_output) continue;
+                if (m == 0 && !covered[i]) covered[i] = calloc(full.buf[i].count + 1, sizeof(size_t));
+                for (size_t j = 0; j < part.buf[i].count; j++) {
+                    const size_t at = ug_slice_index(&sp, s, i, j);
+                    if (at >= full.buf[i].count) continue;
+                    if (m == 0) covered[i][at]++;
+                    compared++;
+                    if (!same_value(&sliced[o][j], &whole[m][o][at]))
+                        UG_TEST_MISMATCH(values_differ, "%s %s[%zu] %s: the slice's reference differs", f->name,
+                                         f->buffers[i].name, at, ug_ref_mode_name((ug_ref_mode)m));
+                }
+                free(sliced[o++]);
+            }
+        }
+        buffers_free(f, &part);
+    }
+    size_t not_once = 0;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        if (!covered[i]) continue;
+        for (size_t at = 0; at < full.buf[i].count; at++) not_once += covered[i][at] != 1;
+        free(covered[i]);
+    }
+    CU_ASSERT_EQUAL(gathered_wrong, 0);
+    CU_ASSERT_EQUAL(values_differ, 0);
+    CU_ASSERT_EQUAL(not_once, 0);
+    CU_ASSERT(compared > 0);
+    for (int m = 0; m < UG_REF_MODE_COUNT; m++)
+        for (size_t i = 0, o = 0; i < f->n_buffers; i++)
+            if (f->buffers[i].is_output) free(whole[m][o++]);
+    buffers_free(f, &full);
+}
+
+static void test_slices_give_the_case_reference(void)
+{
+    ug_sweep sw;
+    CU_ASSERT_FATAL(ug_sweep_load("fixtures/sweeps/default", &sw).code == UG_OK);
+    size_t families = 0;
+    for (size_t k = 0; k < ug_family_count(); k++) {
+        const ug_family *f = ug_family_at(k);
+        if (!f->slicing.on) continue;
+        check_family(&sw, f);
+        families++;
+    }
+    CU_ASSERT(families >= 7);
+    ug_sweep_free(&sw);
+}
+
+/* A family without slicing is one slice: the case itself. */
+static void test_no_slicing_is_the_whole_case(void)
+{
+    const ug_family *f = ug_family_find("head_norm_rope");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const ug_params p = {{0}};
+    ug_slicing_plan sp;
+    ug_slice_plan(f, &p, &sp);
+    CU_ASSERT(sp.whole && sp.n == 1);
+    CU_ASSERT_EQUAL(ug_slice_index(&sp, 0, 0, 17), 17);
+}
+
+UG_TEST_SUITE(slice_suite, "slice", UG_TEST(test_slices_give_the_case_reference),
+              UG_TEST(test_no_slicing_is_the_whole_case));
