@@ -8,6 +8,7 @@
  * 3 an internal error (out of memory, I/O after the start, the reference
  * could not compute). The verdict is printed last: a run that exits 2 or 3
  * prints none. */
+#include <errno.h>
 #include <getopt.h>
 #include <mpfr.h>
 #include <signal.h>
@@ -123,6 +124,12 @@ static void usage_verify(FILE *out)
           "  --enforce-stat-budgets the budgets' ULP statistics (measured on the built-in kernels) gate\n"
           "                         a --kernel-lib library too, not only advise (docs/budgets.md)\n"
           "  --profile NAME|PATH    the kernels' target arithmetic (fixtures/profiles/NAME.json; default cpu)\n"
+          "  --sample-slices F      opt-in sampled checking for huge shapes: the reference and bound of only\n"
+          "                         ceil(F n) of a case's n slices (batch entry x value head), drawn at random;\n"
+          "                         every element is still run and checked for poison; report.md states the\n"
+          "                         sample and the probability of missing an error (not with --baseline,\n"
+          "                         --write-baseline or --shard)\n"
+          "  --sample-seed N        the draw's seed (default 0; with the case seed)\n"
           "  -h, --help, --version  this text; the version\n"
           "exit: 0 pass, 1 gate failed, 2 usage or input error (before anything runs), 3 internal error\n",
           out);
@@ -209,7 +216,7 @@ typedef struct {
     const char *sweep, *budgets, *baseline, *reports, *write_baseline, *filter, *kernel_lib, *profile;
     bool enforce_stats;
     size_t shard_index, shard_count;
-    bool isolate;
+    bool isolate, sample_seed_given;
     double case_timeout;        /* 0: the default per call */
     ug_run_options run;
 } verify_args;
@@ -226,6 +233,7 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         {"kernel-lib", required_argument, 0, 'k'}, {"kernel-threads", required_argument, 0, 'K'},
         {"enforce-stat-budgets", no_argument, 0, 'E'}, {"profile", required_argument, 0, 'P'},
         {"isolate", no_argument, 0, 'I'},        {"case-timeout", required_argument, 0, 'T'},
+        {"sample-slices", required_argument, 0, 'F'}, {"sample-seed", required_argument, 0, 'Z'},
         {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
@@ -262,6 +270,26 @@ static int parse_verify(int argc, char **argv, verify_args *a)
         case 'm':
             if (!parse_max_case_mib(optarg, &a->run.max_case_bytes)) return EXIT_USAGE;
             break;
+        case 'F': {
+            char *end;
+            a->run.sample_fraction = strtod(optarg, &end);
+            if (*end || end == optarg || !(a->run.sample_fraction > 0 && a->run.sample_fraction <= 1)) {
+                fprintf(stderr, "ulpgate: --sample-slices: '%s' is not a fraction in (0, 1]\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        }
+        case 'Z': {
+            char *end;
+            errno = 0;
+            a->run.sample_seed = strtoull(optarg, &end, 0);
+            if (*end || end == optarg || errno || optarg[0] == '-') {
+                fprintf(stderr, "ulpgate: --sample-seed: '%s' is not an unsigned 64-bit integer\n", optarg);
+                return EXIT_USAGE;
+            }
+            a->sample_seed_given = true;
+            break;
+        }
         case 'j':
             if (!parse_jobs(optarg, &a->run.jobs)) return EXIT_USAGE;
             break;
@@ -291,6 +319,16 @@ static int parse_verify(int argc, char **argv, verify_args *a)
     if (!a->sweep || !a->budgets) {
         fprintf(stderr, "ulpgate verify: --sweep and --budgets are required\n");
         usage_verify(stderr);
+        return EXIT_USAGE;
+    }
+    if (a->sample_seed_given && a->run.sample_fraction == 0) {
+        fprintf(stderr, "ulpgate verify: --sample-seed without --sample-slices: nothing is sampled\n");
+        return EXIT_USAGE;
+    }
+    if (a->run.sample_fraction > 0 && (a->baseline || a->write_baseline || a->shard_count)) {
+        fprintf(stderr, "ulpgate verify: --sample-slices measures part of each case: its figures cannot be compared "
+                        "with a baseline, written as one or sharded (%s)\n",
+                a->baseline ? "--baseline" : a->write_baseline ? "--write-baseline" : "--shard");
         return EXIT_USAGE;
     }
     return EXIT_PASS;

@@ -263,6 +263,9 @@ ug_status ug_report_check(const char *path, const json_t *root)
     UG_TRY(check_member(path, "", root, "profile", profile_fields));
     UG_TRY(ug_json_object(path, "", root, "run", &run));
     UG_TRY(check_fields(path, "run", run, run_fields));
+    if (json_object_get(run, "sample"))
+        return ug_fail(UG_EPARSE, "%s: run.sample: a sampled run (verify --sample-slices) measured part of each case: "
+                                  "its figures cannot be merged, re-gated or compared; run without sampling", path);
     UG_TRY(check_member(path, "run", run, "sweep", sweep_fields));
     UG_TRY(check_member(path, "run", run, "memory", memory_fields));
     UG_TRY(check_member(path, "run.sweep", json_object_get(run, "sweep"), "shard", shard_fields));

@@ -157,6 +157,30 @@ static const char *kernels_label(const ug_run_result *run, char *label, size_t s
     return label;
 }
 
+/* What sampled checking checked, and what it guarantees: a case's k of n
+ * slices drawn without replacement miss an error present in m of them with
+ * probability C(n-m, k) / C(n, k) <= (1 - k/n)^m; slices hold equal shares
+ * of every output, so an error in a share q of the elements lies in at least
+ * ceil(q n) slices. */
+static void md_sample(FILE *f, const ug_run_result *run)
+{
+    if (run->sample_fraction <= 0) return;
+    uint64_t slices = 0, checked = 0;
+    double worst = 0; /* the largest miss probability of one bad slice over the cases: 1 - k/n */
+    for (size_t i = 0; i < run->n_cases; i++) {
+        const ug_case_result *cr = &run->cases[i];
+        slices += cr->slices;
+        checked += cr->slices_checked;
+        if (cr->slices) worst = fmax(worst, 1.0 - (double)cr->slices_checked / (double)cr->slices);
+    }
+    fprintf(f, "- **sampled checking** (--sample-slices %g, seed %" PRIu64 "): the reference and the bound of %" PRIu64
+               " of %" PRIu64 " slices (one batch entry and value head each; a family without slices is checked "
+               "whole); every element was still run and checked for poison, guards and inputs. In any case, an "
+               "error confined to one slice escapes with probability at most %.3g, one in a share q of a case's "
+               "elements at most %.3g^ceil(q·n) (n: the case's slices; 10%% of 32 slices: %.3g)\n",
+            run->sample_fraction, run->sample_seed, checked, slices, worst, worst, pow(worst, ceil(0.1 * 32)));
+}
+
 static void md_head(FILE *f, const report_in *in)
 {
     const ug_run_result *run = in->run;
@@ -170,6 +194,7 @@ static void md_head(FILE *f, const report_in *in)
     fprintf(f, "- wall time: %.2f s\n", run->wall_seconds);
     fprintf(f, "- elements checked: %" PRIu64 " (%.0f elements/s)\n", run->elements_checked, rate);
     fprintf(f, "- moderate condition: <= %g\n", run->moderate_cond);
+    md_sample(f, run);
     if (in->verdict->pass) fprintf(f, "- verdict: **PASS**\n\n");
     else fprintf(f, "- verdict: **FAIL** (%zu findings)\n\n", fail_count(in->verdict));
 }
@@ -616,13 +641,19 @@ static json_t *run_json(const ug_run_result *run)
                                                         "count", (json_int_t)run->sweep->shard_count)
                                             : json_null());
     char kernels[320];
-    return json_pack("{s:s, s:o, s:o, s:s, s:o, s:I, s:o, s:o, s:I, s:I, s:I}", "kernels",
+    json_t *j = json_pack("{s:s, s:o, s:o, s:s, s:o, s:I, s:o, s:o, s:I, s:I, s:I}", "kernels",
                      kernels_label(run, kernels, sizeof kernels), "memory", memory, "sweep", sweep,
                      "started_utc", run->started_utc, "wall_seconds", real_json(run->wall_seconds),
                      "elements_checked", (json_int_t)run->elements_checked, "elements_per_second",
                      real_json(rate), "moderate_condition", real_json(run->moderate_cond),
                      "cases_accepted", (json_int_t)n.accepted, "cases_rejected",
                      (json_int_t)n.rejected, "cases_failed", (json_int_t)n.failed);
+    if (run->sample_fraction <= 0) return j;
+    uint64_t slices = 0, checked = 0;
+    for (size_t i = 0; i < run->n_cases; i++) slices += run->cases[i].slices, checked += run->cases[i].slices_checked;
+    return set(j, "sample", json_pack("{s:o, s:I, s:I, s:I}", "fraction", real_json(run->sample_fraction), "seed",
+                                      (json_int_t)run->sample_seed, "slices", (json_int_t)slices, "slices_checked",
+                                      (json_int_t)checked));
 }
 
 static json_t *verdict_json(const ug_verdict *v)

@@ -29,6 +29,8 @@ typedef struct {
     bool source_ran;                /* the run's kernel source ran and returned UG_OK
                                        (its bits are bits_hash; no ISA path ran) */
     uint64_t elements;              /* output elements measured */
+    uint64_t slices, slices_checked; /* the case's slices (harness/slice.h), and how many were measured
+                                       (fewer only under sampled checking) */
     ug_stats *pending;              /* runner-internal: this case's statistics until
                                        they are merged, in case order; NULL after */
     ug_samples samples;             /* a few measured elements, for the plots */
@@ -57,6 +59,8 @@ typedef struct {
     uint64_t source_hash;
     ug_profile_id profile;      /* the arithmetic profile of the bounds (ref/f32_model.h) */
     double moderate_cond;
+    double sample_fraction;     /* 0: every slice checked; else the sampled checking asked for */
+    uint64_t sample_seed;
     size_t n_cases;
     ug_case_result *cases;
     size_t n_families;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "runner.h"
 
+#include <gsl/gsl_randist.h>
+
 #include <inttypes.h>
 #include <mpfr.h>
 #include <pthread.h>
@@ -321,6 +323,7 @@ static void keep_if_worse(worst_list *w, double ratio, const ug_sample *x)
 /* What one slice measured: merged into the case in slice order, so the
  * figures do not depend on which thread ran which slice. */
 typedef struct {
+    bool sampled;               /* measured (every slice, unless sampled checking leaves it out) */
     ug_status st;
     char failure[UG_MSG_MAX];   /* the slice's first failing element, "" if none */
     ug_stats stats[UG_MAX_BUFFERS][UG_REF_MODE_COUNT]; /* per output ordinal */
@@ -461,7 +464,7 @@ static void *slice_worker(void *arg)
         pthread_mutex_unlock(&w->lock);
         if (s >= w->sp.n) return NULL;
         slice_result *sr = &w->slices[s];
-        sr->st = measure_slice(w, s, sr);
+        if (sr->sampled) sr->st = measure_slice(w, s, sr);
     }
 }
 
@@ -527,6 +530,38 @@ static ug_status outputs_present(slice_work *w, ug_case_result *r)
     return ug_ok();
 }
 
+/* Which slices are measured: all, or under sampled checking ceil(fraction * n)
+ * of them, drawn without replacement from the run's sample seed and the
+ * case's seed (the same slices at any thread count). */
+static ug_status choose_slices(const ug_case *c, const ug_run_options *opt, slice_work *w, ug_case_result *r)
+{
+    const size_t n = w->sp.n;
+    size_t k = n;
+    if (opt->sample_fraction > 0) k = (size_t)ceil(opt->sample_fraction * (double)n);
+    if (k > n) k = n;
+    r->slices += n;
+    r->slices_checked += k;
+    if (k == n) {
+        for (size_t s = 0; s < n; s++) w->slices[s].sampled = true;
+        return ug_ok();
+    }
+    size_t *all = malloc(n * sizeof *all), *chosen = malloc(k * sizeof *chosen + 1);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    ug_status st = ug_ok();
+    if (!all || !chosen || !rng) {
+        st = ug_fail(UG_ENOMEM, "cannot sample %zu of %zu slices", k, n);
+    } else {
+        for (size_t s = 0; s < n; s++) all[s] = s;
+        gsl_rng_set(rng, (unsigned long)(opt->sample_seed ^ c->seed));
+        gsl_ran_choose(rng, chosen, k, all, n, sizeof *all);
+        for (size_t j = 0; j < k; j++) w->slices[chosen[j]].sampled = true;
+    }
+    gsl_rng_free(rng);
+    free(all);
+    free(chosen);
+    return st;
+}
+
 /* Folds the slices into the case, in slice order. */
 static ug_status merge_slices(const slice_work *w, ug_case_result *r)
 {
@@ -562,7 +597,7 @@ static ug_status merge_slices(const slice_work *w, ug_case_result *r)
                 const ug_summary sum = ug_stats_summary(&total[o][m]);
                 if (sum.max_ratio > r->sum[o][m].max_ratio || r->sum[o][m].elements == 0) r->sum[o][m] = sum;
                 ug_stats_merge(&r->pending[o * UG_REF_MODE_COUNT + m], &total[o][m]);
-                r->elements += m == 0 || !w->checked[w->out_buf[o]][0] ? w->cb->buf[w->out_buf[o]].count : 0;
+                r->elements += m == 0 || !w->checked[w->out_buf[o]][0] ? total[o][m].sum.elements : 0;
             }
             ug_stats_free(&total[o][m]);
         }
@@ -601,6 +636,7 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const output_
             for (int m = 0; m < UG_REF_MODE_COUNT && ug_is_ok(&st); m++) st = ug_stats_init(&sr->stats[o][m]);
         sr->has_stats = true; /* ug_stats_free takes an initialised or zeroed one */
     }
+    if (ug_is_ok(&st)) st = choose_slices(c, opt, &w, r);
     if (ug_is_ok(&st)) {
         run_slices(&w);
         st = merge_slices(&w, r);
@@ -876,11 +912,15 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     if (opt->jobs > 1 && !mpfr_buildopt_tls_p())
         return ug_fail(UG_EINVAL, "jobs (%d) > 1 needs a thread-safe MPFR; this one is not", opt->jobs);
     if (!opt->model) return ug_fail(UG_EINVAL, "no arithmetic profile: ug_run_options.model is NULL");
+    if (!(opt->sample_fraction >= 0 && opt->sample_fraction <= 1))
+        return ug_fail(UG_EINVAL, "sample fraction (%g) must be in [0, 1] (0: every slice)", opt->sample_fraction);
     if (opt->source && (!opt->source->name || !opt->source->run))
         return ug_fail(UG_EINVAL, "kernel source %s has no run function", opt->source->name ? opt->source->name : "(unnamed)");
     UG_TRY(ug_run_result_init(sw, opt->moderate_cond, out));
     out->source_name = opt->source ? opt->source->name : NULL;
     out->profile = opt->model->id;
+    out->sample_fraction = opt->sample_fraction;
+    out->sample_seed = opt->sample_seed;
     ug_isa saved = ug_isa_current(); /* the calling thread runs cases on every path */
     unsigned saved_kernel_threads = ug_kernel_threads();
     size_t *order = work_order(sw);

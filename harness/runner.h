@@ -50,6 +50,12 @@ typedef struct {
     const ug_kernel_source *isolated;
     /* The arithmetic profile every bound is derived under (harness/profile.h; required). */
     const ug_f32_model *model;
+    /* Sampled checking, only when asked (verify --sample-slices): 0 checks every slice of every case;
+     * otherwise ceil(sample_fraction * n) of a case's n slices (harness/slice.h), chosen without
+     * replacement by a generator seeded with sample_seed and the case's seed. Every element is still
+     * run, checked for poison, guards and inputs; only the reference and the bound are sampled. */
+    double sample_fraction;
+    uint64_t sample_seed;
 } ug_run_options;
 
 ug_status ug_run_sweep(const ug_sweep *sweep, const ug_run_options *opt, ug_run_result *out);
