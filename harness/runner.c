@@ -272,35 +272,6 @@ typedef struct {
     size_t idle;
 } worker_pool;
 
-/* One set of outputs to measure: a path's, copied out of the case's buffers
- * (the next path overwrites them). */
-typedef struct {
-    const char *label;
-    void *data[UG_MAX_BUFFERS]; /* per buffer index: a copy of the output, NULL for inputs */
-} output_set;
-
-static void output_set_free(output_set *os)
-{
-    for (size_t i = 0; i < UG_MAX_BUFFERS; i++) free(os->data[i]);
-}
-
-static ug_status output_set_copy(const case_buffers *cb, const char *label, output_set *os)
-{
-    memset(os, 0, sizeof *os);
-    os->label = label;
-    for (size_t i = 0; i < cb->n; i++) {
-        if (!cb->f->buffers[i].is_output) continue;
-        const size_t bytes = buf_bytes(&cb->buf[i]);
-        os->data[i] = malloc(bytes ? bytes : 1);
-        if (!os->data[i]) {
-            output_set_free(os);
-            return ug_fail(UG_ENOMEM, "cannot keep the %zu bytes of output %s", bytes, cb->f->buffers[i].name);
-        }
-        memcpy(os->data[i], cb->buf[i].data, bytes);
-    }
-    return ug_ok();
-}
-
 /* The elements with the largest ratios of one output and mode, largest
  * first, earlier index first on ties. */
 typedef struct {
@@ -336,8 +307,8 @@ typedef struct {
 /* Everything the slices of one output set share (read-only while they run). */
 typedef struct {
     const ug_case *c;
-    const case_buffers *cb;
-    const output_set *os;
+    const case_buffers *cb;     /* the inputs, and the outputs of the path measured */
+    const char *label;          /* that path's */
     const ug_run_options *opt;
     ug_slicing_plan sp;
     bool present[UG_MAX_BUFFERS]; /* inputs, and the outputs the kernel wrote */
@@ -368,7 +339,7 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
     const ug_case *c = w->c;
     const ug_f32_model *model = w->opt->model;
     const size_t bi = (size_t)w->out_buf[o];
-    const char *name = c->family->buffers[bi].name, *label = w->os->label;
+    const char *name = c->family->buffers[bi].name, *label = w->label;
     const size_t stride = w->cb->buf[bi].count / UG_SAMPLES_SPREAD + 1;
     /* Every exact regime's math takes exp(0): only a target that computes it
      * exactly keeps every intermediate exact (docs/ties.md). */
@@ -415,8 +386,7 @@ static ug_status measure_slice(const slice_work *w, size_t s, slice_result *sr)
     ug_ref_value *refs[UG_MAX_BUFFERS] = {0};
     ug_status st = ug_ok();
     for (size_t i = 0; i < f->n_buffers && ug_is_ok(&st); i++) {
-        const ug_buf full = {f->buffers[i].is_output ? w->os->data[i] : w->cb->buf[i].data, w->cb->buf[i].count,
-                             w->cb->buf[i].dtype};
+        const ug_buf full = w->cb->buf[i];
         sb[i] = (ug_buf){NULL, 0, full.dtype};
         st = ug_family_buffer_count(f, &sub, i, &sb[i].count);
         if (!ug_is_ok(&st) || !w->present[i]) continue; /* an output not handed over: data NULL */
@@ -511,14 +481,14 @@ static ug_status outputs_present(slice_work *w, ug_case_result *r)
     for (size_t i = 0; i < f->n_buffers; i++) {
         w->present[i] = true;
         if (!f->buffers[i].is_output) continue;
-        const ug_buf b = {w->os->data[i], w->cb->buf[i].count, w->cb->buf[i].dtype};
+        const ug_buf b = w->cb->buf[i];
         if (f->buffers[i].optional && b.count && is_poison(b.data, buf_bytes(&b))) {
             w->present[i] = false;
             continue;
         }
         for (size_t j = 0; j < b.count; j++)
             if (element_is_poison(&b, j)) {
-                set_failure(r, "[%s] %s[%zu] was never written", w->os->label, f->buffers[i].name, j);
+                set_failure(r, "[%s] %s[%zu] was never written", w->label, f->buffers[i].name, j);
                 break;
             }
     }
@@ -616,12 +586,13 @@ static void slices_free(slice_work *w)
     free(w->slices);
 }
 
-/* Measures one output set against the reference (computed from the case's
- * inputs and, for a pipeline's stages, these outputs). */
-static ug_status measure(const ug_case *c, const case_buffers *cb, const output_set *os, const ug_run_options *opt,
+/* Measures the outputs a path left in the case's buffers against the
+ * reference (computed from the inputs and, for a pipeline's stages, these
+ * outputs). */
+static ug_status measure(const ug_case *c, const case_buffers *cb, const char *label, const ug_run_options *opt,
                          worker_pool *pool, ug_case_result *r)
 {
-    slice_work w = {.c = c, .cb = cb, .os = os, .opt = opt, .lock = PTHREAD_MUTEX_INITIALIZER, .pool = pool};
+    slice_work w = {.c = c, .cb = cb, .label = label, .opt = opt, .lock = PTHREAD_MUTEX_INITIALIZER, .pool = pool};
     const ug_family *f = c->family;
     for (size_t i = 0; i < f->n_buffers; i++)
         if (f->buffers[i].is_output) w.out_buf[w.n_outputs++] = (int)i;
@@ -655,8 +626,9 @@ static ug_status audit_plan(const ug_case *c, ug_case_result *r)
     return ug_ok();
 }
 
-/* Runs every path, keeping the first path's outputs and those of each path
- * whose bits differ from every kept set, then measures each kept set. */
+/* Runs every path; measures the first path's outputs, and those of each
+ * path whose bits differ from every path measured before (in place: the
+ * reference of a case is computed once unless its paths disagree). */
 static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, worker_pool *pool, case_buffers *cb,
                               ug_case_result *r)
 {
@@ -666,9 +638,8 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, worke
     r->isa_bits_agree = true;
     kernel_path paths[UG_ISA_COUNT];
     const size_t n_paths = kernel_paths(opt, paths);
-    output_set sets[UG_ISA_COUNT];
-    uint64_t set_bits[UG_ISA_COUNT];
-    size_t n_sets = 0;
+    uint64_t measured_bits[UG_ISA_COUNT];
+    size_t n_measured = 0;
     ug_status st = ug_ok();
     for (size_t k = 0; k < n_paths && ug_is_ok(&st); k++) {
         const kernel_path *path = &paths[k];
@@ -688,20 +659,16 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, worke
             r->isa_bits[path->isa] = bits;
         }
         bool seen = false;
-        for (size_t k2 = 0; k2 < n_sets; k2++) seen |= set_bits[k2] == bits;
-        if (n_sets == 0) {
+        for (size_t j = 0; j < n_measured; j++) seen |= measured_bits[j] == bits;
+        if (n_measured == 0) {
             r->bits_hash = bits;
             r->kernel_status = ks;
         } else if (!seen) {
             r->isa_bits_agree = false;
         }
         if (seen) continue; /* same bits, same figures */
-        st = output_set_copy(cb, path->label, &sets[n_sets]);
-        if (ug_is_ok(&st)) set_bits[n_sets++] = bits;
-    }
-    for (size_t k = 0; k < n_sets; k++) {
-        if (ug_is_ok(&st)) st = measure(c, cb, &sets[k], opt, pool, r);
-        output_set_free(&sets[k]);
+        measured_bits[n_measured++] = bits;
+        st = measure(c, cb, path->label, opt, pool, r);
     }
     return st;
 }

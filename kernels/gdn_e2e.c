@@ -160,7 +160,9 @@ static ug_status validate(const gdn_e2e_params *p, const ug_buf *q, const ug_buf
 
 /* ---- scratch ---------------------------------------------------------------------- */
 
-static ug_status scratch_open(scratch *s, const gdn_e2e_params *p)
+/* Every intermediate the caller does not take (taken: bit i), o and
+ * final_state always (copied out at the end); a taken one has 0 bytes. */
+static ug_status scratch_open(scratch *s, const gdn_e2e_params *p, uint32_t taken)
 {
     memset(s, 0, sizeof *s);
     ug_tensor_spec spec[N_INTERMEDIATES];
@@ -168,6 +170,7 @@ static ug_status scratch_open(scratch *s, const gdn_e2e_params *p)
     for (size_t i = 0; i < N_INTERMEDIATES; i++) {
         size_t count, bytes;
         UG_TRY(intermediate_size(&spec[i], &count, &bytes));
+        if (taken >> i & 1u) count = bytes = 0;
         ug_status st = ug_guarded_alloc(&s->mem[i], bytes);
         if (!ug_is_ok(&st)) return ug_fail(st.code, KERNEL ": intermediate %s: %s", spec[i].name, st.msg);
         s->buf[i] = (ug_buf){ug_guarded_data(&s->mem[i]), count, spec[i].dtype};
@@ -205,6 +208,7 @@ enum { KEPT_SCRATCH = 2 };
 typedef struct {
     scratch s;
     gdn_e2e_params shape;
+    uint32_t taken;
     bool allocated, busy;
 } kept_scratch;
 static kept_scratch kept[KEPT_SCRATCH];
@@ -216,15 +220,15 @@ static bool same_shape(const gdn_e2e_params *a, const gdn_e2e_params *b)
            a->bt == b->bt;
 }
 
-/* A scratch set for shape p: a kept one (*slot its index) or the call's own
- * (*slot = -1). */
-static ug_status scratch_take(const gdn_e2e_params *p, scratch **out, scratch *own, int *slot)
+/* A scratch set for shape p and the intermediates taken: a kept one (*slot
+ * its index) or the call's own (*slot = -1). */
+static ug_status scratch_take(const gdn_e2e_params *p, uint32_t taken, scratch **out, scratch *own, int *slot)
 {
     int free_slot = -1;
     pthread_mutex_lock(&kept_lock);
     for (int i = 0; i < KEPT_SCRATCH && *slot < 0; i++) {
         if (kept[i].busy) continue;
-        if (kept[i].allocated && same_shape(&kept[i].shape, p)) *slot = i;
+        if (kept[i].allocated && same_shape(&kept[i].shape, p) && kept[i].taken == taken) *slot = i;
         else if (free_slot < 0 || !kept[i].allocated) free_slot = i;
     }
     if (*slot < 0) *slot = free_slot;
@@ -232,14 +236,14 @@ static ug_status scratch_take(const gdn_e2e_params *p, scratch **out, scratch *o
     pthread_mutex_unlock(&kept_lock);
     if (*slot < 0) {
         *out = own;
-        return scratch_open(own, p);
+        return scratch_open(own, p, taken);
     }
     kept_scratch *ks = &kept[*slot];
     *out = &ks->s;
-    if (ks->allocated && same_shape(&ks->shape, p)) return ug_ok();
+    if (ks->allocated && same_shape(&ks->shape, p) && ks->taken == taken) return ug_ok();
     if (ks->allocated) (void)scratch_close(&ks->s); /* its guards were checked when its last call gave it back */
     ks->allocated = false;
-    ug_status st = scratch_open(&ks->s, p);
+    ug_status st = scratch_open(&ks->s, p, taken);
     if (!ug_is_ok(&st)) {
         (void)scratch_close(&ks->s); /* nothing was written into it */
         pthread_mutex_lock(&kept_lock);
@@ -252,6 +256,7 @@ static ug_status scratch_take(const gdn_e2e_params *p, scratch **out, scratch *o
     }
     ks->allocated = true;
     ks->shape = *p;
+    ks->taken = taken;
     return ug_ok();
 }
 
@@ -442,14 +447,21 @@ ug_status gdn_e2e(const gdn_e2e_params *p, const ug_buf *q, const ug_buf *k, con
     out[I_O] = o;
     out[I_FINAL] = final_state;
     UG_TRY(validate(p, q, k, v, beta, g_raw, h0, o, final_state, out));
+    uint32_t taken = 0;
+    for (size_t i = 0; i < N_INTERMEDIATES; i++)
+        if (out[i] && i != I_O && i != I_FINAL) taken |= 1u << i;
     scratch own, *s;
     int slot = -1;
     const inputs in = {q, k, v, beta, g_raw, h0};
-    ug_status st = scratch_take(p, &s, &own, &slot);
-    if (ug_is_ok(&st)) st = run_stages(p, &in, s->buf);
+    ug_status st = scratch_take(p, taken, &s, &own, &slot);
+    ug_buf x[N_INTERMEDIATES];
+    for (size_t i = 0; i < N_INTERMEDIATES && ug_is_ok(&st); i++) x[i] = taken >> i & 1u ? *out[i] : s->buf[i];
+    if (ug_is_ok(&st)) st = run_stages(p, &in, x);
     if (ug_is_ok(&st)) st = scratch_check(s);
-    for (size_t i = 0; i < N_INTERMEDIATES && ug_is_ok(&st); i++)
-        if (out[i]) memcpy(out[i]->data, s->buf[i].data, s->mem[i].bytes);
+    if (ug_is_ok(&st)) {
+        memcpy(o->data, s->buf[I_O].data, s->mem[I_O].bytes);
+        memcpy(final_state->data, s->buf[I_FINAL].data, s->mem[I_FINAL].bytes);
+    }
     ug_status given = scratch_give(s, slot);
     return ug_is_ok(&st) ? given : st;
 }

@@ -25,12 +25,17 @@
  * (gdn_chunk_o's MAX_K, a compile-time MMA K-loop); V <= MAX_V = 256;
  * BT == 64; T % BT == 0; V % 64 == 0 (gdn_recompute_wu's BV); every buffer's
  * element count and dtype; every intermediate's byte size fits in size_t.
- * The intermediates live in guarded heap scratch, kept across calls of
- * the same shape (a production shape's ~130 MiB would otherwise be mapped
- * and faulted in on every call); o, final_state and the intermediates the
- * caller asked for (gdn_e2e_stages) are copied out only after every stage
- * returned UG_OK with its scratch intact, so a failing call writes nothing.
- * A stage's failure is returned with its code and the stage named:
+ * The intermediates the caller does not take (gdn_e2e_stages) live in
+ * guarded heap scratch, kept across calls of the same shape (a production
+ * shape's ~130 MiB would otherwise be mapped and faulted in on every call).
+ * Those the caller takes are written in place as the stages produce them:
+ * they are the caller's memory and the pipeline's working storage at once
+ * (no copy, no second allocation), so a call that fails after validation
+ * (an allocation, a stage) may leave them partly written. o and final_state
+ * are copied out only after every stage returned UG_OK with its scratch
+ * intact: a failing call never writes them, and a rejected shape writes
+ * nothing at all. A stage's failure is returned with its code and the
+ * stage named:
  * "gdn_e2e: chunk_o: <its message>". */
 #ifndef UG_KERNEL_GDN_E2E_H
 #define UG_KERNEL_GDN_E2E_H
