@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../core/bf16.h"
+#include "../harness/profile.h"
 #include "../ref/ref.h"
 #include "bench.h"
 
@@ -29,6 +30,22 @@ enum { REPEATS = 3 };
 typedef struct {
     size_t b, t, hg, h, k, v, bt;
 } shape;
+
+/* The cpu profile (the bench runs from the repository root, as make bench). */
+static const ug_f32_model *cpu_model(void)
+{
+    static ug_f32_model model;
+    static bool loaded;
+    if (!loaded) {
+        ug_status st = ug_profile_load("fixtures/profiles/cpu.json", &model);
+        if (!ug_is_ok(&st)) {
+            fprintf(stderr, "bench: %s (run from the repository root)\n", st.msg);
+            abort();
+        }
+        loaded = true;
+    }
+    return &model;
+}
 
 static size_t at4(const shape *s, size_t b, size_t t, size_t heads, size_t head, size_t width, size_t col)
 {
@@ -174,7 +191,7 @@ static double time_paths(ref_case *c, ug_ref_mode mode, double terms, size_t *di
         ug_status st = ug_ok();
         for (int r = 0; r < (fast ? REPEATS : 1) && ug_is_ok(&st); r++) {
             double t0 = bench_now();
-            st = c->f->reference(&c->p, c->bufs, mode, dst);
+            st = c->f->reference(&c->p, c->bufs, cpu_model(), mode, dst);
             best = fmin(best, bench_now() - t0);
         }
         ug_ref_set_fast(true);
@@ -211,7 +228,7 @@ static void *spread_worker(void *arg)
 {
     spread_job *job = arg;
     ug_ref_value **outs = job->c.outs[job->mode];
-    job->st = job->c.f->reference(&job->c.p, job->c.bufs, job->mode, outs);
+    job->st = job->c.f->reference(&job->c.p, job->c.bufs, cpu_model(), job->mode, outs);
     return NULL;
 }
 
