@@ -4,6 +4,8 @@
 #include <limits.h>
 #include <math.h>
 
+#include "../core/bf16.h"
+
 enum { DIGIT_BITS = 32, NO_QMIN = INT_MIN / 2 };
 static const int64_t DIGIT = INT64_C(1) << DIGIT_BITS;
 
@@ -41,6 +43,20 @@ static void propagate(ug_xsum *a)
 void ug_xsum_carry(ug_xsum *a)
 {
     propagate(a);
+    a->adds = 0;
+}
+
+void ug_xsum_mul_small(ug_xsum *a, uint32_t m)
+{
+    propagate(a);
+    /* Every limb to a digit, the sign in the top one (|limb| < 2^32): each
+     * product then stays below 2^56, and later adds below 2^63. */
+    while (a->lo <= a->hi && (a->limb[a->hi] >= DIGIT || a->limb[a->hi] < -DIGIT)) {
+        a->limb[a->hi + 1] += a->limb[a->hi] >> DIGIT_BITS;
+        a->limb[a->hi] &= DIGIT - 1;
+        a->hi++;
+    }
+    for (int i = a->lo; i <= a->hi; i++) a->limb[i] *= (int64_t)m;
     a->adds = 0;
 }
 
@@ -454,6 +470,35 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
     /* the rounding of out to 53 bits must fall inside m (see round_value),
      * unless out is exact: nothing below m */
     return out->zero || bit_length(out->m) >= 54 || (!out->round && !out->sticky);
+}
+
+bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius, ug_staged *out, ug_xsum *scratch)
+{
+    const ug_xval x = ug_xval_product(neg, m1, m2, e);
+    if (x.zero) return false;
+    const uint16_t rn = (uint16_t)ug_xval_rn_bits(&x, UG_BF16), mag_bits = rn & 0x7FFF;
+    if (mag_bits == 0 || mag_bits >= 0x7F80) return false;
+    /* The rounding interval of |RN(x)|: halfway to its neighbours (exact). */
+    const double abs_rn = ug_bf16_to_f32(mag_bits), prev = ug_bf16_to_f32((ug_bf16)(mag_bits - 1));
+    const double next = mag_bits == 0x7F7F ? 0x1p128 : ug_bf16_to_f32((ug_bf16)(mag_bits + 1));
+    const double near = (abs_rn + prev) / 2, far = (abs_rn + next) / 2;
+    /* reach >= radius + |x - x0| (<= 2^-53 |x0|) + the roundings of these
+     * double operations (each <= 2^-53 relative). */
+    const ug_xval_doubles xd = ug_xval_to_doubles(&x);
+    const double abs_x0 = fabs(xd.nearest), reach = radius * (1 + 0x1p-20) + abs_x0 * 0x1p-48;
+    if (!(abs_x0 - reach > near && abs_x0 + reach < far)) return false;
+    *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .mag = abs_rn, .gap = 0.0,
+                       .abs_x = fabs(xd.away)};
+    ug_xval deviation; /* |x - RN(x)|, from x's leading bits or else from an accumulator */
+    if (!ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
+        ug_xsum_clear(scratch);
+        ug_xsum_add_mul(scratch, neg, m1, m2, e);
+        ug_xsum_add_double(scratch, -(double)ug_bf16_to_f32(rn));
+        if (!ug_xsum_in_range(scratch)) return false;
+        deviation = ug_xsum_read(scratch);
+    }
+    out->dev = fabs(ug_xval_to_double(&deviation, MPFR_RNDA));
+    return true;
 }
 
 void ug_xsum_get_mpfr(ug_xsum *a, mpfr_ptr out, mpz_t scratch)

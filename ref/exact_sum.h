@@ -164,6 +164,11 @@ static inline void ug_xsum_add_product(ug_xsum *a, double x, double y)
     ug_xsum_add(a, nx ^ ny, (ug_u128)mx * my, ex + ey);
 }
 
+/* S *= m (0 < m < 2^24) exactly, as if every value added so far had been
+ * multiplied by m; adds may go on afterwards. Lets a caller add terms
+ * that share a small factor (a reference's scale) without it. */
+void ug_xsum_mul_small(ug_xsum *a, uint32_t m);
+
 /* The exact sum as read out once: its sign, the 128 bits below its leading
  * bit, the bit after them and whether any bit below that is set, i.e.
  * |S| = (m + round/2 + sticky-part) · 2^e; zero marks S = 0 (neg its sign).
@@ -202,6 +207,15 @@ ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e);
  * below its window) or at least 2^54 units (else false: the caller reads it
  * from an accumulator). */
 bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out);
+
+/* ug_stage_operand(x, radius) without MPFR where its result is certain:
+ * x = (-1)^neg m1·m2·2^e exactly, radius >= 0. True, with out filled bit
+ * for bit as ug_stage_operand fills it, when RN_bf16(x) is a nonzero finite
+ * bf16 and the window [x - radius, x + radius] lies inside its rounding
+ * interval with margin (so both window ends round to it: not flagged);
+ * false otherwise (the caller stages through MPFR). scratch: an accumulator
+ * for the deviation |x - RN_bf16(x)| when x's leading bits cannot give it. */
+bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius, ug_staged *out, ug_xsum *scratch);
 
 /* ug_ref_finish(out, RN_128(S), ...) without MPFR (see above). Requires
  * ug_xsum_in_range(a). */
