@@ -440,6 +440,37 @@ ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e)
     return w;
 }
 
+/* 64 bits of the four-word integer w from bit `bit` (0 <= bit < 256) up. */
+static uint64_t word_at(const uint64_t w[4], int bit)
+{
+    const int k = bit >> 6, shift = bit & 63;
+    const uint64_t high = shift && k + 1 < 4 ? w[k + 1] << (64 - shift) : 0;
+    return w[k] >> shift | high;
+}
+
+ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e)
+{
+    const uint64_t a0 = (uint64_t)m1, a1 = (uint64_t)(m1 >> 64), b0 = (uint64_t)m2, b1 = (uint64_t)(m2 >> 64);
+    const ug_u128 p00 = (ug_u128)a0 * b0, p01 = (ug_u128)a0 * b1, p10 = (ug_u128)a1 * b0, p11 = (ug_u128)a1 * b1;
+    const ug_u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10; /* < 3·2^64 */
+    const ug_u128 high = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64); /* the product is below 2^256 */
+    const uint64_t w[4] = {(uint64_t)p00, (uint64_t)mid, (uint64_t)high, (uint64_t)(high >> 64)};
+    ug_xval v = {.neg = neg, .e = e};
+    if (high == 0) { /* at most 128 bits: all of it */
+        v.m = (ug_u128)w[1] << 64 | w[0];
+        v.zero = v.m == 0;
+        return v;
+    }
+    const int shift = bit_length(high); /* 1..128: bits beyond the window */
+    v.m = (ug_u128)word_at(w, shift + 64) << 64 | word_at(w, shift);
+    v.e = e + shift;
+    v.round = word_at(w, shift - 1) & 1;
+    const int below = shift - 1; /* bits under the round bit */
+    v.sticky = below >= 64 ? w[0] != 0 || (below > 64 && (w[1] & ((UINT64_C(1) << (below - 64)) - 1)) != 0)
+                           : below > 0 && (w[0] & ((UINT64_C(1) << below) - 1)) != 0;
+    return v;
+}
+
 bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
 {
     bool d_neg;

@@ -201,6 +201,9 @@ uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype);
 /* The exact product ±m1·m2·2^e read as a ug_xval, without an accumulator. */
 ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e);
 
+/* The same for m1 of 128 bits: the 256-bit product's leading bits. */
+ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e);
+
 /* out = ||v| - |d|| for a finite double d of v's sign, true when out is
  * exact enough to round to a double: d a multiple of v's window unit 2^e
  * below 2^(e+128), and the difference either exact (zero, or v without bits

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "exact_sum.h"
 #include "f32_model.h"
 
 /* Every term of every sum is exact: e^{G_last} S (two 128-bit values) fits
@@ -38,6 +39,28 @@ typedef struct {
     operand_bound *bound;
 } operands;
 
+/* A bf16 weight as ±m·2^e (m < 2^53, as ug_xsum_split gives it; 0 for a zero). */
+typedef struct {
+    bool neg;
+    uint64_t m;
+    int e;
+} small_factor;
+
+/* The fast path's copies of the MPFR path's values (docs/error-model.md
+ * §2.1): each a 128-bit number read exactly (ug_xval without round or
+ * sticky bits), in the layouts of their MPFR counterparts. */
+typedef struct {
+    ug_xval *state, *next;   /* [K][V] */
+    ug_xval *state_ops;      /* [V][K] */
+    ug_xval *v;              /* [BT][V] */
+    ug_xval *decayed_ops;    /* [V][BT] */
+    small_factor *neg_w;     /* [BT][K] */
+    small_factor *keys;      /* [K][BT] */
+    ug_xsum acc, scratch;
+    mpfr_t operand;          /* an operand staged through MPFR */
+    mpz_t words;
+} fast_head;
+
 typedef struct {
     const gdn_chunk_state_shape *s;
     const ug_f32_model *model;
@@ -59,6 +82,7 @@ typedef struct {
     mpfr_t *terms;        /* terms[0] is the leading term (u or e^{G_last} S) */
     mpfr_ptr *term_ptrs;
     mpfr_t e, diff, radius, decayed;
+    fast_head fast;
 } workspace;
 
 /* ---- workspace ------------------------------------------------------------------ */
@@ -98,7 +122,10 @@ static void workspace_free(workspace *ws)
     free(ws->decayed_ops.bound);
     free(ws->keys.abs);
     free(ws->term_ptrs);
-    mpfr_clears(ws->e, ws->diff, ws->radius, ws->decayed, (mpfr_ptr)0);
+    free(ws->fast.state);
+    free(ws->fast.neg_w);
+    mpfr_clears(ws->e, ws->diff, ws->radius, ws->decayed, ws->fast.operand, (mpfr_ptr)0);
+    mpz_clear(ws->fast.words);
 }
 
 static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, ug_ref_mode mode)
@@ -107,7 +134,10 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->s = s;
     ws->mode = mode;
     ws->n_terms = (s->k > s->bt ? s->k : s->bt) + 1;
-    mpfr_inits2(PREC, ws->e, ws->decayed, (mpfr_ptr)0);
+    mpfr_inits2(PREC, ws->e, ws->decayed, ws->fast.operand, (mpfr_ptr)0);
+    mpz_init(ws->fast.words);
+    ug_xsum_init(&ws->fast.acc);
+    ug_xsum_init(&ws->fast.scratch);
     mpfr_init2(ws->diff, DIFF_PREC);
     mpfr_init2(ws->radius, 64);
     ws->state = init_all(kv, PREC);
@@ -126,7 +156,9 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->decayed_ops.bound = malloc(btv * sizeof *ws->decayed_ops.bound);
     ws->keys.abs = malloc(btk * sizeof *ws->keys.abs);
     ws->term_ptrs = malloc(ws->n_terms * sizeof *ws->term_ptrs);
-    if (!ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
+    ws->fast.state = malloc((3 * kv + 2 * btv) * sizeof *ws->fast.state);
+    ws->fast.neg_w = malloc(2 * btk * sizeof *ws->fast.neg_w);
+    if (!ws->fast.state || !ws->fast.neg_w || !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
         !ws->decayed_ops.value || !ws->keys.value || !ws->terms || !ws->state_mag || !ws->state_flagged ||
         !ws->state_ops.bound || !ws->neg_w.abs || !ws->v_mag || !ws->decayed_ops.bound || !ws->keys.abs ||
         !ws->term_ptrs) {
@@ -138,6 +170,11 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->state_err = ws->state_mag + kv;
     ws->state_abs = ws->state_err + kv;
     ws->v_err = ws->v_mag + btv;
+    ws->fast.next = ws->fast.state + kv;
+    ws->fast.state_ops = ws->fast.next + kv;
+    ws->fast.v = ws->fast.state_ops + kv;
+    ws->fast.decayed_ops = ws->fast.v + btv;
+    ws->fast.keys = ws->fast.neg_w + btk;
     return ug_ok();
 }
 
@@ -336,6 +373,276 @@ static void reference_head(workspace *ws, const io *a)
         ug_ref_finish(&out[x], ws->state[x], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x], UG_F32);
 }
 
+/* ---- the fast path ---------------------------------------------------------------- */
+
+/* Whether head ws->h lies in the fast path's domain: finite inputs and
+ * gates whose exponentials keep to the accumulator's range. The MPFR path
+ * takes the rest (it propagates NaN and inf). */
+static bool head_in_fast_domain(const workspace *ws, const io *a)
+{
+    enum { GATE_MAX = 1000 }; /* e^1000 < 2^1443 */
+    const gdn_chunk_state_shape *s = ws->s;
+    for (size_t t = 0; t < s->t; t++) {
+        if (!(fabsf(a->g[(ws->b * s->t + t) * s->h + ws->h]) <= GATE_MAX)) return false;
+        const ug_bf16 *rows[3] = {a->k + token(ws, t, s->hg, ws->key_head, s->k), a->w + token(ws, t, s->h, ws->h, s->k),
+                                  a->u + token(ws, t, s->h, ws->h, s->v)};
+        const size_t widths[3] = {s->k, s->k, s->v};
+        for (int r = 0; r < 3; r++)
+            for (size_t d = 0; d < widths[r]; d++)
+                if ((rows[r][d] & 0x7F80) == 0x7F80) return false;
+    }
+    if (a->h0)
+        for (size_t x = 0; x < s->k * s->v; x++)
+            if (!isfinite(a->h0[(ws->b * s->h + ws->h) * s->k * s->v + x])) return false;
+    return true;
+}
+
+static ug_xval xval_of_double(double d)
+{
+    ug_xval x = {0};
+    uint64_t m;
+    ug_xsum_split(d, &x.neg, &m, &x.e);
+    x.m = m;
+    x.zero = m == 0;
+    return x;
+}
+
+static double xval_abs_up(const ug_xval *x) { return x->zero ? 0.0 : fabs(ug_xval_to_double(x, MPFR_RNDA)); }
+
+/* RN_128 of an exact value read out (at most 128 bits and its round and
+ * sticky bits), as MPFR rounds to a 128-bit destination. */
+static ug_xval rn128(const ug_xval *x)
+{
+    ug_xval r = *x;
+    if (!x->zero && x->m >> 127) {
+        r.m += x->round && (x->sticky || (x->m & 1));
+        if (r.m == 0) { /* carried out: 2^128 */
+            r.m = (ug_u128)1 << 127;
+            r.e++;
+        }
+    }
+    r.round = r.sticky = false;
+    return r;
+}
+
+static void set_factor(small_factor *f, double *abs, ug_bf16 x, bool negate)
+{
+    bool neg;
+    ug_xsum_split(ug_bf16_to_f32(x), &neg, &f->m, &f->e);
+    f->neg = neg != negate;
+    *abs = fabs((double)ug_bf16_to_f32(x));
+}
+
+/* stage() of the exact 128-bit x: certified without MPFR, or else through
+ * ug_stage_operand on x's MPFR value. False when the staged operand is
+ * infinite (the fast path has no infinite operands). */
+static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *op, operand_bound *ob)
+{
+    fast_head *f = &ws->fast;
+    ug_staged st;
+    if (x->zero || !ug_stage_certified(x->neg, 1, x->m, x->e, radius, &st, &f->scratch)) {
+        if (x->zero) {
+            mpfr_set_zero(f->operand, x->neg ? -1 : 1);
+        } else {
+            const uint64_t words[2] = {(uint64_t)x->m, (uint64_t)(x->m >> 64)};
+            mpz_import(f->words, 2, -1, sizeof words[0], 0, 0, words);
+            if (x->neg) mpz_neg(f->words, f->words);
+            mpfr_set_z_2exp(f->operand, f->words, x->e, MPFR_RNDN); /* exact: 128 bits */
+        }
+        mpfr_set_d(ws->radius, radius, MPFR_RNDU);
+        ug_stage_operand(f->operand, ws->radius, &st);
+    }
+    if (ws->mode == UG_REF_EXACT) {
+        *op = *x;
+        ob->dev = st.dev;
+    } else {
+        const float rn = ug_bf16_to_f32(st.rn);
+        if (!isfinite(rn)) return false;
+        *op = xval_of_double(rn);
+        ob->dev = st.gap;
+    }
+    ob->mag = st.mag;
+    ob->abs = xval_abs_up(op);
+    ob->flagged = st.flagged;
+    return true;
+}
+
+/* weighted_sum on the fast path: the accumulator holds the leading term;
+ * adds the MPFR path's other terms (nonzero weights times nonzero operands)
+ * exactly and the same bound parts; out = RN_128 of the sum. False when a
+ * term leaves the accumulator's range. */
+static bool fast_weighted_sum(workspace *ws, size_t n, const small_factor *w, const double *w_abs, const ug_xval *ops,
+                              const operand_bound *bounds, ug_xval *out, sum_bound *acc)
+{
+    ug_xsum *sum = &ws->fast.acc;
+    for (size_t j = 0; j < n; j++) {
+        const double a = w_abs[j];
+        if (a == 0) continue;
+        const operand_bound *ob = &bounds[j];
+        if (!ops[j].zero) ug_xsum_add_mul(sum, w[j].neg != ops[j].neg, w[j].m, ops[j].m, w[j].e + ops[j].e);
+        acc->mag += a * ob->mag;
+        acc->dev += a * ob->dev;
+        acc->abs += a * ob->abs;
+        acc->flagged += ob->flagged;
+    }
+    if (!ug_xsum_in_range(sum)) return false;
+    const ug_xval exact = ug_xsum_read(sum);
+    *out = rn128(&exact);
+    return true;
+}
+
+/* exp(y) for a float or an exact difference in ws->diff, as the MPFR path
+ * rounds it (128 bits), split into its integer significand. */
+static bool split_exp(workspace *ws, ug_u128 *m, int *e)
+{
+    bool neg;
+    return ug_xsum_split_mpfr(ws->e, &neg, m, e) && !neg;
+}
+
+static bool fast_emit_state(workspace *ws, size_t c, ug_ref_value *h)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    ug_ref_value *out = h + ((ws->b * (s->t / s->bt) + c) * s->h + ws->h) * s->v * s->k;
+    for (size_t kk = 0; kk < s->k; kk++)
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const size_t x = kk * s->v + vv, op = vv * s->k + kk;
+            ug_xval_finish(&ws->fast.state[x], &out[op], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x],
+                           UG_BF16);
+            if (!fast_stage(ws, &ws->fast.state[x], ws->state_err[x], &ws->fast.state_ops[op],
+                            &ws->state_ops.bound[op]))
+                return false;
+        }
+    return true;
+}
+
+static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, const ug_bf16 *u, ug_ref_value *v_new)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    fast_head *f = &ws->fast;
+    for (size_t i = 0; i < s->bt; i++)
+        for (size_t kk = 0; kk < s->k; kk++)
+            set_factor(&f->neg_w[i * s->k + kk], &ws->neg_w.abs[i * s->k + kk],
+                       w[token(ws, t0 + i, s->h, ws->h, s->k) + kk], true);
+    for (size_t i = 0; i < s->bt; i++) {
+        const size_t row = token(ws, t0 + i, s->h, ws->h, s->v);
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const double u_val = ug_bf16_to_f32(u[row + vv]);
+            ug_xsum_clear(&f->acc);
+            ug_xsum_add_double(&f->acc, u_val);
+            sum_bound acc = {fabs(u_val), 0, fabs(u_val), 0};
+            ug_xval *v = &f->v[i * s->v + vv];
+            if (!fast_weighted_sum(ws, s->k, f->neg_w + i * s->k, ws->neg_w.abs + i * s->k, f->state_ops + vv * s->k,
+                                   ws->state_ops.bound + vv * s->k, v, &acc))
+                return false;
+            const double err = f32_sum_error(ws->model, s->k + 1, &acc);
+            ws->v_err[i * s->v + vv] = err;
+            ws->v_mag[i * s->v + vv] = xval_abs_up(v);
+            ug_xval_finish(v, &v_new[row + vv], err, acc.abs * UG_F32_SLACK, acc.flagged, UG_BF16);
+        }
+    }
+    return true;
+}
+
+static bool fast_decayed_values(workspace *ws, size_t t0, const float *g, float g_last)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    fast_head *f = &ws->fast;
+    for (size_t i = 0; i < s->bt; i++) {
+        const float g_i = g[(ws->b * s->t + t0 + i) * s->h + ws->h];
+        mpfr_set_flt(ws->diff, g_last, MPFR_RNDN);
+        mpfr_sub_d(ws->diff, ws->diff, g_i, MPFR_RNDN); /* exact */
+        mpfr_exp(ws->e, ws->diff, MPFR_RNDN);
+        ug_u128 e_m;
+        int e_e;
+        if (!split_exp(ws, &e_m, &e_e)) return false;
+        const double e = mpfr_get_d(ws->e, MPFR_RNDU);
+        const double e_err = ug_f32_error_at(ug_f32_exp_of_difference(ws->model, g_last, g_i), e), e_up = e + e_err;
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const size_t x = i * s->v + vv, op = vv * s->bt + i;
+            const ug_xval *v = &f->v[x];
+            ug_xval decayed = {.zero = true, .neg = v->neg};
+            if (!v->zero) {
+                const ug_xval product = ug_xval_product128(v->neg, e_m, v->m, e_e + v->e);
+                decayed = rn128(&product);
+            }
+            const double v_abs = ws->v_mag[x] + ws->v_err[x]; /* >= |v^| */
+            double radius = e_err * v_abs + e * ws->v_err[x] + UG_F32_U * e_up * v_abs + ug_f32_underflow_half(ws->model);
+            radius = radius * UG_F32_SLACK + xval_abs_up(&decayed) * 0x1p-100;
+            if (!fast_stage(ws, &decayed, radius, &f->decayed_ops[op], &ws->decayed_ops.bound[op])) return false;
+        }
+    }
+    return true;
+}
+
+static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_last)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    fast_head *f = &ws->fast;
+    mpfr_set_flt(ws->e, g_last, MPFR_RNDN);
+    mpfr_exp(ws->e, ws->e, MPFR_RNDN);
+    ug_u128 e_m;
+    int e_e;
+    if (!split_exp(ws, &e_m, &e_e)) return false;
+    const double e = mpfr_get_d(ws->e, MPFR_RNDU);
+    const double e_err = ug_f32_error_at(ug_f32_op_error(ws->model, UG_F32_EXP, g_last, g_last), e);
+    for (size_t i = 0; i < s->bt; i++)
+        for (size_t kk = 0; kk < s->k; kk++)
+            set_factor(&f->keys[kk * s->bt + i], &ws->keys.abs[kk * s->bt + i],
+                       k[token(ws, t0 + i, s->hg, ws->key_head, s->k) + kk], false);
+    for (size_t kk = 0; kk < s->k; kk++)
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const size_t x = kk * s->v + vv;
+            const ug_xval *state = &f->state[x];
+            const double s_abs = ws->state_mag[x] + ws->state_err[x]; /* >= |S^| */
+            ug_xsum_clear(&f->acc);
+            if (state->zero) /* e^{G_last} S: e > 0 keeps S's sign */
+                ug_xsum_add_zero(&f->acc, state->neg);
+            else
+                for (int half = 0; half < 2; half++) /* e's two 64-bit halves times S, exactly */
+                    ug_xsum_add_mul(&f->acc, state->neg, (uint64_t)(e_m >> (64 * half)), state->m,
+                                    e_e + state->e + 64 * half);
+            sum_bound acc = {(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x], e * ws->state_mag[x], 0};
+            if (!fast_weighted_sum(ws, s->bt, f->keys + kk * s->bt, ws->keys.abs + kk * s->bt,
+                                   f->decayed_ops + vv * s->bt, ws->decayed_ops.bound + vv * s->bt, &f->next[x], &acc))
+                return false;
+            ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
+            ws->state_abs[x] = acc.abs * UG_F32_SLACK;
+            ws->state_flagged[x] = acc.flagged;
+        }
+    ug_xval *swap = f->state;
+    f->state = f->next;
+    f->next = swap;
+    for (size_t x = 0; x < s->k * s->v; x++) ws->state_mag[x] = xval_abs_up(&f->state[x]);
+    return true;
+}
+
+/* reference_head on the fast path; false where it cannot certify a value
+ * (the caller then runs the MPFR path on the whole head, whose outputs
+ * replace any written here). */
+static bool fast_reference_head(workspace *ws, const io *a)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    const size_t kv = s->k * s->v;
+    if (!head_in_fast_domain(ws, a)) return false;
+    for (size_t x = 0; x < kv; x++) {
+        const double h0 = a->h0 ? a->h0[(ws->b * s->h + ws->h) * kv + x] : 0.0;
+        ws->fast.state[x] = xval_of_double(h0);
+        ws->state_mag[x] = ws->state_abs[x] = fabs(h0);
+        ws->state_err[x] = 0; /* the kernel starts from the same f32 values */
+        ws->state_flagged[x] = 0;
+    }
+    for (size_t t0 = 0, c = 0; t0 < s->t; t0 += s->bt, c++) {
+        const float g_last = a->g[(ws->b * s->t + t0 + s->bt - 1) * s->h + ws->h];
+        if (!fast_emit_state(ws, c, a->h) || !fast_corrected_values(ws, t0, a->w, a->u, a->v_new) ||
+            !fast_decayed_values(ws, t0, a->g, g_last) || !fast_advance_state(ws, t0, a->k, g_last))
+            return false;
+    }
+    ug_ref_value *out = a->final_state + (ws->b * s->h + ws->h) * kv;
+    for (size_t x = 0; x < kv; x++)
+        ug_xval_finish(&ws->fast.state[x], &out[x], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x], UG_F32);
+    return true;
+}
+
 ug_status gdn_chunk_state_reference(const gdn_chunk_state_shape *s, const ug_bf16 *k, const ug_bf16 *w,
                                     const ug_bf16 *u, const float *g, const float *h0, const ug_f32_model *model,
                                     ug_ref_mode mode, ug_ref_value *h, ug_ref_value *v_new, ug_ref_value *final_state)
@@ -347,7 +654,7 @@ ug_status gdn_chunk_state_reference(const gdn_chunk_state_shape *s, const ug_bf1
     for (ws.b = 0; ws.b < s->b; ws.b++)
         for (ws.h = 0; ws.h < s->h; ws.h++) {
             ws.key_head = ws.h / group;
-            reference_head(&ws, &a);
+            if (!ug_ref_fast() || !fast_reference_head(&ws, &a)) reference_head(&ws, &a);
         }
     workspace_free(&ws);
     return ug_ok();
