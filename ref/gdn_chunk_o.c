@@ -215,7 +215,7 @@ typedef struct {
     mpfr_t *scaled_v;     /* [bt][width] scale * v (exact) */
     mpfr_t *terms;        /* [bt + 1] */
     mpfr_ptr *term_ptrs;
-    mpfr_t *dot_terms; /* [kdim] */
+    mpfr_t *dot_terms; /* [max(kdim, bt)]: a state or attention dot product's terms */
     mpfr_ptr *dot_term_ptrs;
     size_t x_ready, scaled_v_ready, terms_ready, dot_terms_ready;
     mpfr_t diff, e, radius, sum;
@@ -273,8 +273,9 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->scaled_v = calloc(bt * width, sizeof *ws->scaled_v);
     ws->terms = calloc(bt + 1, sizeof *ws->terms);
     ws->term_ptrs = calloc(bt + 1, sizeof *ws->term_ptrs);
-    ws->dot_terms = calloc(kdim, sizeof *ws->dot_terms);
-    ws->dot_term_ptrs = calloc(kdim, sizeof *ws->dot_term_ptrs);
+    const size_t dot_len = kdim > bt ? kdim : bt; /* the staged attention dot products have bt terms */
+    ws->dot_terms = calloc(dot_len, sizeof *ws->dot_terms);
+    ws->dot_term_ptrs = calloc(dot_len, sizeof *ws->dot_term_ptrs);
     ws->abs_v = calloc(bt * width, sizeof *ws->abs_v);
     ws->fast.q_int = calloc((2 * bt + width) * kdim, sizeof *ws->fast.q_int);
     ws->fast.gate_exp = calloc(2 * bt, sizeof *ws->fast.gate_exp);
@@ -301,7 +302,7 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
         mpfr_init2(ws->terms[ws->terms_ready], TERM_PREC);
         ws->term_ptrs[ws->terms_ready] = ws->terms[ws->terms_ready];
     }
-    for (; ws->dot_terms_ready < kdim; ws->dot_terms_ready++) {
+    for (; ws->dot_terms_ready < dot_len; ws->dot_terms_ready++) {
         mpfr_init2(ws->dot_terms[ws->dot_terms_ready], 53);
         ws->dot_term_ptrs[ws->dot_terms_ready] = ws->dot_terms[ws->dot_terms_ready];
     }
@@ -503,7 +504,7 @@ static void output_row(workspace *ws, const args *a, size_t b, size_t head, size
  * the MPFR path takes the rest. Sets the grids. */
 static bool chunk_in_fast_domain(workspace *ws, const args *a, size_t b, size_t head, size_t t0)
 {
-    enum { GATE_MAX = 1000 }; /* e^1000 < 2^1443 */
+    enum { GATE_MAX = 1400 }; /* e^1400 < 2^2020: the accumulator checks the rest */
     if (!isfinite(a->scale) || a->scale == 0) return false;
     int lo[3] = {INT_MAX, INT_MAX, INT_MAX}, hi[3] = {INT_MIN, INT_MIN, INT_MIN};
     const int_vector *sets[3] = {ws->queries, ws->keys, ws->state_rows};
