@@ -371,9 +371,62 @@ static int scaled_kkt_speed(void)
     return rc;
 }
 
+/* gdn_chunk_o and gdn_chunk_state: each reference on its fast path (best
+ * of REPEATS) and on its MPFR path (one run), both modes, in output
+ * elements per second on one core; the two paths' values must be equal in
+ * every field. */
+static int chunk_o_state_speed(void)
+{
+    static const char *const cases[][2] = {
+        {"gdn_chunk_o", "B=1 T=1024 Hg=2 H=4 K=128 V=128 BT=64 scale_bits=1035273459"},
+        {"gdn_chunk_state", "B=1 T=1024 Hg=2 H=4 K=128 V=128 BT=64 has_h0=1"},
+    };
+    int rc = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        printf("\n== reference speed: %s reference, fast path vs MPFR path, %s ==\n", cases[k][0], cases[k][1]);
+        ref_case c;
+        if (case_open(&c, cases[k][0], cases[k][1]) != 0) {
+            case_close(&c);
+            rc = -1;
+            continue;
+        }
+        for (int mode = 0; mode < UG_REF_MODE_COUNT; mode++) {
+            double seconds[2] = {INFINITY, INFINITY}; /* [fast] */
+            ug_status st = ug_ok();
+            for (int fast = 1; fast >= 0 && ug_is_ok(&st); fast--) {
+                ug_ref_set_fast(fast);
+                for (int r = 0; r < (fast ? REPEATS : 1) && ug_is_ok(&st); r++) {
+                    const double t0 = bench_now();
+                    st = c.f->reference(&c.p, c.bufs, cpu_model(), (ug_ref_mode)mode,
+                                        fast ? c.outs[mode] : c.plain_path);
+                    seconds[fast] = fmin(seconds[fast], bench_now() - t0);
+                }
+            }
+            ug_ref_set_fast(true);
+            if (!ug_is_ok(&st)) {
+                printf("  failed: %s\n", st.msg);
+                rc = -1;
+                break;
+            }
+            size_t differ = 0;
+            for (size_t o = 0; o < c.n_out; o++)
+                for (size_t e = 0; e < c.out_counts[o]; e++)
+                    differ += !same_value(&c.plain_path[o][e], &c.outs[mode][o][e]);
+            printf("  %-6s mode: fast path %8.3f s %8.3f Melem/s (best of %d), MPFR path %8.3f s %8.3f Melem/s "
+                   "(one run): %5.2fx; %zu elements, %zu differ in some field\n",
+                   ug_ref_mode_name((ug_ref_mode)mode), seconds[1], c.elements / seconds[1] * 1e-6, REPEATS,
+                   seconds[0], c.elements / seconds[0] * 1e-6, seconds[0] / seconds[1], c.elements, differ);
+            if (differ) rc = -1;
+        }
+        case_close(&c);
+    }
+    return rc;
+}
+
 int bench_reference_speed(void)
 {
     const int wu = recompute_wu_speed();
     const int kkt = scaled_kkt_speed();
-    return wu != 0 || kkt != 0 ? -1 : 0;
+    const int chunk_o_state = chunk_o_state_speed();
+    return wu != 0 || kkt != 0 || chunk_o_state != 0 ? -1 : 0;
 }

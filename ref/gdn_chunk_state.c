@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "gdn_chunk_state.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -56,6 +57,19 @@ typedef struct {
     ug_xval *decayed_ops;    /* [V][BT] */
     small_factor *neg_w;     /* [BT][K] */
     small_factor *keys;      /* [K][BT] */
+    /* The operands' bound parts by term, column innermost ([K][V] for
+     * bf16(S), [BT][V] for the decayed values), so that a row of sums
+     * accumulates them a column vector at a time. */
+    double *op_mag, *op_dev, *op_abs;
+    uint32_t *op_flagged;
+    /* The windows' factors (exact_sum.h): the operands of each column on
+     * the column's grid ([V][max(K, BT)]), one row's weights on the row's. */
+    uint64_t (*op_c)[UG_XWIN_MAX_C], *op_mask, *w_s, *w_mask;
+    bool *op_on, *w_on;
+    int *col_grid, *col_nc;
+    size_t *col_off;
+    /* One row's sums' bound parts ([V]). */
+    sum_bound *row_sums;
     ug_xsum acc, scratch;
     mpfr_t operand;          /* an operand staged through MPFR */
     mpz_t words;
@@ -124,6 +138,14 @@ static void workspace_free(workspace *ws)
     free(ws->term_ptrs);
     free(ws->fast.state);
     free(ws->fast.neg_w);
+    free(ws->fast.op_mag);
+    free(ws->fast.op_flagged);
+    free(ws->fast.op_c);
+    free(ws->fast.op_mask);
+    free(ws->fast.op_on);
+    free(ws->fast.col_grid);
+    free(ws->fast.col_off);
+    free(ws->fast.row_sums);
     mpfr_clears(ws->e, ws->diff, ws->radius, ws->decayed, ws->fast.operand, (mpfr_ptr)0);
     mpz_clear(ws->fast.words);
 }
@@ -158,7 +180,18 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->term_ptrs = malloc(ws->n_terms * sizeof *ws->term_ptrs);
     ws->fast.state = malloc((3 * kv + 2 * btv) * sizeof *ws->fast.state);
     ws->fast.neg_w = malloc(2 * btk * sizeof *ws->fast.neg_w);
-    if (!ws->fast.state || !ws->fast.neg_w || !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
+    const size_t n_max = s->k > s->bt ? s->k : s->bt, ops = (s->k + s->bt) * s->v;
+    ws->fast.op_mag = malloc(3 * ops * sizeof *ws->fast.op_mag);
+    ws->fast.op_flagged = malloc(ops * sizeof *ws->fast.op_flagged);
+    ws->fast.op_c = malloc(s->v * n_max * sizeof *ws->fast.op_c);
+    ws->fast.op_mask = malloc((s->v + 2) * n_max * sizeof *ws->fast.op_mask);
+    ws->fast.op_on = malloc((s->v + 1) * n_max * sizeof *ws->fast.op_on);
+    ws->fast.col_grid = malloc(2 * s->v * sizeof *ws->fast.col_grid);
+    ws->fast.col_off = malloc(s->v * sizeof *ws->fast.col_off);
+    ws->fast.row_sums = malloc(s->v * sizeof *ws->fast.row_sums);
+    if (!ws->fast.state || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
+        !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.row_sums ||
+        !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
         !ws->decayed_ops.value || !ws->keys.value || !ws->terms || !ws->state_mag || !ws->state_flagged ||
         !ws->state_ops.bound || !ws->neg_w.abs || !ws->v_mag || !ws->decayed_ops.bound || !ws->keys.abs ||
         !ws->term_ptrs) {
@@ -175,6 +208,12 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.v = ws->fast.state_ops + kv;
     ws->fast.decayed_ops = ws->fast.v + btv;
     ws->fast.keys = ws->fast.neg_w + btk;
+    ws->fast.op_dev = ws->fast.op_mag + ops;
+    ws->fast.op_abs = ws->fast.op_dev + ops;
+    ws->fast.w_s = ws->fast.op_mask + s->v * n_max;
+    ws->fast.w_mask = ws->fast.w_s + n_max;
+    ws->fast.w_on = ws->fast.op_on + s->v * n_max;
+    ws->fast.col_nc = ws->fast.col_grid + s->v;
     return ug_ok();
 }
 
@@ -402,6 +441,11 @@ static ug_xval xval_of_double(double d)
     ug_xval x = {0};
     uint64_t m;
     ug_xsum_split(d, &x.neg, &m, &x.e);
+    if (m) {
+        const int zeros = __builtin_ctzll(m);
+        m >>= zeros;
+        x.e += zeros;
+    }
     x.m = m;
     x.zero = m == 0;
     return x;
@@ -429,14 +473,20 @@ static void set_factor(small_factor *f, double *abs, ug_bf16 x, bool negate)
 {
     bool neg;
     ug_xsum_split(ug_bf16_to_f32(x), &neg, &f->m, &f->e);
+    if (f->m) { /* 8 bits at most: one window limb holds it with room to spare */
+        const int zeros = __builtin_ctzll(f->m);
+        f->m >>= zeros;
+        f->e += zeros;
+    }
     f->neg = neg != negate;
     *abs = fabs((double)ug_bf16_to_f32(x));
 }
 
 /* stage() of the exact 128-bit x: certified without MPFR, or else through
- * ug_stage_operand on x's MPFR value. False when the staged operand is
- * infinite (the fast path has no infinite operands). */
-static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *op, operand_bound *ob)
+ * ug_stage_operand on x's MPFR value; its bound parts go to index `part`
+ * of the fast path's arrays. False when the staged operand is infinite
+ * (the fast path has no infinite operands). */
+static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *op, size_t part)
 {
     fast_head *f = &ws->fast;
     ug_staged st;
@@ -454,39 +504,143 @@ static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *
     }
     if (ws->mode == UG_REF_EXACT) {
         *op = *x;
-        ob->dev = st.dev;
+        f->op_dev[part] = st.dev;
     } else {
         const float rn = ug_bf16_to_f32(st.rn);
         if (!isfinite(rn)) return false;
         *op = xval_of_double(rn);
-        ob->dev = st.gap;
+        f->op_dev[part] = st.gap;
     }
-    ob->mag = st.mag;
-    ob->abs = xval_abs_up(op);
-    ob->flagged = st.flagged;
+    f->op_mag[part] = st.mag;
+    f->op_abs[part] = xval_abs_up(op);
+    f->op_flagged[part] = st.flagged;
     return true;
 }
 
-/* weighted_sum on the fast path: the accumulator holds the leading term;
- * adds the MPFR path's other terms (nonzero weights times nonzero operands)
- * exactly and the same bound parts; out = RN_128 of the sum. False when a
- * term leaves the accumulator's range. */
-static bool fast_weighted_sum(workspace *ws, size_t n, const small_factor *w, const double *w_abs, const ug_xval *ops,
-                              const operand_bound *bounds, ug_xval *out, sum_bound *acc)
+/* The fast path's weighted sums out[r][col] = lead + sum_j w[r][j] op[col][j]
+ * of a row r of weights and a column col of operands (docs/error-model.md
+ * §2.1): the operands go on their column's grid once (its top bit less
+ * 64·nc, nc <= 3 limbs), a row's weights on the row's (its top bit less
+ * 64), every sum in a window of exact_sum.h; the terms off the grids and the
+ * leading term are added in the accumulator. */
+typedef struct {
+    size_t n, width;        /* terms per sum, columns */
+    const small_factor *w;  /* [rows][n] */
+    const double *w_abs;    /* [rows][n] */
+    const ug_xval *ops;     /* [width][n] */
+    size_t parts;           /* the operands' bound parts: fast_head's op_* from index parts, [n][width] */
+} weighted_sums;
+
+static void place_columns(fast_head *f, const weighted_sums *d)
 {
-    ug_xsum *sum = &ws->fast.acc;
-    for (size_t j = 0; j < n; j++) {
-        const double a = w_abs[j];
+    for (size_t col = 0; col < d->width; col++) {
+        const ug_xval *op = d->ops + col * d->n;
+        int top = INT_MIN, bottom = INT_MAX;
+        for (size_t j = 0; j < d->n; j++) {
+            if (op[j].zero) continue;
+            const uint64_t m[2] = {(uint64_t)op[j].m, (uint64_t)(op[j].m >> 64)};
+            const int t = op[j].e + ug_xwin_bit_length(m, 2);
+            top = t > top ? t : top;
+            bottom = op[j].e < bottom ? op[j].e : bottom;
+        }
+        int nc = top == INT_MIN ? 1 : (top - bottom + 63) / 64;
+        nc = nc < 1 ? 1 : nc > UG_XWIN_MAX_C ? UG_XWIN_MAX_C : nc;
+        const int grid = top == INT_MIN ? 0 : top - 64 * nc;
+        size_t off = 0;
+        for (size_t j = 0; j < d->n; j++) {
+            const size_t at = col * d->n + j;
+            const uint64_t m[2] = {(uint64_t)op[j].m, (uint64_t)(op[j].m >> 64)};
+            f->op_on[at] = ug_xwin_place(m, 2, op[j].e, grid, f->op_c[at], nc);
+            f->op_mask[at] = op[j].neg ? ~UINT64_C(0) : 0;
+            off += !f->op_on[at];
+        }
+        f->col_grid[col] = grid;
+        f->col_nc[col] = nc;
+        f->col_off[col] = off;
+    }
+}
+
+/* Row r's weights on their grid; the count off it. */
+static size_t place_row(fast_head *f, const weighted_sums *d, size_t r, int *grid)
+{
+    const small_factor *w = d->w + r * d->n;
+    int top = INT_MIN;
+    for (size_t j = 0; j < d->n; j++)
+        if (w[j].m && w[j].e + 64 - __builtin_clzll(w[j].m) > top) top = w[j].e + 64 - __builtin_clzll(w[j].m);
+    *grid = top == INT_MIN ? 0 : top - 64;
+    size_t off = 0;
+    for (size_t j = 0; j < d->n; j++) {
+        f->w_on[j] = ug_xwin_place(&w[j].m, 1, w[j].e, *grid, &f->w_s[j], 1);
+        f->w_mask[j] = w[j].neg ? ~UINT64_C(0) : 0;
+        off += !f->w_on[j];
+    }
+    return off;
+}
+
+/* Row r's bound parts: sums[col] (holding the leading term's) += |w_j| times
+ * operand j's parts, over the nonzero weights in the order j = 0, 1, ...:
+ * weighted_sum's sums, a column vector at a time. */
+static void row_bounds(const fast_head *f, const weighted_sums *d, size_t r, sum_bound *sums)
+{
+    for (size_t j = 0; j < d->n; j++) {
+        const double a = d->w_abs[r * d->n + j];
         if (a == 0) continue;
-        const operand_bound *ob = &bounds[j];
-        if (!ops[j].zero) ug_xsum_add_mul(sum, w[j].neg != ops[j].neg, w[j].m, ops[j].m, w[j].e + ops[j].e);
-        acc->mag += a * ob->mag;
-        acc->dev += a * ob->dev;
-        acc->abs += a * ob->abs;
-        acc->flagged += ob->flagged;
+        const size_t at = d->parts + j * d->width;
+        const double *restrict mag = f->op_mag + at, *restrict dev = f->op_dev + at, *restrict abs = f->op_abs + at;
+        const uint32_t *restrict flagged = f->op_flagged + at;
+        for (size_t col = 0; col < d->width; col++) {
+            sums[col].mag += a * mag[col];
+            sums[col].dev += a * dev[col];
+            sums[col].abs += a * abs[col];
+            sums[col].flagged += flagged[col];
+        }
+    }
+}
+
+/* The window of column col with the placed row: sum_j ±c_j s_j. The limb
+ * count is a literal at each call, so each instance is unrolled. */
+UG_XSUM_INLINE void window_dot(const fast_head *f, int nc, size_t n, size_t col, uint64_t acc[UG_XWIN_LIMBS])
+{
+    const uint64_t(*c)[UG_XWIN_MAX_C] = f->op_c + col * n;
+    const uint64_t *mask = f->op_mask + col * n;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
+    for (size_t j = 0; j < n; j++) {
+        uint64_t sum[UG_XWIN_LIMBS] = {a0, a1, a2, a3, a4};
+        ug_xwin_add_product(sum, nc, c[j], f->w_s[j], mask[j] ^ f->w_mask[j]);
+        a0 = sum[0], a1 = sum[1], a2 = sum[2], a3 = sum[3], a4 = sum[4];
+    }
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3, acc[4] = a4;
+}
+
+/* Sum (r, col): the accumulator holds the leading term; adds the MPFR path's
+ * other terms (nonzero weights times nonzero operands) exactly; out =
+ * RN_128 of the sum. False when a term leaves the accumulator's range. */
+static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t col, int row_grid, size_t row_off,
+                       ug_xval *out)
+{
+    uint64_t window[UG_XWIN_LIMBS];
+    const int nc = f->col_nc[col];
+    switch (nc) {
+    case 1: window_dot(f, 1, d->n, col, window); break;
+    case 2: window_dot(f, 2, d->n, col, window); break;
+    default: window_dot(f, 3, d->n, col, window); break;
+    }
+    ug_xsum *sum = &f->acc;
+    ug_xsum_add_xwin(sum, window, nc + 2, f->col_grid[col] + row_grid);
+    const small_factor *w = d->w + r * d->n;
+    const ug_xval *op = d->ops + col * d->n;
+    bool any_term = false; /* a nonzero product: an exactly zero sum is then +0, as mpfr_sum's */
+    for (size_t j = 0; j < d->n; j++) {
+        if (w[j].m == 0 || op[j].zero) continue;
+        any_term = true;
+        if ((row_off || f->col_off[col]) && (!f->w_on[j] || !f->op_on[col * d->n + j]))
+            ug_xsum_add_mul(sum, w[j].neg != op[j].neg, w[j].m, op[j].m, w[j].e + op[j].e);
+        else if (!row_off && !f->col_off[col])
+            break; /* any_term is all the rest of the loop would find */
     }
     if (!ug_xsum_in_range(sum)) return false;
-    const ug_xval exact = ug_xsum_read(sum);
+    ug_xval exact = ug_xsum_read(sum);
+    if (exact.zero && any_term) exact.neg = false;
     *out = rn128(&exact);
     return true;
 }
@@ -508,9 +662,7 @@ static bool fast_emit_state(workspace *ws, size_t c, ug_ref_value *h)
             const size_t x = kk * s->v + vv, op = vv * s->k + kk;
             ug_xval_finish(&ws->fast.state[x], &out[op], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x],
                            UG_BF16);
-            if (!fast_stage(ws, &ws->fast.state[x], ws->state_err[x], &ws->fast.state_ops[op],
-                            &ws->state_ops.bound[op]))
-                return false;
+            if (!fast_stage(ws, &ws->fast.state[x], ws->state_err[x], &ws->fast.state_ops[op], x)) return false;
         }
     return true;
 }
@@ -523,21 +675,27 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
         for (size_t kk = 0; kk < s->k; kk++)
             set_factor(&f->neg_w[i * s->k + kk], &ws->neg_w.abs[i * s->k + kk],
                        w[token(ws, t0 + i, s->h, ws->h, s->k) + kk], true);
+    const weighted_sums d = {s->k, s->v, f->neg_w, ws->neg_w.abs, f->state_ops, 0};
+    place_columns(f, &d);
     for (size_t i = 0; i < s->bt; i++) {
         const size_t row = token(ws, t0 + i, s->h, ws->h, s->v);
         for (size_t vv = 0; vv < s->v; vv++) {
-            const double u_val = ug_bf16_to_f32(u[row + vv]);
+            const double abs_u = fabs((double)ug_bf16_to_f32(u[row + vv]));
+            f->row_sums[vv] = (sum_bound){abs_u, 0, abs_u, 0};
+        }
+        row_bounds(f, &d, i, f->row_sums);
+        int grid;
+        const size_t off = place_row(f, &d, i, &grid);
+        for (size_t vv = 0; vv < s->v; vv++) {
             ug_xsum_clear(&f->acc);
-            ug_xsum_add_double(&f->acc, u_val);
-            sum_bound acc = {fabs(u_val), 0, fabs(u_val), 0};
+            ug_xsum_add_double(&f->acc, ug_bf16_to_f32(u[row + vv]));
             ug_xval *v = &f->v[i * s->v + vv];
-            if (!fast_weighted_sum(ws, s->k, f->neg_w + i * s->k, ws->neg_w.abs + i * s->k, f->state_ops + vv * s->k,
-                                   ws->state_ops.bound + vv * s->k, v, &acc))
-                return false;
-            const double err = f32_sum_error(ws->model, s->k + 1, &acc);
+            if (!window_sum(f, &d, i, vv, grid, off, v)) return false;
+            const sum_bound *acc = &f->row_sums[vv];
+            const double err = f32_sum_error(ws->model, s->k + 1, acc);
             ws->v_err[i * s->v + vv] = err;
             ws->v_mag[i * s->v + vv] = xval_abs_up(v);
-            ug_xval_finish(v, &v_new[row + vv], err, acc.abs * UG_F32_SLACK, acc.flagged, UG_BF16);
+            ug_xval_finish(v, &v_new[row + vv], err, acc->abs * UG_F32_SLACK, acc->flagged, UG_BF16);
         }
     }
     return true;
@@ -568,7 +726,7 @@ static bool fast_decayed_values(workspace *ws, size_t t0, const float *g, float 
             const double v_abs = ws->v_mag[x] + ws->v_err[x]; /* >= |v^| */
             double radius = e_err * v_abs + e * ws->v_err[x] + UG_F32_U * e_up * v_abs + ug_f32_underflow_half(ws->model);
             radius = radius * UG_F32_SLACK + xval_abs_up(&decayed) * 0x1p-100;
-            if (!fast_stage(ws, &decayed, radius, &f->decayed_ops[op], &ws->decayed_ops.bound[op])) return false;
+            if (!fast_stage(ws, &decayed, radius, &f->decayed_ops[op], s->k * s->v + x)) return false;
         }
     }
     return true;
@@ -589,11 +747,21 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
         for (size_t kk = 0; kk < s->k; kk++)
             set_factor(&f->keys[kk * s->bt + i], &ws->keys.abs[kk * s->bt + i],
                        k[token(ws, t0 + i, s->hg, ws->key_head, s->k) + kk], false);
-    for (size_t kk = 0; kk < s->k; kk++)
+    const weighted_sums d = {s->bt, s->v, f->keys, ws->keys.abs, f->decayed_ops, s->k * s->v};
+    place_columns(f, &d);
+    for (size_t kk = 0; kk < s->k; kk++) {
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const size_t x = kk * s->v + vv;
+            const double s_abs = ws->state_mag[x] + ws->state_err[x]; /* >= |S^| */
+            f->row_sums[vv] = (sum_bound){(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x],
+                                          e * ws->state_mag[x], 0};
+        }
+        row_bounds(f, &d, kk, f->row_sums);
+        int grid;
+        const size_t off = place_row(f, &d, kk, &grid);
         for (size_t vv = 0; vv < s->v; vv++) {
             const size_t x = kk * s->v + vv;
             const ug_xval *state = &f->state[x];
-            const double s_abs = ws->state_mag[x] + ws->state_err[x]; /* >= |S^| */
             ug_xsum_clear(&f->acc);
             if (state->zero) /* e^{G_last} S: e > 0 keeps S's sign */
                 ug_xsum_add_zero(&f->acc, state->neg);
@@ -601,14 +769,13 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
                 for (int half = 0; half < 2; half++) /* e's two 64-bit halves times S, exactly */
                     ug_xsum_add_mul(&f->acc, state->neg, (uint64_t)(e_m >> (64 * half)), state->m,
                                     e_e + state->e + 64 * half);
-            sum_bound acc = {(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x], e * ws->state_mag[x], 0};
-            if (!fast_weighted_sum(ws, s->bt, f->keys + kk * s->bt, ws->keys.abs + kk * s->bt,
-                                   f->decayed_ops + vv * s->bt, ws->decayed_ops.bound + vv * s->bt, &f->next[x], &acc))
-                return false;
-            ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
-            ws->state_abs[x] = acc.abs * UG_F32_SLACK;
-            ws->state_flagged[x] = acc.flagged;
+            if (!window_sum(f, &d, kk, vv, grid, off, &f->next[x])) return false;
+            const sum_bound *acc = &f->row_sums[vv];
+            ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, acc);
+            ws->state_abs[x] = acc->abs * UG_F32_SLACK;
+            ws->state_flagged[x] = acc->flagged;
         }
+    }
     ug_xval *swap = f->state;
     f->state = f->next;
     f->next = swap;
