@@ -68,8 +68,9 @@ typedef struct {
     bool *op_on, *w_on;
     int *col_grid, *col_nc;
     size_t *col_off;
-    /* One row's sums' bound parts ([V]). */
-    sum_bound *row_sums;
+    /* One row's sums' bound parts ([V] each), as sum_bound's fields. */
+    double *row_mag, *row_dev, *row_abs;
+    uint32_t *row_flagged;
     ug_xsum acc, scratch;
     mpfr_t operand;          /* an operand staged through MPFR */
     mpz_t words;
@@ -145,7 +146,8 @@ static void workspace_free(workspace *ws)
     free(ws->fast.op_on);
     free(ws->fast.col_grid);
     free(ws->fast.col_off);
-    free(ws->fast.row_sums);
+    free(ws->fast.row_mag);
+    free(ws->fast.row_flagged);
     mpfr_clears(ws->e, ws->diff, ws->radius, ws->decayed, ws->fast.operand, (mpfr_ptr)0);
     mpz_clear(ws->fast.words);
 }
@@ -188,9 +190,11 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.op_on = malloc((s->v + 1) * n_max * sizeof *ws->fast.op_on);
     ws->fast.col_grid = malloc(2 * s->v * sizeof *ws->fast.col_grid);
     ws->fast.col_off = malloc(s->v * sizeof *ws->fast.col_off);
-    ws->fast.row_sums = malloc(s->v * sizeof *ws->fast.row_sums);
+    ws->fast.row_mag = malloc(3 * s->v * sizeof *ws->fast.row_mag);
+    ws->fast.row_flagged = malloc(s->v * sizeof *ws->fast.row_flagged);
     if (!ws->fast.state || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
-        !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.row_sums ||
+        !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.row_mag ||
+        !ws->fast.row_flagged ||
         !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
         !ws->decayed_ops.value || !ws->keys.value || !ws->terms || !ws->state_mag || !ws->state_flagged ||
         !ws->state_ops.bound || !ws->neg_w.abs || !ws->v_mag || !ws->decayed_ops.bound || !ws->keys.abs ||
@@ -214,6 +218,8 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.w_mask = ws->fast.w_s + n_max;
     ws->fast.w_on = ws->fast.op_on + s->v * n_max;
     ws->fast.col_nc = ws->fast.col_grid + s->v;
+    ws->fast.row_dev = ws->fast.row_mag + s->v;
+    ws->fast.row_abs = ws->fast.row_dev + s->v;
     return ug_ok();
 }
 
@@ -577,11 +583,13 @@ static size_t place_row(fast_head *f, const weighted_sums *d, size_t r, int *gri
     return off;
 }
 
-/* Row r's bound parts: sums[col] (holding the leading term's) += |w_j| times
- * operand j's parts, over the nonzero weights in the order j = 0, 1, ...:
- * weighted_sum's sums, a column vector at a time. */
-static void row_bounds(const fast_head *f, const weighted_sums *d, size_t r, sum_bound *sums)
+/* Row r's bound parts: the row's sums (holding the leading terms') += |w_j|
+ * times operand j's parts, over the nonzero weights in the order j = 0, 1,
+ * ...: weighted_sum's sums, a column vector at a time. */
+static void row_bounds(fast_head *f, const weighted_sums *d, size_t r)
 {
+    double *restrict sum_mag = f->row_mag, *restrict sum_dev = f->row_dev, *restrict sum_abs = f->row_abs;
+    uint32_t *restrict sum_flagged = f->row_flagged;
     for (size_t j = 0; j < d->n; j++) {
         const double a = d->w_abs[r * d->n + j];
         if (a == 0) continue;
@@ -589,12 +597,27 @@ static void row_bounds(const fast_head *f, const weighted_sums *d, size_t r, sum
         const double *restrict mag = f->op_mag + at, *restrict dev = f->op_dev + at, *restrict abs = f->op_abs + at;
         const uint32_t *restrict flagged = f->op_flagged + at;
         for (size_t col = 0; col < d->width; col++) {
-            sums[col].mag += a * mag[col];
-            sums[col].dev += a * dev[col];
-            sums[col].abs += a * abs[col];
-            sums[col].flagged += flagged[col];
+            sum_mag[col] += a * mag[col];
+            sum_dev[col] += a * dev[col];
+            sum_abs[col] += a * abs[col];
+            sum_flagged[col] += flagged[col];
         }
     }
+}
+
+/* Sum (r, col)'s bound parts, as weighted_sum leaves them. */
+static sum_bound row_sum(const fast_head *f, size_t col)
+{
+    return (sum_bound){f->row_mag[col], f->row_dev[col], f->row_abs[col], f->row_flagged[col]};
+}
+
+/* Sets sum col's bound parts to the leading term's. */
+static void row_sum_set(fast_head *f, size_t col, sum_bound b)
+{
+    f->row_mag[col] = b.mag;
+    f->row_dev[col] = b.dev;
+    f->row_abs[col] = b.abs;
+    f->row_flagged[col] = b.flagged;
 }
 
 /* The window of column col with the placed row: sum_j ±c_j s_j. The limb
@@ -681,9 +704,9 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
         const size_t row = token(ws, t0 + i, s->h, ws->h, s->v);
         for (size_t vv = 0; vv < s->v; vv++) {
             const double abs_u = fabs((double)ug_bf16_to_f32(u[row + vv]));
-            f->row_sums[vv] = (sum_bound){abs_u, 0, abs_u, 0};
+            row_sum_set(f, vv, (sum_bound){abs_u, 0, abs_u, 0});
         }
-        row_bounds(f, &d, i, f->row_sums);
+        row_bounds(f, &d, i);
         int grid;
         const size_t off = place_row(f, &d, i, &grid);
         for (size_t vv = 0; vv < s->v; vv++) {
@@ -691,11 +714,11 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
             ug_xsum_add_double(&f->acc, ug_bf16_to_f32(u[row + vv]));
             ug_xval *v = &f->v[i * s->v + vv];
             if (!window_sum(f, &d, i, vv, grid, off, v)) return false;
-            const sum_bound *acc = &f->row_sums[vv];
-            const double err = f32_sum_error(ws->model, s->k + 1, acc);
+            const sum_bound acc = row_sum(f, vv);
+            const double err = f32_sum_error(ws->model, s->k + 1, &acc);
             ws->v_err[i * s->v + vv] = err;
             ws->v_mag[i * s->v + vv] = xval_abs_up(v);
-            ug_xval_finish(v, &v_new[row + vv], err, acc->abs * UG_F32_SLACK, acc->flagged, UG_BF16);
+            ug_xval_finish(v, &v_new[row + vv], err, acc.abs * UG_F32_SLACK, acc.flagged, UG_BF16);
         }
     }
     return true;
@@ -753,10 +776,10 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
         for (size_t vv = 0; vv < s->v; vv++) {
             const size_t x = kk * s->v + vv;
             const double s_abs = ws->state_mag[x] + ws->state_err[x]; /* >= |S^| */
-            f->row_sums[vv] = (sum_bound){(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x],
-                                          e * ws->state_mag[x], 0};
+            row_sum_set(f, vv, (sum_bound){(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x],
+                                           e * ws->state_mag[x], 0});
         }
-        row_bounds(f, &d, kk, f->row_sums);
+        row_bounds(f, &d, kk);
         int grid;
         const size_t off = place_row(f, &d, kk, &grid);
         for (size_t vv = 0; vv < s->v; vv++) {
@@ -770,10 +793,10 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
                     ug_xsum_add_mul(&f->acc, state->neg, (uint64_t)(e_m >> (64 * half)), state->m,
                                     e_e + state->e + 64 * half);
             if (!window_sum(f, &d, kk, vv, grid, off, &f->next[x])) return false;
-            const sum_bound *acc = &f->row_sums[vv];
-            ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, acc);
-            ws->state_abs[x] = acc->abs * UG_F32_SLACK;
-            ws->state_flagged[x] = acc->flagged;
+            const sum_bound acc = row_sum(f, vv);
+            ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
+            ws->state_abs[x] = acc.abs * UG_F32_SLACK;
+            ws->state_flagged[x] = acc.flagged;
         }
     }
     ug_xval *swap = f->state;
