@@ -2,6 +2,9 @@
 #include "gdn_chunk_o.h"
 
 #include <limits.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +12,7 @@
 
 #include "exact_sum.h"
 #include "round.h"
+#include "rowsimd.h"
 
 /* Precisions (bits). A dot product of bf16 vectors is exact at DOT_PREC_MAX:
  * every product is a multiple of 2^-266 below 2^256, and K <= 2^8 terms add 8
@@ -172,6 +176,13 @@ typedef struct {
     fx e;
 } pair_operand;
 
+/* Operand factors [begin, end) of a row on one grid 2^grid, nc limbs each. */
+enum { ROW_GROUPS = 4 };
+typedef struct {
+    size_t begin, end;
+    int grid, nc;
+} row_group;
+
 /* One chunk's fast-path state. The entries of the queries, keys and state
  * rows as integers on one grid per kind (q_int[i][d] 2^q_lo = q_i[d]), so a
  * dot product is a plain integer dot product. */
@@ -182,6 +193,24 @@ typedef struct {
     pair_operand *pair;             /* [bt][bt], j <= i */
     bool *row_mpfr;                 /* [bt]: the row goes through the MPFR path */
     bool scaled_v_done;             /* the MPFR path's scaled_v is filled for this chunk */
+    bool simd;                      /* the dot products on AVX-512 (ug_ref_simd_available) */
+    /* The attention sums' windows (exact_sum.h): each column's values on the
+     * column's grid ([width][bt], v_on false off it), and one row's operand
+     * factors (|q.k|·e in exact mode, RN_bf16 in staged mode) in groups,
+     * each on its own grid, by group ([bt]; those past the last group in
+     * row_rest). */
+    uint64_t *v_s, *v_mask;
+    bool *v_on;
+    int *v_grid;
+    size_t *v_off;
+    uint64_t (*row_c)[UG_XWIN_MAX_C], *row_mask;
+    size_t *row_j, *row_rest, n_rest;
+    int *row_top, *row_e; /* [bt]: by j, the row's factors' top bits and exponents */
+    row_group group[ROW_GROUPS];
+    size_t n_groups;
+    /* One row's attention magnitudes, by column ([width] each). */
+    double *row_abs, *row_mag, *row_err;
+    uint32_t *row_flagged;
     mpfr_t wide;
     mpz_t scratch;
     ug_xsum acc, operand;
@@ -246,6 +275,15 @@ static void workspace_free(workspace *ws)
     free(ws->fast.gate_exp);
     free(ws->fast.pair);
     free(ws->fast.row_mpfr);
+    free(ws->fast.v_s);
+    free(ws->fast.v_on);
+    free(ws->fast.v_grid);
+    free(ws->fast.v_off);
+    free(ws->fast.row_c);
+    free(ws->fast.row_j);
+    free(ws->fast.row_top);
+    free(ws->fast.row_abs);
+    free(ws->fast.row_flagged);
     mpfr_clears(ws->diff, ws->e, ws->radius, ws->sum, ws->dot.result, ws->dot.low, ws->fast.wide, (mpfr_ptr)0);
     mpz_clear(ws->fast.scratch);
 }
@@ -281,7 +319,17 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.gate_exp = calloc(2 * bt, sizeof *ws->fast.gate_exp);
     ws->fast.pair = calloc(bt * bt, sizeof *ws->fast.pair);
     ws->fast.row_mpfr = calloc(bt, sizeof *ws->fast.row_mpfr);
-    if (!ws->abs_v || !ws->fast.q_int || !ws->fast.gate_exp || !ws->fast.pair || !ws->fast.row_mpfr ||
+    ws->fast.v_s = calloc(2 * width * bt + bt, sizeof *ws->fast.v_s);
+    ws->fast.v_on = calloc(width * bt, sizeof *ws->fast.v_on);
+    ws->fast.v_grid = calloc(width, sizeof *ws->fast.v_grid);
+    ws->fast.v_off = calloc(width, sizeof *ws->fast.v_off);
+    ws->fast.row_c = calloc(bt, sizeof *ws->fast.row_c);
+    ws->fast.row_j = calloc(2 * bt, sizeof *ws->fast.row_j);
+    ws->fast.row_top = calloc(2 * bt, sizeof *ws->fast.row_top);
+    ws->fast.row_abs = calloc(3 * width, sizeof *ws->fast.row_abs);
+    ws->fast.row_flagged = calloc(width, sizeof *ws->fast.row_flagged);
+    if (!ws->fast.v_s || !ws->fast.v_on || !ws->fast.v_grid || !ws->fast.v_off || !ws->fast.row_c ||
+        !ws->fast.row_j || !ws->fast.row_top || !ws->fast.row_abs || !ws->fast.row_flagged ||!ws->abs_v || !ws->fast.q_int || !ws->fast.gate_exp || !ws->fast.pair || !ws->fast.row_mpfr ||
         !ws->queries || !ws->m_store || !ws->e_store || !ws->rounded_row || !ws->x || !ws->staged ||
         !ws->scaled_v || !ws->terms || !ws->term_ptrs || !ws->dot_terms || !ws->dot_term_ptrs) {
         workspace_free(ws);
@@ -311,6 +359,12 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.k_int = ws->fast.q_int + bt * kdim;
     ws->fast.h_int = ws->fast.k_int + bt * kdim;
     ws->fast.gate_inv = ws->fast.gate_exp + bt;
+    ws->fast.v_mask = ws->fast.v_s + width * bt;
+    ws->fast.row_mask = ws->fast.v_mask + width * bt;
+    ws->fast.row_rest = ws->fast.row_j + bt;
+    ws->fast.row_e = ws->fast.row_top + bt;
+    ws->fast.row_mag = ws->fast.row_abs + width;
+    ws->fast.row_err = ws->fast.row_mag + width;
     return ug_ok();
 }
 
@@ -538,7 +592,7 @@ static bool chunk_in_fast_domain(workspace *ws, const args *a, size_t b, size_t 
 }
 
 /* sum_d a[d] b[d] (exact: the domain's bound) and sum_d |a[d] b[d]|. */
-static int64_t int_dot(const int64_t *a, const int64_t *b, size_t n, int64_t *magnitude)
+static int64_t int_dot_portable(const int64_t *a, const int64_t *b, size_t n, int64_t *magnitude)
 {
     int64_t sum = 0, mag = 0;
     for (size_t d = 0; d < n; d++) {
@@ -548,6 +602,37 @@ static int64_t int_dot(const int64_t *a, const int64_t *b, size_t n, int64_t *ma
     }
     *magnitude = mag;
     return sum;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same eight terms at a time (integer sums: any order, the same bits). */
+__attribute__((target("avx512f,avx512dq"))) static int64_t int_dot_avx512(const int64_t *a, const int64_t *b,
+                                                                           size_t n, int64_t *magnitude)
+{
+    __m512i sum = _mm512_setzero_si512(), mag = _mm512_setzero_si512();
+    size_t d = 0;
+    for (; d + 8 <= n; d += 8) {
+        const __m512i p = _mm512_mullo_epi64(_mm512_loadu_si512(a + d), _mm512_loadu_si512(b + d));
+        sum = _mm512_add_epi64(sum, p);
+        mag = _mm512_add_epi64(mag, _mm512_abs_epi64(p));
+    }
+    int64_t rest_mag;
+    const int64_t rest = int_dot_portable(a + d, b + d, n - d, &rest_mag);
+    *magnitude = _mm512_reduce_add_epi64(mag) + rest_mag;
+    return _mm512_reduce_add_epi64(sum) + rest;
+}
+#endif
+
+/* int_dot_portable, on AVX-512 where the CPU has it and the reference's
+ * vector paths are on (ug_ref_simd_available: off under valgrind, and where
+ * the tests turn it off to compare). */
+static int64_t int_dot(const int64_t *a, const int64_t *b, size_t n, int64_t *magnitude, bool simd)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (simd) return int_dot_avx512(a, b, n, magnitude);
+#endif
+    (void)simd;
+    return int_dot_portable(a, b, n, magnitude);
 }
 
 /* |dot|·2^lo rounded away from zero to a double, as mpfr_get_d(RNDA). */
@@ -636,7 +721,7 @@ static bool fast_operand(workspace *ws, const args *a, size_t b, size_t head, si
     fast_chunk *f = &ws->fast;
     pair_operand *p = &f->pair[i * ws->bt + j];
     int64_t magnitude;
-    p->dot = int_dot(f->q_int + i * ws->kdim, f->k_int + j * ws->kdim, ws->kdim, &magnitude);
+    p->dot = int_dot(f->q_int + i * ws->kdim, f->k_int + j * ws->kdim, ws->kdim, &magnitude, f->simd);
     const int lo = f->q_lo + f->k_lo;
     const float g_t = gate(a, b, t0 + i, head), g_s = gate(a, b, t0 + j, head);
     const bool unit_decay = g_t == g_s, exact = unit_decay || p->dot == 0;
@@ -686,11 +771,162 @@ static bool zero_element_negative(const workspace *ws, ug_ref_mode mode, size_t 
     return true;
 }
 
-/* Chunk row i on the fast path: every term exact in the accumulator, the
- * scale (common to all terms) applied once to the sum. False when a sum
- * leaves the accumulator's range, the staged attention product would not
- * be exact at the MPFR path's precision, or exp(g_t) could not be rounded
- * with certainty: the row then takes the MPFR path. */
+/* Every column's values on the column's grid: its top bit less 64 (a bf16
+ * significand has 8 bits: values within 56 binades of the largest fit). */
+static void place_values(workspace *ws)
+{
+    fast_chunk *f = &ws->fast;
+    const size_t bt = ws->bt;
+    for (size_t col = 0; col < ws->width; col++) {
+        const int_vector *v = &ws->value_cols[col];
+        const int grid = v->min_e <= v->max_e ? v->max_e + 8 - 64 : 0;
+        size_t off = 0;
+        for (size_t j = 0; j < bt; j++) {
+            const size_t at = col * bt + j;
+            const uint64_t m = (uint64_t)(v->m[j] < 0 ? -v->m[j] : v->m[j]);
+            f->v_on[at] = ug_xwin_place(&m, 1, v->e[j], grid, &f->v_s[at], 1);
+            f->v_mask[at] = v->m[j] < 0 ? ~UINT64_C(0) : 0;
+            off += !f->v_on[at];
+        }
+        f->v_grid[col] = grid;
+        f->v_off[col] = off;
+    }
+}
+
+/* Operand factor c_ij of row i as three limbs times 2^e (exact mode:
+ * |q.k|·e, staged mode: |RN_bf16|), its sign as a mask; false for a zero. */
+static bool row_factor(const workspace *ws, ug_ref_mode mode, size_t i, size_t j, uint64_t c[3], int *e,
+                       uint64_t *mask)
+{
+    const fast_chunk *f = &ws->fast;
+    if (mode == UG_REF_STAGED) {
+        const int_vector *rn = &ws->attention_rows[i];
+        c[0] = (uint64_t)(rn->m[j] < 0 ? -rn->m[j] : rn->m[j]);
+        c[1] = c[2] = 0;
+        *e = rn->e[j];
+        *mask = rn->m[j] < 0 ? ~UINT64_C(0) : 0;
+        return c[0] != 0;
+    }
+    const pair_operand *p = &f->pair[i * ws->bt + j];
+    const uint64_t d = p->dot < 0 ? -(uint64_t)p->dot : (uint64_t)p->dot;
+    const ug_u128 low = (ug_u128)d * (uint64_t)p->e.m, high = (ug_u128)d * (uint64_t)(p->e.m >> 64);
+    const ug_u128 mid = (low >> 64) + (uint64_t)high;
+    c[0] = (uint64_t)low;
+    c[1] = (uint64_t)mid;
+    c[2] = (uint64_t)(high >> 64) + (uint64_t)(mid >> 64);
+    *e = f->q_lo + f->k_lo + p->e.e;
+    *mask = p->dot < 0 ? ~UINT64_C(0) : 0;
+    return d != 0;
+}
+
+/* Row i's nonzero operand factors in groups: each group takes the largest
+ * factor left and every factor left that fits below it in nc limbs (3 in
+ * exact mode, 1 in staged mode); what is left after ROW_GROUPS groups is
+ * added term by term (row_rest). */
+static void place_row_factors(workspace *ws, ug_ref_mode mode, size_t i)
+{
+    fast_chunk *f = &ws->fast;
+    const int nc = mode == UG_REF_EXACT ? 3 : 1;
+    size_t *left = f->row_rest, n_left = 0;
+    int *tops = f->row_top;
+    for (size_t j = 0; j <= i; j++) {
+        uint64_t c[3], mask;
+        if (!row_factor(ws, mode, i, j, c, &f->row_e[j], &mask)) continue;
+        tops[j] = f->row_e[j] + ug_xwin_bit_length(c, 3);
+        left[n_left++] = j;
+    }
+    size_t placed = 0;
+    f->n_groups = 0;
+    while (n_left && f->n_groups < ROW_GROUPS) {
+        int top = INT_MIN;
+        for (size_t k = 0; k < n_left; k++) top = tops[left[k]] > top ? tops[left[k]] : top;
+        row_group *g = &f->group[f->n_groups++];
+        *g = (row_group){.begin = placed, .grid = top - 64 * nc, .nc = nc};
+        size_t kept = 0;
+        for (size_t k = 0; k < n_left; k++) {
+            const size_t j = left[k];
+            uint64_t c[3], mask;
+            int e;
+            (void)row_factor(ws, mode, i, j, c, &e, &mask);
+            if (ug_xwin_place(c, 3, e, g->grid, f->row_c[placed], nc)) {
+                f->row_mask[placed] = mask;
+                f->row_j[placed++] = j;
+            } else {
+                left[kept++] = j;
+            }
+        }
+        n_left = kept;
+        g->end = placed;
+    }
+    f->n_rest = n_left; /* left is row_rest */
+}
+
+/* Row i's attention magnitudes, a column vector at a time: attention_sums
+ * of every column, each in its order j = 0, 1, ... */
+static void row_magnitudes(workspace *ws, ug_ref_mode mode, size_t i)
+{
+    fast_chunk *f = &ws->fast;
+    double *restrict abs_sum = f->row_abs, *restrict acc_mag = f->row_mag, *restrict cast_err = f->row_err;
+    uint32_t *restrict flagged = f->row_flagged;
+    for (size_t col = 0; col < ws->width; col++) {
+        abs_sum[col] = acc_mag[col] = cast_err[col] = 0;
+        flagged[col] = 0;
+    }
+    for (size_t j = 0; j <= i; j++) {
+        const ug_staged *st = &ws->staged[i * ws->bt + j];
+        const double abs_x = mode == UG_REF_EXACT ? st->abs_x : fabs((double)ug_bf16_to_f32(st->rn));
+        const double err = mode == UG_REF_EXACT ? st->dev : st->gap, mag = st->mag;
+        const uint32_t flag = st->flagged;
+        const double *restrict abs_v = ws->abs_v + j * ws->width;
+        for (size_t col = 0; col < ws->width; col++) {
+            abs_sum[col] += abs_x * abs_v[col];
+            cast_err[col] += err * abs_v[col];
+            acc_mag[col] += mag * abs_v[col];
+            flagged[col] += flag;
+        }
+    }
+}
+
+/* The window of group g with column col's values. The limb count is a
+ * literal at each call, so each instance is unrolled. */
+UG_XSUM_INLINE void group_dot(const fast_chunk *f, size_t bt, int nc, const row_group *g, size_t col,
+                              uint64_t acc[UG_XWIN_LIMBS])
+{
+    const uint64_t *s = f->v_s + col * bt, *s_mask = f->v_mask + col * bt;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
+    for (size_t k = g->begin; k < g->end; k++) {
+        const size_t j = f->row_j[k];
+        uint64_t sum[UG_XWIN_LIMBS] = {a0, a1, a2, a3, a4};
+        ug_xwin_add_product(sum, nc, f->row_c[k], s[j], f->row_mask[k] ^ s_mask[j]);
+        a0 = sum[0], a1 = sum[1], a2 = sum[2], a3 = sum[3], a4 = sum[4];
+    }
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3, acc[4] = a4;
+}
+
+/* Attention term (i, j) of column col (unscaled) added to the accumulator. */
+static void add_attention_term(workspace *ws, ug_ref_mode mode, size_t i, size_t j, size_t col, ug_xsum *acc)
+{
+    const fast_chunk *f = &ws->fast;
+    const int_vector *v = &ws->value_cols[col];
+    if (mode == UG_REF_STAGED) {
+        const int_vector *rn = &ws->attention_rows[i];
+        const int32_t product = rn->m[j] * v->m[j];
+        if (product != 0) ug_xsum_add(acc, product < 0, (ug_u128)(product < 0 ? -product : product), rn->e[j] + v->e[j]);
+        return;
+    }
+    const pair_operand *p = &f->pair[i * ws->bt + j];
+    if (p->dot == 0 || v->m[j] == 0) return;
+    const int64_t factor = p->dot * v->m[j]; /* |dot| < 2^55, |v| < 2^8 */
+    add_wide(acc, factor < 0, factor < 0 ? -(ug_u128)factor : (ug_u128)factor, p->e.m,
+             f->q_lo + f->k_lo + p->e.e + v->e[j]);
+}
+
+/* Chunk row i on the fast path: every term exact (the state term and the
+ * terms off the windows' grids in the accumulator), the scale (common to
+ * all terms) applied once to the sum. False when a sum leaves the
+ * accumulator's range, the staged attention product would not be exact at
+ * the MPFR path's precision, or exp(g_t) could not be rounded with
+ * certainty: the row then takes the MPFR path. */
 static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t t0, size_t i)
 {
     const gdn_chunk_o_shape *s = a->s;
@@ -705,40 +941,40 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
     const int zeros = __builtin_ctzll(scale_m);
     scale_m >>= zeros;
     scale_e += zeros;
-    const int state_lo = f->q_lo + f->h_lo, key_lo = f->q_lo + f->k_lo;
+    const int state_lo = f->q_lo + f->h_lo;
     const int_vector *rn = &ws->attention_rows[i];
     ug_xsum *acc = &f->acc;
+    place_row_factors(ws, a->mode, i);
+    row_magnitudes(ws, a->mode, i);
     for (size_t col = 0; col < s->v; col++) {
         const int_vector *v = &ws->value_cols[col];
+        /* RN_256(attention dot * scale) is exact when the dot has at most 232 bits */
+        if (a->mode == UG_REF_STAGED && rn->min_e <= rn->max_e && v->min_e <= v->max_e &&
+            rn->max_e + v->max_e - rn->min_e - v->min_e + PRODUCT_BITS + CARRY_BITS > TERM_PREC - 24)
+            return false;
         int64_t magnitude;
-        const int64_t dot = int_dot(f->q_int + i * ws->kdim, f->h_int + col * ws->kdim, ws->kdim, &magnitude);
+        const int64_t dot = int_dot(f->q_int + i * ws->kdim, f->h_int + col * ws->kdim, ws->kdim, &magnitude, f->simd);
         ug_xsum_clear(acc);
         if (dot != 0) add_wide(acc, dot < 0, dot < 0 ? -(ug_u128)dot : (ug_u128)dot, e_t.m, state_lo + e_t.e);
-        if (a->mode == UG_REF_EXACT) {
-            for (size_t j = 0; j <= i; j++) {
-                const pair_operand *p = &f->pair[i * ws->bt + j];
-                if (p->dot == 0 || v->m[j] == 0) continue;
-                const int64_t factor = p->dot * v->m[j]; /* |dot| < 2^55, |v| < 2^8 */
-                add_wide(acc, factor < 0, factor < 0 ? -(ug_u128)factor : (ug_u128)factor, p->e.m,
-                         key_lo + p->e.e + v->e[j]);
-            }
-        } else {
-            /* RN_256(attention dot * scale) is exact when the dot has at most 232 bits */
-            if (rn->min_e <= rn->max_e && v->min_e <= v->max_e &&
-                rn->max_e + v->max_e - rn->min_e - v->min_e + PRODUCT_BITS + CARRY_BITS > TERM_PREC - 24)
-                return false;
-            for (size_t j = 0; j <= i; j++) {
-                const int32_t product = rn->m[j] * v->m[j];
-                if (product != 0)
-                    ug_xsum_add(acc, product < 0, (ug_u128)(product < 0 ? -product : product), rn->e[j] + v->e[j]);
-            }
+        for (size_t g = 0; g < f->n_groups; g++) {
+            const row_group *grp = &f->group[g];
+            uint64_t window[UG_XWIN_LIMBS];
+            if (grp->nc == 1)
+                group_dot(f, ws->bt, 1, grp, col, window);
+            else
+                group_dot(f, ws->bt, 3, grp, col, window);
+            ug_xsum_add_xwin(acc, window, grp->nc + 2, grp->grid + f->v_grid[col]);
+            if (f->v_off[col]) /* values off the column's grid: their window products were 0 */
+                for (size_t k = grp->begin; k < grp->end; k++)
+                    if (!f->v_on[col * ws->bt + f->row_j[k]]) add_attention_term(ws, a->mode, i, f->row_j[k], col, acc);
         }
+        for (size_t k = 0; k < f->n_rest; k++) add_attention_term(ws, a->mode, i, f->row_rest[k], col, acc);
         ug_xsum_mul_small(acc, (uint32_t)scale_m);
         if (!ug_xsum_in_range(acc)) return false;
         ug_xval exact = ug_xsum_read(acc);
         exact.e += scale_e;
         exact.neg = exact.zero ? zero_element_negative(ws, a->mode, i, col, dot, scale_neg) : exact.neg != scale_neg;
-        const attention_magnitudes m = attention_sums(ws, a->mode, i, col);
+        const attention_magnitudes m = {f->row_abs[col], f->row_mag[col], f->row_err[col], f->row_flagged[col]};
         const element_bound eb =
             bound_of(a, &row, abs_away(dot, state_lo), ldexp((double)magnitude, state_lo) * UG_F32_SLACK, &m);
         ug_xval_finish(&exact, &a->o[at4(s, b, t0 + i, s->h, head, s->v) + col], eb.bound, eb.abs_sum, m.flagged,
@@ -774,6 +1010,7 @@ static ug_status fast_chunk_rows(workspace *ws, const args *a, size_t b, size_t 
 {
     fast_chunk *f = &ws->fast;
     const size_t bt = ws->bt;
+    f->simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512dq");
     for (size_t i = 0; i < bt; i++) {
         const float g = gate(a, b, t0 + i, head);
         f->row_mpfr[i] = !exp_wide(f, g, &f->gate_exp[i]) || !exp_wide(f, -g, &f->gate_inv[i]);
@@ -784,6 +1021,7 @@ static ug_status fast_chunk_rows(workspace *ws, const args *a, size_t b, size_t 
                 f->row_mpfr[i] = true;
                 break;
             }
+    place_values(ws);
     for (size_t i = 0; i < bt; i++)
         if (f->row_mpfr[i] || !fast_row(ws, a, b, head, t0, i)) UG_TRY(mpfr_row(ws, a, b, head, t0, i));
     return ug_ok();

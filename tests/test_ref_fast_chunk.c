@@ -15,6 +15,7 @@
 
 #include "../core/bf16.h"
 #include "../harness/family.h"
+#include "../ref/rowsimd.h"
 #include "tests.h"
 
 /* A case of a family: parameters from "NAME=VALUE ..." text, the buffers,
@@ -86,26 +87,37 @@ static bool same_value(const ug_ref_value *a, const ug_ref_value *b)
            same_bits(a->abs_sum, b->abs_sum) && a->wild == b->wild && a->no_bound == b->no_bound;
 }
 
-/* Both modes through both paths; the elements that differ in any field. */
+/* Both modes through the MPFR path and through the fast path with its
+ * portable loops and with its AVX-512 ones (where the CPU has them: not
+ * under valgrind); the elements that differ in any field. */
 static size_t path_differences(path_case *c)
 {
     size_t differ = 0, mismatches = 0;
+    ug_ref_simd_set_enabled(true);
+    const int vector_paths = ug_ref_simd_available() ? 2 : 1;
     for (int mode = 0; mode < UG_REF_MODE_COUNT; mode++) {
         ug_ref_set_fast(false);
         CU_ASSERT_EQUAL(c->f->reference(&c->p, c->bufs, ug_test_cpu_model(), (ug_ref_mode)mode, c->plain).code, UG_OK);
         ug_ref_set_fast(true);
-        CU_ASSERT_EQUAL(c->f->reference(&c->p, c->bufs, ug_test_cpu_model(), (ug_ref_mode)mode, c->fast).code, UG_OK);
-        for (size_t o = 0; o < c->n_out; o++)
-            for (size_t e = 0; e < c->counts[o]; e++) {
-                const ug_ref_value *a = &c->fast[o][e], *b = &c->plain[o][e];
-                if (same_value(a, b)) continue;
-                differ++;
-                UG_TEST_MISMATCH(mismatches, "%s %s output %zu element %zu: fast r=%a+%a rn=%#x bound=%a abs=%a "
-                                 "flagged=%u wild=%d no_bound=%d, mpfr r=%a+%a rn=%#x bound=%a abs=%a flagged=%u "
-                                 "wild=%d no_bound=%d", c->f->name, ug_ref_mode_name((ug_ref_mode)mode), o, e, a->r_hi,
-                                 a->r_lo, a->rn_bits, a->bound, a->abs_sum, a->flagged, a->wild, a->no_bound, b->r_hi,
-                                 b->r_lo, b->rn_bits, b->bound, b->abs_sum, b->flagged, b->wild, b->no_bound);
-            }
+        for (int simd = 0; simd < vector_paths; simd++) {
+            ug_ref_simd_set_enabled(simd);
+            CU_ASSERT_EQUAL(c->f->reference(&c->p, c->bufs, ug_test_cpu_model(), (ug_ref_mode)mode, c->fast).code,
+                            UG_OK);
+            for (size_t o = 0; o < c->n_out; o++)
+                for (size_t e = 0; e < c->counts[o]; e++) {
+                    const ug_ref_value *a = &c->fast[o][e], *b = &c->plain[o][e];
+                    if (same_value(a, b)) continue;
+                    differ++;
+                    UG_TEST_MISMATCH(mismatches, "%s %s%s output %zu element %zu: fast r=%a+%a rn=%#x bound=%a "
+                                     "abs=%a flagged=%u wild=%d no_bound=%d, mpfr r=%a+%a rn=%#x bound=%a abs=%a "
+                                     "flagged=%u wild=%d no_bound=%d", c->f->name,
+                                     ug_ref_mode_name((ug_ref_mode)mode), simd ? " avx512" : "", o, e, a->r_hi,
+                                     a->r_lo, a->rn_bits, a->bound, a->abs_sum, a->flagged, a->wild, a->no_bound,
+                                     b->r_hi, b->r_lo, b->rn_bits, b->bound, b->abs_sum, b->flagged, b->wild,
+                                     b->no_bound);
+                }
+        }
+        ug_ref_simd_set_enabled(true);
     }
     return differ;
 }
