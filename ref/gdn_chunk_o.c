@@ -742,6 +742,13 @@ static bool fast_operand(workspace *ws, const args *a, size_t b, size_t head, si
     }
     mpfr_ptr x = ws->x[i * ws->bt + j];
     operand_to_mpfr(ws, p, lo, x);
+    if (!exact) { /* the MPFR path's check of exp's rounding (Ziv): where it retries, so does the row */
+        uint16_t lo_bits, hi_bits;
+        mpfr_abs(ws->radius, x, MPFR_RNDU);
+        mpfr_mul_2si(ws->radius, ws->radius, 1 - UG_REF_PREC, MPFR_RNDU);
+        ug_mpfr_bf16_window(x, ws->radius, &lo_bits, &hi_bits);
+        if (lo_bits != hi_bits) return false;
+    }
     stage_attention(ws, x, radius, exact, st);
     return true;
 }
