@@ -51,6 +51,7 @@ typedef struct {
  * §2.1): each a 128-bit number read exactly (ug_xval without round or
  * sticky bits), in the layouts of their MPFR counterparts. */
 typedef struct {
+    ug_xval *values;         /* the allocation that holds the five arrays below */
     ug_xval *state, *next;   /* [K][V] */
     ug_xval *state_ops;      /* [V][K] */
     ug_xval *v;              /* [BT][V] */
@@ -137,7 +138,7 @@ static void workspace_free(workspace *ws)
     free(ws->decayed_ops.bound);
     free(ws->keys.abs);
     free(ws->term_ptrs);
-    free(ws->fast.state);
+    free(ws->fast.values);
     free(ws->fast.neg_w);
     free(ws->fast.op_mag);
     free(ws->fast.op_flagged);
@@ -180,7 +181,7 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->decayed_ops.bound = malloc(btv * sizeof *ws->decayed_ops.bound);
     ws->keys.abs = malloc(btk * sizeof *ws->keys.abs);
     ws->term_ptrs = malloc(ws->n_terms * sizeof *ws->term_ptrs);
-    ws->fast.state = malloc((3 * kv + 2 * btv) * sizeof *ws->fast.state);
+    ws->fast.values = malloc((3 * kv + 2 * btv) * sizeof *ws->fast.values);
     ws->fast.neg_w = malloc(2 * btk * sizeof *ws->fast.neg_w);
     const size_t n_max = s->k > s->bt ? s->k : s->bt, ops = (s->k + s->bt) * s->v;
     ws->fast.op_mag = malloc(3 * ops * sizeof *ws->fast.op_mag);
@@ -192,7 +193,7 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.col_off = malloc(s->v * sizeof *ws->fast.col_off);
     ws->fast.row_mag = malloc(3 * s->v * sizeof *ws->fast.row_mag);
     ws->fast.row_flagged = malloc(s->v * sizeof *ws->fast.row_flagged);
-    if (!ws->fast.state || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
+    if (!ws->fast.values || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
         !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.row_mag ||
         !ws->fast.row_flagged ||
         !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
@@ -207,6 +208,7 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->state_err = ws->state_mag + kv;
     ws->state_abs = ws->state_err + kv;
     ws->v_err = ws->v_mag + btv;
+    ws->fast.state = ws->fast.values;
     ws->fast.next = ws->fast.state + kv;
     ws->fast.state_ops = ws->fast.next + kv;
     ws->fast.v = ws->fast.state_ops + kv;
