@@ -503,7 +503,49 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
     return out->zero || bit_length(out->m) >= 54 || (!out->round && !out->sticky);
 }
 
-bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius, ug_staged *out, ug_xsum *scratch)
+/* The exact x + d (x = ±m1·m2·2^e, d a finite double) read out; false when
+ * it leaves the accumulator's range or is exactly zero (whose sign MPFR's
+ * rounding mode would decide). */
+static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum *scratch, ug_xval *out)
+{
+    ug_xsum_clear(scratch);
+    ug_xsum_add_mul(scratch, neg, m1, m2, e);
+    ug_xsum_add_double(scratch, d);
+    if (!ug_xsum_in_range(scratch)) return false;
+    *out = ug_xsum_read(scratch);
+    return !out->zero;
+}
+
+/* |x - c| rounded up to a double as ug_stage_operand's deviation gives it
+ * (mpfr_sub_d at x's precision + 160 >= 288 bits, rounded up twice): the
+ * same when the difference is exact at 288 bits, which is checked; false
+ * otherwise. bottom_x and top_x bound x's bits: 2^bottom_x <= its lowest,
+ * |x| < 2^top_x. */
+static bool deviation_up(bool neg, uint64_t m1, ug_u128 m2, int e, int bottom_x, int top_x, uint16_t c,
+                         ug_xsum *scratch, double *out)
+{
+    const double cd = ug_bf16_to_f32(c);
+    if (cd != 0) {
+        bool c_neg;
+        uint64_t cm;
+        int ce;
+        ug_xsum_split(cd, &c_neg, &cm, &ce);
+        const int bottom = ce + __builtin_ctzll(cm) < bottom_x ? ce + __builtin_ctzll(cm) : bottom_x;
+        const int top = ce + 64 - __builtin_clzll(cm) > top_x ? ce + 64 - __builtin_clzll(cm) : top_x;
+        if (top + 1 - bottom > 288) return false;
+    }
+    ug_xval d;
+    if (!shifted(neg, m1, m2, e, -cd, scratch, &d)) { /* x == c: no deviation */
+        if (!ug_xsum_in_range(scratch)) return false;
+        *out = 0.0;
+        return true;
+    }
+    *out = fabs(ug_xval_to_double(&d, MPFR_RNDA));
+    return true;
+}
+
+bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                        ug_staged *out, ug_xsum *scratch)
 {
     const ug_xval x = ug_xval_product(neg, m1, m2, e);
     if (x.zero) return false;
@@ -513,22 +555,46 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius,
     const double abs_rn = ug_bf16_to_f32(mag_bits), prev = ug_bf16_to_f32((ug_bf16)(mag_bits - 1));
     const double next = mag_bits == 0x7F7F ? 0x1p128 : ug_bf16_to_f32((ug_bf16)(mag_bits + 1));
     const double near = (abs_rn + prev) / 2, far = (abs_rn + next) / 2;
-    /* reach >= radius + |x - x0| (<= 2^-53 |x0|) + the roundings of these
-     * double operations (each <= 2^-53 relative). */
+    /* reach >= the radius (rounded up to 64 bits; at most 2^-53 |x0| more
+     * for its relative part) + |x - x0| (<= 2^-53 |x0|) + the roundings of
+     * these double operations (each <= 2^-53 relative). */
     const ug_xval_doubles xd = ug_xval_to_doubles(&x);
-    const double abs_x0 = fabs(xd.nearest), reach = radius * (1 + 0x1p-20) + abs_x0 * 0x1p-48;
-    if (!(abs_x0 - reach > near && abs_x0 + reach < far)) return false;
+    const double abs_x0 = fabs(xd.nearest);
+    const double reach = (abs_x0 * radius_rel + radius_abs) * (1 + 0x1p-20) + abs_x0 * 0x1p-48;
+    const bool inside = abs_x0 - reach > near && abs_x0 + reach < far;
+    /* Otherwise the window's ends are needed: exactly x -+ radius for an
+     * absolute radius (a double: exact in the MPFR path's 64 bits); not
+     * computed here for a relative one. */
+    if (!inside && radius_rel != 0) return false;
     *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .mag = abs_rn, .gap = 0.0,
                        .abs_x = fabs(xd.away)};
     ug_xval deviation; /* |x - RN(x)|, from x's leading bits or else from an accumulator */
-    if (!ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
-        ug_xsum_clear(scratch);
-        ug_xsum_add_mul(scratch, neg, m1, m2, e);
-        ug_xsum_add_double(scratch, -(double)ug_bf16_to_f32(rn));
-        if (!ug_xsum_in_range(scratch)) return false;
-        deviation = ug_xsum_read(scratch);
+    if (inside && ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
+        out->dev = fabs(ug_xval_to_double(&deviation, MPFR_RNDA));
+        return true;
     }
-    out->dev = fabs(ug_xval_to_double(&deviation, MPFR_RNDA));
+    /* x's lowest bit, and its top (the product's leading 128 bits at 2^x.e) */
+    const uint64_t m2_low = (uint64_t)m2;
+    const int bottom_x = e + __builtin_ctzll(m1) + (m2_low ? __builtin_ctzll(m2_low) : 64 + __builtin_ctzll((uint64_t)(m2 >> 64)));
+    const int top_x = x.e + bit_length(x.m);
+    if (!deviation_up(neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
+    if (inside) return true;
+    ug_xval end[2]; /* RN_bf16(x - radius), RN_bf16(x + radius), as ug_mpfr_bf16_window */
+    if (!shifted(neg, m1, m2, e, -radius_abs, scratch, &end[0]) || !shifted(neg, m1, m2, e, radius_abs, scratch, &end[1]))
+        return false;
+    out->lo = (uint16_t)ug_xval_rn_bits(&end[0], UG_BF16);
+    out->hi = (uint16_t)ug_xval_rn_bits(&end[1], UG_BF16);
+    if ((out->lo & 0x7F80) == 0x7F80 || (out->hi & 0x7F80) == 0x7F80) return false;
+    out->flagged = out->lo != out->hi;
+    const double lo = ug_bf16_to_f32(out->lo), hi = ug_bf16_to_f32(out->hi);
+    out->mag = fmax(fabs(lo), fabs(hi));
+    out->gap = out->flagged ? fabs(hi - lo) : 0.0;
+    if (!out->flagged) return true;
+    double dev_lo, dev_hi;
+    if (!deviation_up(neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo) ||
+        !deviation_up(neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi))
+        return false;
+    out->dev = fmax(out->dev, fmax(dev_lo, dev_hi));
     return true;
 }
 

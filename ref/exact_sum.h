@@ -212,13 +212,16 @@ ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e);
 bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out);
 
 /* ug_stage_operand(x, radius) without MPFR where its result is certain:
- * x = (-1)^neg m1·m2·2^e exactly, radius >= 0. True, with out filled bit
- * for bit as ug_stage_operand fills it, when RN_bf16(x) is a nonzero finite
- * bf16 and the window [x - radius, x + radius] lies inside its rounding
- * interval with margin (so both window ends round to it: not flagged);
- * false otherwise (the caller stages through MPFR). scratch: an accumulator
- * for the deviation |x - RN_bf16(x)| when x's leading bits cannot give it. */
-bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius, ug_staged *out, ug_xsum *scratch);
+ * x = (-1)^neg m1·m2·2^e exactly, radius = |x|·radius_rel + radius_abs (both
+ * >= 0; any radius up to that, rounded up as the caller's MPFR path rounds
+ * it). True, with out filled bit for bit as ug_stage_operand fills it, when
+ * RN_bf16(x) is a nonzero finite bf16 and the window [x - radius, x + radius]
+ * lies inside its rounding interval with margin (2^-20 of the radius and
+ * 2^-48 of |x|: both window ends round to it, not flagged); false otherwise
+ * (the caller stages through MPFR). scratch: an accumulator for the
+ * deviation |x - RN_bf16(x)| when x's leading bits cannot give it. */
+bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                        ug_staged *out, ug_xsum *scratch);
 
 /* ug_ref_finish(out, RN_128(S), ...) without MPFR (see above). Requires
  * ug_xsum_in_range(a). */

@@ -733,7 +733,7 @@ static bool fast_operand(workspace *ws, const args *a, size_t b, size_t head, si
     const double radius = operand_radius(ws, a, unit_decay, diff_up, diff_away, abs_away(p->dot, lo), abs_terms);
     ug_staged *st = &ws->staged[i * ws->bt + j];
     const uint64_t abs_dot = p->dot < 0 ? -(uint64_t)p->dot : (uint64_t)p->dot;
-    if (ug_stage_certified(p->dot < 0, abs_dot, p->e.m, lo + p->e.e, radius, st, &f->operand)) {
+    if (ug_stage_certified(p->dot < 0, abs_dot, p->e.m, lo + p->e.e, 0, radius, st, &f->operand)) {
         if (!exact) {
             const ug_xval x = ug_xval_product(p->dot < 0, abs_dot, p->e.m, lo + p->e.e);
             st->dev += fabs(ug_xval_to_double(&x, MPFR_RNDA)) * 0x1p-126;
