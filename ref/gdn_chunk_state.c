@@ -7,6 +7,7 @@
 
 #include "exact_sum.h"
 #include "f32_model.h"
+#include "rowsimd.h"
 
 /* Every term of every sum is exact: e^{G_last} S (two 128-bit values) fits
  * in 256 bits, a bf16 (8 bits) times a 128-bit value in 136. */
@@ -588,16 +589,21 @@ static size_t place_row(fast_head *f, const weighted_sums *d, size_t r, int *gri
 /* Row r's bound parts: the row's sums (holding the leading terms') += |w_j|
  * times operand j's parts, over the nonzero weights in the order j = 0, 1,
  * ...: weighted_sum's sums, a column vector at a time. */
-static void row_bounds(fast_head *f, const weighted_sums *d, size_t r)
+static void row_bounds(fast_head *f, const weighted_sums *d, size_t r, bool simd)
 {
     double *restrict sum_mag = f->row_mag, *restrict sum_dev = f->row_dev, *restrict sum_abs = f->row_abs;
     uint32_t *restrict sum_flagged = f->row_flagged;
+    const ug_ref_bound_row sums = {sum_abs, sum_dev, sum_mag, sum_flagged};
     for (size_t j = 0; j < d->n; j++) {
         const double a = d->w_abs[r * d->n + j];
         if (a == 0) continue;
         const size_t at = d->parts + j * d->width;
         const double *restrict mag = f->op_mag + at, *restrict dev = f->op_dev + at, *restrict abs = f->op_abs + at;
         const uint32_t *restrict flagged = f->op_flagged + at;
+        if (simd) { /* the same products and sums, eight columns an instruction */
+            ug_ref_simd_bound_parts(d->width, a, abs, dev, mag, flagged, &sums);
+            continue;
+        }
         for (size_t col = 0; col < d->width; col++) {
             sum_mag[col] += a * mag[col];
             sum_dev[col] += a * dev[col];
@@ -701,6 +707,7 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
             set_factor(&f->neg_w[i * s->k + kk], &ws->neg_w.abs[i * s->k + kk],
                        w[token(ws, t0 + i, s->h, ws->h, s->k) + kk], true);
     const weighted_sums d = {s->k, s->v, f->neg_w, ws->neg_w.abs, f->state_ops, 0};
+    const bool simd = ug_ref_simd_available();
     place_columns(f, &d);
     for (size_t i = 0; i < s->bt; i++) {
         const size_t row = token(ws, t0 + i, s->h, ws->h, s->v);
@@ -708,7 +715,7 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
             const double abs_u = fabs((double)ug_bf16_to_f32(u[row + vv]));
             row_sum_set(f, vv, (sum_bound){abs_u, 0, abs_u, 0});
         }
-        row_bounds(f, &d, i);
+        row_bounds(f, &d, i, simd);
         int grid;
         const size_t off = place_row(f, &d, i, &grid);
         for (size_t vv = 0; vv < s->v; vv++) {
@@ -773,6 +780,7 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
             set_factor(&f->keys[kk * s->bt + i], &ws->keys.abs[kk * s->bt + i],
                        k[token(ws, t0 + i, s->hg, ws->key_head, s->k) + kk], false);
     const weighted_sums d = {s->bt, s->v, f->keys, ws->keys.abs, f->decayed_ops, s->k * s->v};
+    const bool simd = ug_ref_simd_available();
     place_columns(f, &d);
     for (size_t kk = 0; kk < s->k; kk++) {
         for (size_t vv = 0; vv < s->v; vv++) {
@@ -781,7 +789,7 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
             row_sum_set(f, vv, (sum_bound){(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x],
                                            e * ws->state_mag[x], 0});
         }
-        row_bounds(f, &d, kk);
+        row_bounds(f, &d, kk, simd);
         int grid;
         const size_t off = place_row(f, &d, kk, &grid);
         for (size_t vv = 0; vv < s->v; vv++) {
