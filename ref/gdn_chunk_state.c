@@ -298,10 +298,17 @@ static size_t token(const workspace *ws, size_t t, size_t heads, size_t head, si
 
 /* h[c] = S_c, and the operands bf16(S_c) of the w·S product, within the
  * kernel's state error of S_c. */
+/* Chunk c's block of h ([V][K]) for the current head. */
+static ug_ref_value *chunk_states(const workspace *ws, size_t c, ug_ref_value *h)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    return h + ((ws->b * (s->t / s->bt) + c) * s->h + ws->h) * s->v * s->k;
+}
+
 static void emit_state(workspace *ws, size_t c, ug_ref_value *h)
 {
     const gdn_chunk_state_shape *s = ws->s;
-    ug_ref_value *out = h + ((ws->b * (s->t / s->bt) + c) * s->h + ws->h) * s->v * s->k;
+    ug_ref_value *out = chunk_states(ws, c, h);
     for (size_t kk = 0; kk < s->k; kk++)
         for (size_t vv = 0; vv < s->v; vv++) {
             const size_t x = kk * s->v + vv, op = vv * s->k + kk;
@@ -676,18 +683,19 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
     return true;
 }
 
-/* exp(y) for a float or an exact difference in ws->diff, as the MPFR path
- * rounds it (128 bits), split into its integer significand. */
+/* ws->e (an exponential at 128 bits, as the MPFR path rounds it) as its
+ * integer significand and exponent; false if it is not a positive number. */
 static bool split_exp(workspace *ws, ug_u128 *m, int *e)
 {
     bool neg;
     return ug_xsum_split_mpfr(ws->e, &neg, m, e) && !neg;
 }
 
+/* emit_state on the fast path; false where an operand cannot be staged. */
 static bool fast_emit_state(workspace *ws, size_t c, ug_ref_value *h)
 {
     const gdn_chunk_state_shape *s = ws->s;
-    ug_ref_value *out = h + ((ws->b * (s->t / s->bt) + c) * s->h + ws->h) * s->v * s->k;
+    ug_ref_value *out = chunk_states(ws, c, h);
     for (size_t kk = 0; kk < s->k; kk++)
         for (size_t vv = 0; vv < s->v; vv++) {
             const size_t x = kk * s->v + vv, op = vv * s->k + kk;
