@@ -544,24 +544,47 @@ static bool deviation_up(bool neg, uint64_t m1, ug_u128 m2, int e, int bottom_x,
     return true;
 }
 
+/* ug_stage_operand of an exact zero x of sign neg with an absolute radius
+ * r > 0: its window [-r, r] rounds to RN_bf16(-r) < 0 and RN_bf16(r) > 0
+ * (flagged), each at distance |RN_bf16(+-r)| from x. */
+static bool stage_zero(bool neg, double radius_rel, double radius_abs, ug_staged *out)
+{
+    if (radius_rel != 0 || !(radius_abs > 0) || !isfinite(radius_abs)) return false;
+    ug_xval r = {0};
+    uint64_t m;
+    bool r_neg;
+    ug_xsum_split(radius_abs, &r_neg, &m, &r.e);
+    r.m = m;
+    const uint16_t hi = (uint16_t)ug_xval_rn_bits(&r, UG_BF16);
+    r.neg = true;
+    const uint16_t lo = (uint16_t)ug_xval_rn_bits(&r, UG_BF16);
+    if ((hi & 0x7F80) == 0x7F80) return false;
+    const double lo_value = ug_bf16_to_f32(lo), hi_value = ug_bf16_to_f32(hi);
+    *out = (ug_staged){.rn = neg ? 0x8000 : 0, .lo = lo, .hi = hi, .flagged = true, .abs_x = 0.0,
+                       .mag = fmax(fabs(lo_value), fabs(hi_value)), .gap = fabs(hi_value - lo_value),
+                       .dev = fmax(0.0, fmax(fabs(lo_value), fabs(hi_value)))};
+    return true;
+}
+
 bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
                         ug_staged *out, ug_xsum *scratch)
 {
     const ug_xval x = ug_xval_product(neg, m1, m2, e);
-    if (x.zero) return false;
+    if (x.zero) return stage_zero(neg, radius_rel, radius_abs, out);
     const uint16_t rn = (uint16_t)ug_xval_rn_bits(&x, UG_BF16), mag_bits = rn & 0x7FFF;
-    if (mag_bits == 0 || mag_bits >= 0x7F80) return false;
+    if (mag_bits >= 0x7F80) return false;
     /* The rounding interval of |RN(x)|: halfway to its neighbours (exact). */
-    const double abs_rn = ug_bf16_to_f32(mag_bits), prev = ug_bf16_to_f32((ug_bf16)(mag_bits - 1));
+    const double abs_rn = ug_bf16_to_f32(mag_bits), prev = mag_bits ? ug_bf16_to_f32((ug_bf16)(mag_bits - 1)) : 0;
     const double next = mag_bits == 0x7F7F ? 0x1p128 : ug_bf16_to_f32((ug_bf16)(mag_bits + 1));
     const double near = (abs_rn + prev) / 2, far = (abs_rn + next) / 2;
     /* reach >= the radius (rounded up to 64 bits; at most 2^-53 |x0| more
      * for its relative part) + |x - x0| (<= 2^-53 |x0|) + the roundings of
-     * these double operations (each <= 2^-53 relative). */
+     * these double operations (each <= 2^-53 relative). A window about a
+     * rounding to zero always holds -0 and +0: never inside. */
     const ug_xval_doubles xd = ug_xval_to_doubles(&x);
     const double abs_x0 = fabs(xd.nearest);
     const double reach = (abs_x0 * radius_rel + radius_abs) * (1 + 0x1p-20) + abs_x0 * 0x1p-48;
-    const bool inside = abs_x0 - reach > near && abs_x0 + reach < far;
+    const bool inside = mag_bits != 0 && abs_x0 - reach > near && abs_x0 + reach < far;
     /* Otherwise the window's ends are needed: exactly x -+ radius for an
      * absolute radius (a double: exact in the MPFR path's 64 bits); not
      * computed here for a relative one. */

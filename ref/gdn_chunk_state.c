@@ -506,7 +506,7 @@ static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *
 {
     fast_head *f = &ws->fast;
     ug_staged st;
-    if (x->zero || !ug_stage_certified(x->neg, 1, x->m, x->e, 0, radius, &st, &f->scratch)) {
+    if (!ug_stage_certified(x->neg, 1, x->m, x->e, 0, radius, &st, &f->scratch)) {
         if (x->zero) {
             mpfr_set_zero(f->operand, x->neg ? -1 : 1);
         } else {
