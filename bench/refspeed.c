@@ -16,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../core/bf16.h"
+#include "../harness/profile.h"
 #include "../ref/ref.h"
 #include "bench.h"
 
@@ -29,6 +31,22 @@ enum { REPEATS = 3 };
 typedef struct {
     size_t b, t, hg, h, k, v, bt;
 } shape;
+
+/* The cpu profile (the bench runs from the repository root, as make bench). */
+static const ug_f32_model *cpu_model(void)
+{
+    static ug_f32_model model;
+    static bool loaded;
+    if (!loaded) {
+        ug_status st = ug_profile_load("fixtures/profiles/cpu.json", &model);
+        if (!ug_is_ok(&st)) {
+            fprintf(stderr, "bench: %s (run from the repository root)\n", st.msg);
+            abort();
+        }
+        loaded = true;
+    }
+    return &model;
+}
 
 static size_t at4(const shape *s, size_t b, size_t t, size_t heads, size_t head, size_t width, size_t col)
 {
@@ -174,7 +192,7 @@ static double time_paths(ref_case *c, ug_ref_mode mode, double terms, size_t *di
         ug_status st = ug_ok();
         for (int r = 0; r < (fast ? REPEATS : 1) && ug_is_ok(&st); r++) {
             double t0 = bench_now();
-            st = c->f->reference(&c->p, c->bufs, mode, dst);
+            st = c->f->reference(&c->p, c->bufs, cpu_model(), mode, dst);
             best = fmin(best, bench_now() - t0);
         }
         ug_ref_set_fast(true);
@@ -211,7 +229,7 @@ static void *spread_worker(void *arg)
 {
     spread_job *job = arg;
     ug_ref_value **outs = job->c.outs[job->mode];
-    job->st = job->c.f->reference(&job->c.p, job->c.bufs, job->mode, outs);
+    job->st = job->c.f->reference(&job->c.p, job->c.bufs, cpu_model(), job->mode, outs);
     return NULL;
 }
 
@@ -354,9 +372,78 @@ static int scaled_kkt_speed(void)
     return rc;
 }
 
+/* This thread's CPU time (s): on a shared machine it counts this thread's
+ * work only, where the wall time also counts the other processes'. */
+static double thread_cpu_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* gdn_chunk_o and gdn_chunk_state: each reference on its fast path (best
+ * of REPEATS) and on its MPFR path (one run), both modes, in output
+ * elements per second on one core, by wall time and by the thread's CPU
+ * time; the two paths' values must be equal in every field. */
+static int chunk_o_state_speed(void)
+{
+    static const char *const cases[][2] = {
+        {"gdn_chunk_o", "B=1 T=1024 Hg=2 H=4 K=128 V=128 BT=64 scale_bits=1035273459"},
+        {"gdn_chunk_state", "B=1 T=1024 Hg=2 H=4 K=128 V=128 BT=64 has_h0=1"},
+    };
+    int rc = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        printf("\n== reference speed: %s reference, fast path vs MPFR path, %s ==\n", cases[k][0], cases[k][1]);
+        ref_case c;
+        if (case_open(&c, cases[k][0], cases[k][1]) != 0) {
+            case_close(&c);
+            rc = -1;
+            continue;
+        }
+        for (int mode = 0; mode < UG_REF_MODE_COUNT; mode++) {
+            double wall[2] = {INFINITY, INFINITY}, cpu[2] = {INFINITY, INFINITY}; /* [fast] */
+            ug_status st = ug_ok();
+            for (int fast = 1; fast >= 0 && ug_is_ok(&st); fast--) {
+                ug_ref_set_fast(fast);
+                for (int r = 0; r < (fast ? REPEATS : 1) && ug_is_ok(&st); r++) {
+                    const double t0 = bench_now(), c0 = thread_cpu_seconds();
+                    st = c.f->reference(&c.p, c.bufs, cpu_model(), (ug_ref_mode)mode,
+                                        fast ? c.outs[mode] : c.plain_path);
+                    wall[fast] = fmin(wall[fast], bench_now() - t0);
+                    cpu[fast] = fmin(cpu[fast], thread_cpu_seconds() - c0);
+                }
+            }
+            ug_ref_set_fast(true);
+            if (!ug_is_ok(&st)) {
+                printf("  failed: %s\n", st.msg);
+                rc = -1;
+                break;
+            }
+            size_t differ = 0;
+            for (size_t o = 0; o < c.n_out; o++)
+                for (size_t e = 0; e < c.out_counts[o]; e++)
+                    differ += !same_value(&c.plain_path[o][e], &c.outs[mode][o][e]);
+            const double elements = (double)c.elements;
+            printf("  %-6s mode, fast path: %7.3f s wall %7.3f Melem/s, %7.3f s cpu %7.3f Melem/s (best of %d)\n",
+                   ug_ref_mode_name((ug_ref_mode)mode), wall[1], elements / wall[1] * 1e-6, cpu[1],
+                   elements / cpu[1] * 1e-6, REPEATS);
+            printf("  %-6s mode, MPFR path: %7.3f s wall %7.3f Melem/s, %7.3f s cpu %7.3f Melem/s (one run)\n",
+                   ug_ref_mode_name((ug_ref_mode)mode), wall[0], elements / wall[0] * 1e-6, cpu[0],
+                   elements / cpu[0] * 1e-6);
+            printf("  %-6s mode: fast path %.2fx the MPFR path by wall time, %.2fx by cpu time; %zu of %.0f "
+                   "elements differ in some field\n", ug_ref_mode_name((ug_ref_mode)mode), wall[0] / wall[1],
+                   cpu[0] / cpu[1], differ, elements);
+            if (differ) rc = -1;
+        }
+        case_close(&c);
+    }
+    return rc;
+}
+
 int bench_reference_speed(void)
 {
     const int wu = recompute_wu_speed();
     const int kkt = scaled_kkt_speed();
-    return wu != 0 || kkt != 0 ? -1 : 0;
+    const int chunk_o_state = chunk_o_state_speed();
+    return wu != 0 || kkt != 0 || chunk_o_state != 0 ? -1 : 0;
 }

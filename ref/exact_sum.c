@@ -4,6 +4,8 @@
 #include <limits.h>
 #include <math.h>
 
+#include "../core/bf16.h"
+
 enum { DIGIT_BITS = 32, NO_QMIN = INT_MIN / 2 };
 static const int64_t DIGIT = INT64_C(1) << DIGIT_BITS;
 
@@ -41,6 +43,20 @@ static void propagate(ug_xsum *a)
 void ug_xsum_carry(ug_xsum *a)
 {
     propagate(a);
+    a->adds = 0;
+}
+
+void ug_xsum_mul_small(ug_xsum *a, uint32_t m)
+{
+    propagate(a);
+    /* Every limb to a digit, the sign in the top one (|limb| < 2^32): each
+     * product then stays below 2^56, and later adds below 2^63. */
+    while (a->lo <= a->hi && (a->limb[a->hi] >= DIGIT || a->limb[a->hi] < -DIGIT)) {
+        a->limb[a->hi + 1] += a->limb[a->hi] >> DIGIT_BITS;
+        a->limb[a->hi] &= DIGIT - 1;
+        a->hi++;
+    }
+    for (int i = a->lo; i <= a->hi; i++) a->limb[i] *= (int64_t)m;
     a->adds = 0;
 }
 
@@ -424,6 +440,37 @@ ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e)
     return w;
 }
 
+/* 64 bits of the four-word integer w from bit `bit` (0 <= bit < 256) up. */
+static uint64_t word_at(const uint64_t w[4], int bit)
+{
+    const int k = bit >> 6, shift = bit & 63;
+    const uint64_t high = shift && k + 1 < 4 ? w[k + 1] << (64 - shift) : 0;
+    return w[k] >> shift | high;
+}
+
+ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e)
+{
+    const uint64_t a0 = (uint64_t)m1, a1 = (uint64_t)(m1 >> 64), b0 = (uint64_t)m2, b1 = (uint64_t)(m2 >> 64);
+    const ug_u128 p00 = (ug_u128)a0 * b0, p01 = (ug_u128)a0 * b1, p10 = (ug_u128)a1 * b0, p11 = (ug_u128)a1 * b1;
+    const ug_u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10; /* < 3·2^64 */
+    const ug_u128 high = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64); /* the product is below 2^256 */
+    const uint64_t w[4] = {(uint64_t)p00, (uint64_t)mid, (uint64_t)high, (uint64_t)(high >> 64)};
+    ug_xval v = {.neg = neg, .e = e};
+    if (high == 0) { /* at most 128 bits: all of it */
+        v.m = (ug_u128)w[1] << 64 | w[0];
+        v.zero = v.m == 0;
+        return v;
+    }
+    const int shift = bit_length(high); /* 1..128: bits beyond the window */
+    v.m = (ug_u128)word_at(w, shift + 64) << 64 | word_at(w, shift);
+    v.e = e + shift;
+    v.round = word_at(w, shift - 1) & 1;
+    const int below = shift - 1; /* bits under the round bit */
+    v.sticky = below >= 64 ? w[0] != 0 || (below > 64 && (w[1] & ((UINT64_C(1) << (below - 64)) - 1)) != 0)
+                           : below > 0 && (w[0] & ((UINT64_C(1) << below) - 1)) != 0;
+    return v;
+}
+
 bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
 {
     bool d_neg;
@@ -454,6 +501,124 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
     /* the rounding of out to 53 bits must fall inside m (see round_value),
      * unless out is exact: nothing below m */
     return out->zero || bit_length(out->m) >= 54 || (!out->round && !out->sticky);
+}
+
+/* The exact x + d (x = ±m1·m2·2^e, d a finite double) read out; false when
+ * it leaves the accumulator's range or is exactly zero (whose sign MPFR's
+ * rounding mode would decide). */
+static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum *scratch, ug_xval *out)
+{
+    ug_xsum_clear(scratch);
+    ug_xsum_add_mul(scratch, neg, m1, m2, e);
+    ug_xsum_add_double(scratch, d);
+    if (!ug_xsum_in_range(scratch)) return false;
+    *out = ug_xsum_read(scratch);
+    return !out->zero;
+}
+
+/* |x - c| rounded up to a double as ug_stage_operand's deviation gives it
+ * (mpfr_sub_d at x's precision + 160 >= 288 bits, rounded up twice): the
+ * same when the difference is exact at 288 bits, which is checked; false
+ * otherwise. bottom_x and top_x bound x's bits: 2^bottom_x <= its lowest,
+ * |x| < 2^top_x. */
+static bool deviation_up(bool neg, uint64_t m1, ug_u128 m2, int e, int bottom_x, int top_x, uint16_t c,
+                         ug_xsum *scratch, double *out)
+{
+    const double cd = ug_bf16_to_f32(c);
+    if (cd != 0) {
+        bool c_neg;
+        uint64_t cm;
+        int ce;
+        ug_xsum_split(cd, &c_neg, &cm, &ce);
+        const int bottom = ce + __builtin_ctzll(cm) < bottom_x ? ce + __builtin_ctzll(cm) : bottom_x;
+        const int top = ce + 64 - __builtin_clzll(cm) > top_x ? ce + 64 - __builtin_clzll(cm) : top_x;
+        if (top + 1 - bottom > 288) return false;
+    }
+    ug_xval d;
+    if (!shifted(neg, m1, m2, e, -cd, scratch, &d)) { /* x == c: no deviation */
+        if (!ug_xsum_in_range(scratch)) return false;
+        *out = 0.0;
+        return true;
+    }
+    *out = fabs(ug_xval_to_double(&d, MPFR_RNDA));
+    return true;
+}
+
+/* ug_stage_operand of an exact zero x of sign neg with an absolute radius
+ * r > 0: its window [-r, r] rounds to RN_bf16(-r) < 0 and RN_bf16(r) > 0
+ * (flagged), each at distance |RN_bf16(+-r)| from x. */
+static bool stage_zero(bool neg, double radius_rel, double radius_abs, ug_staged *out)
+{
+    if (radius_rel != 0 || !(radius_abs > 0) || !isfinite(radius_abs)) return false;
+    ug_xval r = {0};
+    uint64_t m;
+    bool r_neg;
+    ug_xsum_split(radius_abs, &r_neg, &m, &r.e);
+    r.m = m;
+    const uint16_t hi = (uint16_t)ug_xval_rn_bits(&r, UG_BF16);
+    r.neg = true;
+    const uint16_t lo = (uint16_t)ug_xval_rn_bits(&r, UG_BF16);
+    if ((hi & 0x7F80) == 0x7F80) return false;
+    const double lo_value = ug_bf16_to_f32(lo), hi_value = ug_bf16_to_f32(hi);
+    *out = (ug_staged){.rn = neg ? 0x8000 : 0, .lo = lo, .hi = hi, .flagged = true, .abs_x = 0.0,
+                       .mag = fmax(fabs(lo_value), fabs(hi_value)), .gap = fabs(hi_value - lo_value),
+                       .dev = fmax(0.0, fmax(fabs(lo_value), fabs(hi_value)))};
+    return true;
+}
+
+bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                        ug_staged *out, ug_xsum *scratch)
+{
+    const ug_xval x = ug_xval_product(neg, m1, m2, e);
+    if (x.zero) return stage_zero(neg, radius_rel, radius_abs, out);
+    const uint16_t rn = (uint16_t)ug_xval_rn_bits(&x, UG_BF16), mag_bits = rn & 0x7FFF;
+    if (mag_bits >= 0x7F80) return false;
+    /* The rounding interval of |RN(x)|: halfway to its neighbours (exact). */
+    const double abs_rn = ug_bf16_to_f32(mag_bits), prev = mag_bits ? ug_bf16_to_f32((ug_bf16)(mag_bits - 1)) : 0;
+    const double next = mag_bits == 0x7F7F ? 0x1p128 : ug_bf16_to_f32((ug_bf16)(mag_bits + 1));
+    const double near = (abs_rn + prev) / 2, far = (abs_rn + next) / 2;
+    /* reach >= the radius (rounded up to 64 bits; at most 2^-53 |x0| more
+     * for its relative part) + |x - x0| (<= 2^-53 |x0|) + the roundings of
+     * these double operations (each <= 2^-53 relative). A window about a
+     * rounding to zero always holds -0 and +0: never inside. */
+    const ug_xval_doubles xd = ug_xval_to_doubles(&x);
+    const double abs_x0 = fabs(xd.nearest);
+    const double reach = (abs_x0 * radius_rel + radius_abs) * (1 + 0x1p-20) + abs_x0 * 0x1p-48;
+    const bool inside = mag_bits != 0 && abs_x0 - reach > near && abs_x0 + reach < far;
+    /* Otherwise the window's ends are needed: exactly x -+ radius for an
+     * absolute radius (a double: exact in the MPFR path's 64 bits); not
+     * computed here for a relative one. */
+    if (!inside && radius_rel != 0) return false;
+    *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .mag = abs_rn, .gap = 0.0,
+                       .abs_x = fabs(xd.away)};
+    ug_xval deviation; /* |x - RN(x)|, from x's leading bits or else from an accumulator */
+    if (inside && ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
+        out->dev = fabs(ug_xval_to_double(&deviation, MPFR_RNDA));
+        return true;
+    }
+    /* x's lowest bit, and its top (the product's leading 128 bits at 2^x.e) */
+    const uint64_t m2_low = (uint64_t)m2;
+    const int bottom_x = e + __builtin_ctzll(m1) + (m2_low ? __builtin_ctzll(m2_low) : 64 + __builtin_ctzll((uint64_t)(m2 >> 64)));
+    const int top_x = x.e + bit_length(x.m);
+    if (!deviation_up(neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
+    if (inside) return true;
+    ug_xval end[2]; /* RN_bf16(x - radius), RN_bf16(x + radius), as ug_mpfr_bf16_window */
+    if (!shifted(neg, m1, m2, e, -radius_abs, scratch, &end[0]) || !shifted(neg, m1, m2, e, radius_abs, scratch, &end[1]))
+        return false;
+    out->lo = (uint16_t)ug_xval_rn_bits(&end[0], UG_BF16);
+    out->hi = (uint16_t)ug_xval_rn_bits(&end[1], UG_BF16);
+    if ((out->lo & 0x7F80) == 0x7F80 || (out->hi & 0x7F80) == 0x7F80) return false;
+    out->flagged = out->lo != out->hi;
+    const double lo = ug_bf16_to_f32(out->lo), hi = ug_bf16_to_f32(out->hi);
+    out->mag = fmax(fabs(lo), fabs(hi));
+    out->gap = out->flagged ? fabs(hi - lo) : 0.0;
+    if (!out->flagged) return true;
+    double dev_lo, dev_hi;
+    if (!deviation_up(neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo) ||
+        !deviation_up(neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi))
+        return false;
+    out->dev = fmax(out->dev, fmax(dev_lo, dev_hi));
+    return true;
 }
 
 void ug_xsum_get_mpfr(ug_xsum *a, mpfr_ptr out, mpz_t scratch)

@@ -164,6 +164,11 @@ static inline void ug_xsum_add_product(ug_xsum *a, double x, double y)
     ug_xsum_add(a, nx ^ ny, (ug_u128)mx * my, ex + ey);
 }
 
+/* S *= m (0 < m < 2^24) exactly, as if every value added so far had been
+ * multiplied by m; adds may go on afterwards. Lets a caller add terms
+ * that share a small factor (a reference's scale) without it. */
+void ug_xsum_mul_small(ug_xsum *a, uint32_t m);
+
 /* The exact sum as read out once: its sign, the 128 bits below its leading
  * bit, the bit after them and whether any bit below that is set, i.e.
  * |S| = (m + round/2 + sticky-part) · 2^e; zero marks S = 0 (neg its sign).
@@ -196,12 +201,27 @@ uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype);
 /* The exact product ±m1·m2·2^e read as a ug_xval, without an accumulator. */
 ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e);
 
+/* The same for m1 of 128 bits: the 256-bit product's leading bits. */
+ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e);
+
 /* out = ||v| - |d|| for a finite double d of v's sign, true when out is
  * exact enough to round to a double: d a multiple of v's window unit 2^e
  * below 2^(e+128), and the difference either exact (zero, or v without bits
  * below its window) or at least 2^54 units (else false: the caller reads it
  * from an accumulator). */
 bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out);
+
+/* ug_stage_operand(x, radius) without MPFR where its result is certain:
+ * x = (-1)^neg m1·m2·2^e exactly, radius = |x|·radius_rel + radius_abs (both
+ * >= 0; any radius up to that, rounded up as the caller's MPFR path rounds
+ * it). True, with out filled bit for bit as ug_stage_operand fills it, when
+ * RN_bf16(x) is a nonzero finite bf16 and the window [x - radius, x + radius]
+ * lies inside its rounding interval with margin (2^-20 of the radius and
+ * 2^-48 of |x|: both window ends round to it, not flagged); false otherwise
+ * (the caller stages through MPFR). scratch: an accumulator for the
+ * deviation |x - RN_bf16(x)| when x's leading bits cannot give it. */
+bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                        ug_staged *out, ug_xsum *scratch);
 
 /* ug_ref_finish(out, RN_128(S), ...) without MPFR (see above). Requires
  * ug_xsum_in_range(a). */

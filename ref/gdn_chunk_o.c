@@ -2,11 +2,17 @@
 #include "gdn_chunk_o.h"
 
 #include <limits.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "exact_sum.h"
 #include "round.h"
+#include "rowsimd.h"
 
 /* Precisions (bits). A dot product of bf16 vectors is exact at DOT_PREC_MAX:
  * every product is a multiple of 2^-266 below 2^256, and K <= 2^8 terms add 8
@@ -148,6 +154,68 @@ static mpfr_srcptr exact_dot(dot_workspace *dw, const int_vector *a, const int_v
     return dw->result;
 }
 
+/* ---- the fast path's pieces (docs/error-model.md §2.1) ---------------------- */
+
+/* A positive number m·2^e (m < 2^128): a correctly rounded exp. */
+typedef struct {
+    ug_u128 m;
+    int e;
+} fx;
+
+/* exp(y) at 256 bits, RN: the 256-bit integer d times 2^e. */
+typedef struct {
+    mp_limb_t d[4];
+    long e;
+} exp256;
+
+/* An attention operand x = dot·e·2^exp on the fast path: dot the exact q.k
+ * as an integer (unit 2^(q_lo + k_lo)), e = RN_128(exp(g_t - g_s)) (1 when
+ * the gates are equal), exactly the MPFR path's x. */
+typedef struct {
+    int64_t dot;
+    fx e;
+} pair_operand;
+
+/* Operand factors [begin, end) of a row on one grid 2^grid, nc limbs each. */
+enum { ROW_GROUPS = 4 };
+typedef struct {
+    size_t begin, end;
+    int grid, nc;
+} row_group;
+
+/* One chunk's fast-path state. The entries of the queries, keys and state
+ * rows as integers on one grid per kind (q_int[i][d] 2^q_lo = q_i[d]), so a
+ * dot product is a plain integer dot product. */
+typedef struct {
+    int64_t *q_int, *k_int, *h_int; /* [bt][kdim], [bt][kdim], [width][kdim] */
+    int q_lo, k_lo, h_lo;
+    exp256 *gate_exp, *gate_inv;    /* [bt]: exp(g_t), exp(-g_t) */
+    pair_operand *pair;             /* [bt][bt], j <= i */
+    bool *row_mpfr;                 /* [bt]: the row goes through the MPFR path */
+    bool scaled_v_done;             /* the MPFR path's scaled_v is filled for this chunk */
+    bool simd;                      /* the dot products on AVX-512 (ug_ref_simd_available) */
+    /* The attention sums' windows (exact_sum.h): each column's values on the
+     * column's grid ([width][bt], v_on false off it), and one row's operand
+     * factors (|q.k|·e in exact mode, RN_bf16 in staged mode) in groups,
+     * each on its own grid, by group ([bt]; those past the last group in
+     * row_rest). */
+    uint64_t *v_s, *v_mask;
+    bool *v_on;
+    int *v_grid;
+    size_t *v_off;
+    uint64_t (*row_c)[UG_XWIN_MAX_C], *row_mask;
+    size_t *row_j, *row_rest, n_rest;
+    int *row_top, *row_e; /* [bt]: by j, the row's factors' top bits and exponents */
+    row_group group[ROW_GROUPS];
+    size_t n_groups;
+    /* One row's attention magnitudes, by column ([width] each). */
+    double *row_abs, *row_mag, *row_err;
+    uint32_t *row_flagged;
+    mpfr_t wide;
+    mpz_t scratch;
+    ug_xsum acc, operand;
+} fast_chunk;
+
 /* ---- the reference -------------------------------------------------------- */
 
 typedef struct {
@@ -176,11 +244,13 @@ typedef struct {
     mpfr_t *scaled_v;     /* [bt][width] scale * v (exact) */
     mpfr_t *terms;        /* [bt + 1] */
     mpfr_ptr *term_ptrs;
-    mpfr_t *dot_terms; /* [kdim] */
+    mpfr_t *dot_terms; /* [max(kdim, bt)]: a state or attention dot product's terms */
     mpfr_ptr *dot_term_ptrs;
     size_t x_ready, scaled_v_ready, terms_ready, dot_terms_ready;
     mpfr_t diff, e, radius, sum;
     dot_workspace dot;
+    double *abs_v; /* [bt][width] |v| as the bound reads it */
+    fast_chunk fast;
 } workspace;
 
 static void workspace_free(workspace *ws)
@@ -200,7 +270,22 @@ static void workspace_free(workspace *ws)
     free(ws->term_ptrs);
     free(ws->dot_terms);
     free(ws->dot_term_ptrs);
-    mpfr_clears(ws->diff, ws->e, ws->radius, ws->sum, ws->dot.result, ws->dot.low, (mpfr_ptr)0);
+    free(ws->abs_v);
+    free(ws->fast.q_int);
+    free(ws->fast.gate_exp);
+    free(ws->fast.pair);
+    free(ws->fast.row_mpfr);
+    free(ws->fast.v_s);
+    free(ws->fast.v_on);
+    free(ws->fast.v_grid);
+    free(ws->fast.v_off);
+    free(ws->fast.row_c);
+    free(ws->fast.row_j);
+    free(ws->fast.row_top);
+    free(ws->fast.row_abs);
+    free(ws->fast.row_flagged);
+    mpfr_clears(ws->diff, ws->e, ws->radius, ws->sum, ws->dot.result, ws->dot.low, ws->fast.wide, (mpfr_ptr)0);
+    mpz_clear(ws->fast.scratch);
 }
 
 static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t width)
@@ -211,6 +296,10 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     mpfr_init2(ws->radius, 64);
     mpfr_init2(ws->dot.result, DOT_PREC_MAX);
     mpfr_init2(ws->dot.low, 64);
+    mpfr_init2(ws->fast.wide, 4 * 64);
+    mpz_init(ws->fast.scratch);
+    ug_xsum_init(&ws->fast.acc);
+    ug_xsum_init(&ws->fast.operand);
     const size_t long_vectors = 2 * bt + width, short_vectors = bt + width;
     const size_t entries = long_vectors * kdim + short_vectors * bt;
     ws->queries = calloc(long_vectors + short_vectors, sizeof *ws->queries);
@@ -222,9 +311,26 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->scaled_v = calloc(bt * width, sizeof *ws->scaled_v);
     ws->terms = calloc(bt + 1, sizeof *ws->terms);
     ws->term_ptrs = calloc(bt + 1, sizeof *ws->term_ptrs);
-    ws->dot_terms = calloc(kdim, sizeof *ws->dot_terms);
-    ws->dot_term_ptrs = calloc(kdim, sizeof *ws->dot_term_ptrs);
-    if (!ws->queries || !ws->m_store || !ws->e_store || !ws->rounded_row || !ws->x || !ws->staged ||
+    const size_t dot_len = kdim > bt ? kdim : bt; /* the staged attention dot products have bt terms */
+    ws->dot_terms = calloc(dot_len, sizeof *ws->dot_terms);
+    ws->dot_term_ptrs = calloc(dot_len, sizeof *ws->dot_term_ptrs);
+    ws->abs_v = calloc(bt * width, sizeof *ws->abs_v);
+    ws->fast.q_int = calloc((2 * bt + width) * kdim, sizeof *ws->fast.q_int);
+    ws->fast.gate_exp = calloc(2 * bt, sizeof *ws->fast.gate_exp);
+    ws->fast.pair = calloc(bt * bt, sizeof *ws->fast.pair);
+    ws->fast.row_mpfr = calloc(bt, sizeof *ws->fast.row_mpfr);
+    ws->fast.v_s = calloc(2 * width * bt + bt, sizeof *ws->fast.v_s);
+    ws->fast.v_on = calloc(width * bt, sizeof *ws->fast.v_on);
+    ws->fast.v_grid = calloc(width, sizeof *ws->fast.v_grid);
+    ws->fast.v_off = calloc(width, sizeof *ws->fast.v_off);
+    ws->fast.row_c = calloc(bt, sizeof *ws->fast.row_c);
+    ws->fast.row_j = calloc(2 * bt, sizeof *ws->fast.row_j);
+    ws->fast.row_top = calloc(2 * bt, sizeof *ws->fast.row_top);
+    ws->fast.row_abs = calloc(3 * width, sizeof *ws->fast.row_abs);
+    ws->fast.row_flagged = calloc(width, sizeof *ws->fast.row_flagged);
+    if (!ws->fast.v_s || !ws->fast.v_on || !ws->fast.v_grid || !ws->fast.v_off || !ws->fast.row_c ||
+        !ws->fast.row_j || !ws->fast.row_top || !ws->fast.row_abs || !ws->fast.row_flagged ||!ws->abs_v || !ws->fast.q_int || !ws->fast.gate_exp || !ws->fast.pair || !ws->fast.row_mpfr ||
+        !ws->queries || !ws->m_store || !ws->e_store || !ws->rounded_row || !ws->x || !ws->staged ||
         !ws->scaled_v || !ws->terms || !ws->term_ptrs || !ws->dot_terms || !ws->dot_term_ptrs) {
         workspace_free(ws);
         return ug_fail(UG_ENOMEM, "gdn_chunk_o reference: cannot allocate the workspace of a %zu-row chunk "
@@ -244,12 +350,21 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
         mpfr_init2(ws->terms[ws->terms_ready], TERM_PREC);
         ws->term_ptrs[ws->terms_ready] = ws->terms[ws->terms_ready];
     }
-    for (; ws->dot_terms_ready < kdim; ws->dot_terms_ready++) {
+    for (; ws->dot_terms_ready < dot_len; ws->dot_terms_ready++) {
         mpfr_init2(ws->dot_terms[ws->dot_terms_ready], 53);
         ws->dot_term_ptrs[ws->dot_terms_ready] = ws->dot_terms[ws->dot_terms_ready];
     }
     ws->dot.terms = ws->dot_terms;
     ws->dot.term_ptrs = ws->dot_term_ptrs;
+    ws->fast.k_int = ws->fast.q_int + bt * kdim;
+    ws->fast.h_int = ws->fast.k_int + bt * kdim;
+    ws->fast.gate_inv = ws->fast.gate_exp + bt;
+    ws->fast.v_mask = ws->fast.v_s + width * bt;
+    ws->fast.row_mask = ws->fast.v_mask + width * bt;
+    ws->fast.row_rest = ws->fast.row_j + bt;
+    ws->fast.row_e = ws->fast.row_top + bt;
+    ws->fast.row_mag = ws->fast.row_abs + width;
+    ws->fast.row_err = ws->fast.row_mag + width;
     return ug_ok();
 }
 
@@ -261,6 +376,24 @@ static size_t at4(const gdn_chunk_o_shape *s, size_t b, size_t t, size_t heads, 
 static float gate(const args *a, size_t b, size_t t, size_t head)
 {
     return a->g[(b * a->s->t + t) * a->s->h + head];
+}
+
+/* The kernel's pre-cast error of an attention operand with finite gates:
+ * g_t - g_s rounded up and away, |q.k| rounded away, sum |q_d k_d|. */
+static double operand_radius(const workspace *ws, const args *a, bool unit_decay, double diff_up, double diff_away,
+                             double abs_dot, double abs_terms)
+{
+    const double e_up = unit_decay ? 1.0 : gdn_chunk_o_exp_up(diff_up);
+    return gdn_chunk_o_product_error(a->model, e_up, ug_f32_exp_of_rounded(a->model, diff_away), abs_dot, abs_terms,
+                                     ws->kdim);
+}
+
+/* The staged analysis of operand x (exact: x carries no exp rounding). */
+static void stage_attention(workspace *ws, mpfr_srcptr x, double radius, bool exact, ug_staged *st)
+{
+    mpfr_set_d(ws->radius, radius, MPFR_RNDU);
+    ug_stage_operand(x, ws->radius, st);
+    if (!exact && mpfr_number_p(x)) st->dev += fabs(mpfr_get_d(x, MPFR_RNDA)) * 0x1p-126; /* x's own rounding */
 }
 
 /* The attention operand x = exp(g_t - g_s) * (q_t . k_s) of chunk rows
@@ -305,16 +438,11 @@ static ug_status attention_operand(workspace *ws, const args *a, size_t b, size_
             return ug_fail(UG_EREF, "gdn_chunk_o reference: cannot round exp(%a - %a) * q.k to bf16 with %d bits",
                            (double)g_t, (double)g_s, EXP_PREC_MAX);
     }
-    double e_up = unit_decay ? 1.0 : gdn_chunk_o_exp_up(mpfr_get_d(ws->diff, MPFR_RNDU));
-    double abs_dot = fabs(mpfr_get_d(dot, MPFR_RNDA));
-    mpfr_set_d(ws->radius,
-               finite_gates ? gdn_chunk_o_product_error(a->model, e_up, ug_f32_exp_of_rounded(a->model, mpfr_get_d(ws->diff, MPFR_RNDA)),
-                                                        abs_dot, abs_terms, ws->kdim)
-                            : 0.0, /* x is 0, +-inf or NaN: its own cast */
-               MPFR_RNDU);
-    ug_staged *st = &ws->staged[i * ws->bt + j];
-    ug_stage_operand(x, ws->radius, st);
-    if (!exact && mpfr_number_p(x)) st->dev += fabs(mpfr_get_d(x, MPFR_RNDA)) * 0x1p-126; /* x's own rounding */
+    const double radius = finite_gates ? operand_radius(ws, a, unit_decay, mpfr_get_d(ws->diff, MPFR_RNDU),
+                                                        mpfr_get_d(ws->diff, MPFR_RNDA),
+                                                        fabs(mpfr_get_d(dot, MPFR_RNDA)), abs_terms)
+                                       : 0.0; /* x is 0, +-inf or NaN: its own cast */
+    stage_attention(ws, x, radius, exact, &ws->staged[i * ws->bt + j]);
     return ug_ok();
 }
 
@@ -330,7 +458,7 @@ static attention_magnitudes attention_sums(const workspace *ws, ug_ref_mode mode
     attention_magnitudes m = {0, 0, 0, 0};
     for (size_t j = 0; j <= i; j++) {
         const ug_staged *st = &ws->staged[i * ws->bt + j];
-        double abs_v = fabs(ldexp((double)ws->value_cols[col].m[j], ws->value_cols[col].e[j]));
+        const double abs_v = ws->abs_v[j * ws->width + col];
         if (mode == UG_REF_EXACT) {
             m.abs_sum += st->abs_x * abs_v;
             m.cast_err += st->dev * abs_v;
@@ -344,6 +472,47 @@ static attention_magnitudes attention_sums(const workspace *ws, ug_ref_mode mode
     return m;
 }
 
+/* What every element of chunk row i shares: its gate, the bound's
+ * constants, and (staged mode) the row's operands RN_bf16(Q_ij) as integers. */
+typedef struct {
+    float g_t;
+    size_t n_terms; /* the state term and the attention terms j <= i */
+    double abs_scale, gamma, e_up;
+    ug_f32_error exp_err;
+} row_constants;
+
+static row_constants row_constants_of(workspace *ws, const args *a, float g_t, size_t i)
+{
+    row_constants r = {.g_t = g_t, .n_terms = i + 2, .abs_scale = fabs(a->scale)};
+    r.gamma = ug_f32_gamma(r.n_terms) * UG_F32_SLACK;
+    /* exp(g_t) is exact (1) at g_t == 0, where the profile may declare expf
+     * exact too. */
+    r.e_up = g_t == 0 ? 1.0 : gdn_chunk_o_exp_up((double)g_t);
+    r.exp_err = ug_f32_op_error(a->model, UG_F32_EXP, g_t, g_t);
+    if (a->mode == UG_REF_STAGED) {
+        for (size_t j = 0; j < ws->bt; j++) ws->rounded_row[j] = j <= i ? ws->staged[i * ws->bt + j].rn : 0;
+        int_vector_set(&ws->attention_rows[i], ws->rounded_row, 1, ws->bt);
+    }
+    return r;
+}
+
+typedef struct {
+    double bound, abs_sum;
+} element_bound;
+
+/* An element's bound and magnitude sum from its state dot product's |q.h|
+ * (rounded away) and sum |q_d h_d|, and its attention terms' magnitudes. */
+static element_bound bound_of(const args *a, const row_constants *row, double abs_dot, double abs_state_terms,
+                              const attention_magnitudes *m)
+{
+    const double err_p = gdn_chunk_o_product_error(a->model, row->e_up, row->exp_err, abs_dot, abs_state_terms,
+                                                   a->s->k);
+    const double abs_sum = row->e_up * abs_state_terms + m->abs_sum, acc_mag = row->e_up * abs_dot + err_p + m->acc_mag;
+    const double bound = row->abs_scale * (row->gamma * acc_mag + err_p + m->cast_err) * UG_F32_SLACK +
+                         (double)(row->n_terms + 2) * ug_f32_underflow(a->model);
+    return (element_bound){bound, row->abs_scale * abs_sum * UG_F32_SLACK};
+}
+
 /* Every output element of chunk row i (token t0 + i):
  * r = scale * (exp(g_t) q_t.h[v] + sum_{j<=i} Q_ij v_j), Q_ij the exact
  * operand (exact mode) or its RN_bf16 (staged mode: then the attention sum is
@@ -351,29 +520,19 @@ static attention_magnitudes attention_sums(const workspace *ws, ug_ref_mode mode
 static void output_row(workspace *ws, const args *a, size_t b, size_t head, size_t t0, size_t i)
 {
     const gdn_chunk_o_shape *s = a->s;
-    const size_t bt = ws->bt, n_terms = i + 2; /* the state term and the attention terms j <= i */
-    const double abs_scale = fabs(a->scale), gamma = ug_f32_gamma(n_terms) * UG_F32_SLACK;
-    /* exp(g_t) is exact (1) at g_t == 0, where the profile may declare expf
-     * exact too. */
-    const float g_t = gate(a, b, t0 + i, head);
+    const size_t bt = ws->bt;
+    const row_constants row = row_constants_of(ws, a, gate(a, b, t0 + i, head), i);
     mpfr_set_prec(ws->e, UG_REF_PREC);
-    mpfr_set_flt(ws->e, g_t, MPFR_RNDN);
+    mpfr_set_flt(ws->e, row.g_t, MPFR_RNDN);
     mpfr_exp(ws->e, ws->e, MPFR_RNDN);
-    const double e_up = g_t == 0 ? 1.0 : gdn_chunk_o_exp_up((double)g_t);
-    const ug_f32_error exp_err = ug_f32_op_error(a->model, UG_F32_EXP, g_t, g_t);
-    if (a->mode == UG_REF_STAGED) {
-        for (size_t j = 0; j < bt; j++) ws->rounded_row[j] = j <= i ? ws->staged[i * bt + j].rn : 0;
-        int_vector_set(&ws->attention_rows[i], ws->rounded_row, 1, bt);
-    }
     for (size_t col = 0; col < s->v; col++) {
         double abs_state_terms;
         mpfr_srcptr dot = exact_dot(&ws->dot, &ws->queries[i], &ws->state_rows[col], ws->kdim, &abs_state_terms);
         mpfr_mul(ws->terms[0], ws->e, dot, MPFR_RNDN);
         mpfr_mul_d(ws->terms[0], ws->terms[0], a->scale, MPFR_RNDN);
-        double abs_dot = fabs(mpfr_get_d(dot, MPFR_RNDA));
-        double err_p = gdn_chunk_o_product_error(a->model, e_up, exp_err, abs_dot, abs_state_terms, ws->kdim);
+        const double abs_dot = fabs(mpfr_get_d(dot, MPFR_RNDA));
         attention_magnitudes m = attention_sums(ws, a->mode, i, col);
-        size_t summed = n_terms;
+        size_t summed = row.n_terms;
         if (a->mode == UG_REF_EXACT) {
             for (size_t j = 0; j <= i; j++)
                 mpfr_mul(ws->terms[j + 1], ws->x[i * bt + j], ws->scaled_v[j * ws->width + col], MPFR_RNDN);
@@ -384,12 +543,543 @@ static void output_row(workspace *ws, const args *a, size_t b, size_t head, size
             summed = 2;
         }
         mpfr_sum(ws->sum, ws->term_ptrs, summed, MPFR_RNDN);
-        double abs_sum = e_up * abs_state_terms + m.abs_sum, acc_mag = e_up * abs_dot + err_p + m.acc_mag;
-        double bound = abs_scale * (gamma * acc_mag + err_p + m.cast_err) * UG_F32_SLACK +
-                       (double)(n_terms + 2) * ug_f32_underflow(a->model);
-        ug_ref_finish(&a->o[at4(s, b, t0 + i, s->h, head, s->v) + col], ws->sum, bound,
-                      abs_scale * abs_sum * UG_F32_SLACK, m.flagged, UG_BF16);
+        const element_bound eb = bound_of(a, &row, abs_dot, abs_state_terms, &m);
+        ug_ref_finish(&a->o[at4(s, b, t0 + i, s->h, head, s->v) + col], ws->sum, eb.bound, eb.abs_sum, m.flagged,
+                      UG_BF16);
     }
+}
+
+/* ---- the fast path ------------------------------------------------------------ */
+
+/* Whether the chunk lies in the fast path's domain: every input finite, the
+ * scale nonzero, gates small enough that their exponentials keep to the
+ * accumulator's range, and every dot product an int64 on the chunk's grids
+ * (a product below 2^16 and K <= 2^8 terms over the exponents' spread);
+ * the MPFR path takes the rest. Sets the grids. */
+static bool chunk_in_fast_domain(workspace *ws, const args *a, size_t b, size_t head, size_t t0)
+{
+    enum { GATE_MAX = 1400 }; /* e^1400 < 2^2020: the accumulator checks the rest */
+    if (!isfinite(a->scale) || a->scale == 0) return false;
+    int lo[3] = {INT_MAX, INT_MAX, INT_MAX}, hi[3] = {INT_MIN, INT_MIN, INT_MIN};
+    const int_vector *sets[3] = {ws->queries, ws->keys, ws->state_rows};
+    const size_t counts[3] = {ws->bt, ws->bt, ws->width};
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < counts[k]; i++) {
+            const int_vector *x = &sets[k][i];
+            if (x->nonfinite) return false;
+            if (x->min_e > x->max_e) continue; /* all zero */
+            lo[k] = x->min_e < lo[k] ? x->min_e : lo[k];
+            hi[k] = x->max_e > hi[k] ? x->max_e : hi[k];
+        }
+    for (size_t col = 0; col < ws->width; col++)
+        if (ws->value_cols[col].nonfinite) return false;
+    for (size_t i = 0; i < ws->bt; i++)
+        if (!(fabsf(gate(a, b, t0 + i, head)) <= GATE_MAX)) return false;
+    for (int k = 0; k < 3; k++)
+        if (lo[k] > hi[k]) lo[k] = hi[k] = 0; /* no nonzero entry: every dot product is 0 */
+    const int spread_q = hi[0] - lo[0], budget = 63 - PRODUCT_BITS - CARRY_BITS;
+    if (spread_q + hi[1] - lo[1] > budget || spread_q + hi[2] - lo[2] > budget) return false;
+    fast_chunk *f = &ws->fast;
+    f->q_lo = lo[0];
+    f->k_lo = lo[1];
+    f->h_lo = lo[2];
+    int64_t *dst[3] = {f->q_int, f->k_int, f->h_int};
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < counts[k]; i++)
+            for (size_t d = 0; d < ws->kdim; d++)
+                dst[k][i * ws->kdim + d] = (int64_t)sets[k][i].m[d] * ((int64_t)1 << (sets[k][i].e[d] - lo[k]));
+    return true;
+}
+
+/* sum_d a[d] b[d] (exact: the domain's bound) and sum_d |a[d] b[d]|. */
+static int64_t int_dot_portable(const int64_t *a, const int64_t *b, size_t n, int64_t *magnitude)
+{
+    int64_t sum = 0, mag = 0;
+    for (size_t d = 0; d < n; d++) {
+        const int64_t p = a[d] * b[d];
+        sum += p;
+        mag += p < 0 ? -p : p;
+    }
+    *magnitude = mag;
+    return sum;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same eight terms at a time (integer sums: any order, the same bits). */
+__attribute__((target("avx512f,avx512dq"))) static int64_t int_dot_avx512(const int64_t *a, const int64_t *b,
+                                                                           size_t n, int64_t *magnitude)
+{
+    __m512i sum = _mm512_setzero_si512(), mag = _mm512_setzero_si512();
+    size_t d = 0;
+    for (; d + 8 <= n; d += 8) {
+        const __m512i p = _mm512_mullo_epi64(_mm512_loadu_si512(a + d), _mm512_loadu_si512(b + d));
+        sum = _mm512_add_epi64(sum, p);
+        mag = _mm512_add_epi64(mag, _mm512_abs_epi64(p));
+    }
+    int64_t rest_mag;
+    const int64_t rest = int_dot_portable(a + d, b + d, n - d, &rest_mag);
+    *magnitude = _mm512_reduce_add_epi64(mag) + rest_mag;
+    return _mm512_reduce_add_epi64(sum) + rest;
+}
+#endif
+
+/* int_dot_portable, on AVX-512 where the CPU has it and the reference's
+ * vector paths are on (ug_ref_simd_available: off under valgrind, and where
+ * the tests turn it off to compare). */
+static int64_t int_dot(const int64_t *a, const int64_t *b, size_t n, int64_t *magnitude, bool simd)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (simd) return int_dot_avx512(a, b, n, magnitude);
+#endif
+    (void)simd;
+    return int_dot_portable(a, b, n, magnitude);
+}
+
+/* |dot|·2^lo rounded away from zero to a double, as mpfr_get_d(RNDA). */
+static double abs_away(int64_t dot, int lo)
+{
+    const ug_xval v = {.zero = dot == 0, .m = dot < 0 ? -(ug_u128)dot : (ug_u128)dot, .e = lo};
+    return dot == 0 ? 0.0 : ug_xval_to_double(&v, MPFR_RNDA);
+}
+
+/* exp(g) and exp(-g) at 256 bits: E = RN(exp(g)) and F = RN(1/E), so
+ * |E - exp(g)| <= 2^-256 E and |F - exp(-g)| < 2^-254.9 exp(-g) (false
+ * outside MPFR's regular numbers). */
+static bool exp_wide(fast_chunk *f, float g, exp256 *e, exp256 *inv)
+{
+    mpfr_set_flt(f->wide, g, MPFR_RNDN);
+    mpfr_exp(f->wide, f->wide, MPFR_RNDN);
+    if (!mpfr_regular_p(f->wide)) return false;
+    memcpy(e->d, mpfr_custom_get_significand(f->wide), sizeof e->d);
+    e->e = mpfr_get_exp(f->wide) - 4 * 64;
+    mpfr_ui_div(f->wide, 1, f->wide, MPFR_RNDN);
+    if (!mpfr_regular_p(f->wide)) return false;
+    memcpy(inv->d, mpfr_custom_get_significand(f->wide), sizeof inv->d);
+    inv->e = mpfr_get_exp(f->wide) - 4 * 64;
+    return true;
+}
+
+/* 64 bits of the n-limb integer d from bit `bit` up (zeros above). */
+static uint64_t bits_at(const mp_limb_t *d, int n, int bit)
+{
+    const int k = bit >> 6, shift = bit & 63;
+    const uint64_t low = k < n ? d[k] >> shift : 0, high = shift && k + 1 < n ? d[k + 1] << (64 - shift) : 0;
+    return low | high;
+}
+
+/* RN_128 of a real known to lie within 2^-250 relative of the n-limb
+ * integer d·2^e (d's top limb nonzero, at least 192 bits): the rounding of
+ * d itself, certain unless d's bits after its leading 128 lie within 2^-64
+ * of a half (then false: the caller asks MPFR). exp(y) is never a 128-bit
+ * midpoint, nor exactly representable but at y = 0. */
+static bool round_certified(const mp_limb_t *d, int n, long e, fx *out)
+{
+    const int top = 64 * (n - 1) + 64 - __builtin_clzll(d[n - 1]); /* bit length */
+    const uint64_t next = bits_at(d, n, top - 192);
+    if (next == UINT64_C(1) << 63 || next == (UINT64_C(1) << 63) - 1) return false;
+    out->m = (ug_u128)bits_at(d, n, top - 64) << 64 | bits_at(d, n, top - 128);
+    long q = e + top - 128;
+    if (next > UINT64_C(1) << 63 && ++out->m == 0) {
+        out->m = (ug_u128)1 << 127;
+        q++;
+    }
+    if (q < INT_MIN / 4 || q > INT_MAX / 4) return false;
+    out->e = (int)q;
+    return true;
+}
+
+/* RN_128(exp(g_t - g_s)) from exp(g_t)·exp(-g_s) at 256 bits (exp_wide):
+ * their product lies within 2^-253 relative of the exponential. */
+static bool pair_exp(const fast_chunk *f, size_t i, size_t j, fx *out)
+{
+    mp_limb_t product[8];
+    mpn_mul_n(product, f->gate_exp[i].d, f->gate_inv[j].d, 4);
+    return round_certified(product, 8, f->gate_exp[i].e + f->gate_inv[j].e, out);
+}
+
+/* y = a - b of two finite floats rounded up and away from zero to a double,
+ * as mpfr_get_d gives the exact difference (TwoSum's error term is exact). */
+static void difference_directed(float a, float b, double *up, double *away)
+{
+    const double x = a, y = -(double)b, sum = x + y, yv = sum - x, xv = sum - yv;
+    const double err = (x - xv) + (y - yv); /* a - b = sum + err exactly */
+    *up = err > 0 ? nextafter(sum, INFINITY) : sum;
+    *away = err != 0 && (err > 0) == (sum > 0) ? nextafter(sum, sum > 0 ? INFINITY : -INFINITY) : sum;
+}
+
+/* The MPFR value of a fast-path operand (exact at 192 bits). */
+static void operand_to_mpfr(workspace *ws, const pair_operand *p, int lo, mpfr_ptr x)
+{
+    mpfr_set_prec(x, UG_REF_PREC + OPERAND_PREC_EXTRA);
+    const uint64_t words[2] = {(uint64_t)p->e.m, (uint64_t)(p->e.m >> 64)};
+    mpz_import(ws->fast.scratch, 2, -1, sizeof words[0], 0, 0, words);
+    mpfr_set_z_2exp(ws->e, ws->fast.scratch, p->e.e, MPFR_RNDN); /* exact: 128 bits */
+    mpfr_set_sj_2exp(x, p->dot, lo, MPFR_RNDN);
+    mpfr_mul(x, x, ws->e, MPFR_RNDN); /* exact: 63 + 128 bits */
+}
+
+/* Attention operand (i, j) on the fast path: its value, and its staging
+ * certified without MPFR or else from its exact MPFR value. False when the
+ * exponential could not be rounded with certainty (the row takes the MPFR
+ * path). */
+static bool fast_operand(workspace *ws, const args *a, size_t b, size_t head, size_t t0, size_t i, size_t j)
+{
+    fast_chunk *f = &ws->fast;
+    pair_operand *p = &f->pair[i * ws->bt + j];
+    int64_t magnitude;
+    p->dot = int_dot(f->q_int + i * ws->kdim, f->k_int + j * ws->kdim, ws->kdim, &magnitude, f->simd);
+    const int lo = f->q_lo + f->k_lo;
+    const float g_t = gate(a, b, t0 + i, head), g_s = gate(a, b, t0 + j, head);
+    const bool unit_decay = g_t == g_s, exact = unit_decay || p->dot == 0;
+    p->e = (fx){1, 0};
+    if (!unit_decay && !pair_exp(f, i, j, &p->e)) return false;
+    double diff_up, diff_away;
+    difference_directed(g_t, g_s, &diff_up, &diff_away);
+    const double abs_terms = ldexp((double)magnitude, lo) * UG_F32_SLACK; /* as exact_dot's */
+    const double radius = operand_radius(ws, a, unit_decay, diff_up, diff_away, abs_away(p->dot, lo), abs_terms);
+    ug_staged *st = &ws->staged[i * ws->bt + j];
+    const uint64_t abs_dot = p->dot < 0 ? -(uint64_t)p->dot : (uint64_t)p->dot;
+    if (ug_stage_certified(p->dot < 0, abs_dot, p->e.m, lo + p->e.e, 0, radius, st, &f->operand)) {
+        if (!exact) {
+            const ug_xval x = ug_xval_product(p->dot < 0, abs_dot, p->e.m, lo + p->e.e);
+            st->dev += fabs(ug_xval_to_double(&x, MPFR_RNDA)) * 0x1p-126;
+        }
+        return true;
+    }
+    mpfr_ptr x = ws->x[i * ws->bt + j];
+    operand_to_mpfr(ws, p, lo, x);
+    if (!exact) { /* the MPFR path's check of exp's rounding (Ziv): where it retries, so does the row */
+        uint16_t lo_bits, hi_bits;
+        mpfr_abs(ws->radius, x, MPFR_RNDU);
+        mpfr_mul_2si(ws->radius, ws->radius, 1 - UG_REF_PREC, MPFR_RNDU);
+        ug_mpfr_bf16_window(x, ws->radius, &lo_bits, &hi_bits);
+        if (lo_bits != hi_bits) return false;
+    }
+    stage_attention(ws, x, radius, exact, st);
+    return true;
+}
+
+/* Adds ±a·m·2^e (a < 2^128, m < 2^128) to the accumulator exactly. */
+static void add_wide(ug_xsum *acc, bool neg, ug_u128 a, ug_u128 m, int e)
+{
+    ug_xsum_add_mul(acc, neg, (uint64_t)a, m, e);
+    if (a >> 64) ug_xsum_add_mul(acc, neg, (uint64_t)(a >> 64), m, e + 64);
+}
+
+/* The sign of an exactly zero element, as mpfr_sum gives it: -0 when every
+ * term is -0. A term's zero has the sign of its factors' product: the state
+ * term's +0 dot times the scale; in exact mode x_ij (+0 when q.k = 0) times
+ * scale·v_j; in staged mode the attention dot product's +0 times the scale. */
+static bool zero_element_negative(const workspace *ws, ug_ref_mode mode, size_t i, size_t col, int64_t state_dot,
+                                  bool scale_neg)
+{
+    if (state_dot != 0 || !scale_neg) return false;
+    if (mode == UG_REF_STAGED) return true;
+    const int_vector *v = &ws->value_cols[col];
+    for (size_t j = 0; j <= i; j++) {
+        const int64_t dot = ws->fast.pair[i * ws->bt + j].dot;
+        const bool v_neg = (v->src[j * v->stride] & 0x8000) != 0;
+        if ((dot != 0 && v->m[j] != 0) || !((dot < 0) ^ scale_neg ^ v_neg)) return false;
+    }
+    return true;
+}
+
+/* Every column's values on the column's grid: its top bit less 64 (a bf16
+ * significand has 8 bits: values within 56 binades of the largest fit). */
+static void place_values(workspace *ws)
+{
+    fast_chunk *f = &ws->fast;
+    const size_t bt = ws->bt;
+    for (size_t col = 0; col < ws->width; col++) {
+        const int_vector *v = &ws->value_cols[col];
+        const int grid = v->min_e <= v->max_e ? v->max_e + 8 - 64 : 0;
+        size_t off = 0;
+        for (size_t j = 0; j < bt; j++) {
+            const size_t at = col * bt + j;
+            const uint64_t m = (uint64_t)(v->m[j] < 0 ? -v->m[j] : v->m[j]);
+            f->v_on[at] = ug_xwin_place(&m, 1, v->e[j], grid, &f->v_s[at], 1);
+            f->v_mask[at] = v->m[j] < 0 ? ~UINT64_C(0) : 0;
+            off += !f->v_on[at];
+        }
+        f->v_grid[col] = grid;
+        f->v_off[col] = off;
+    }
+}
+
+/* Operand factor c_ij of row i as three limbs times 2^e (exact mode:
+ * |q.k|·e, staged mode: |RN_bf16|), its sign as a mask; false for a zero. */
+static bool row_factor(const workspace *ws, ug_ref_mode mode, size_t i, size_t j, uint64_t c[3], int *e,
+                       uint64_t *mask)
+{
+    const fast_chunk *f = &ws->fast;
+    if (mode == UG_REF_STAGED) {
+        const int_vector *rn = &ws->attention_rows[i];
+        c[0] = (uint64_t)(rn->m[j] < 0 ? -rn->m[j] : rn->m[j]);
+        c[1] = c[2] = 0;
+        *e = rn->e[j];
+        *mask = rn->m[j] < 0 ? ~UINT64_C(0) : 0;
+        return c[0] != 0;
+    }
+    const pair_operand *p = &f->pair[i * ws->bt + j];
+    const uint64_t d = p->dot < 0 ? -(uint64_t)p->dot : (uint64_t)p->dot;
+    const ug_u128 low = (ug_u128)d * (uint64_t)p->e.m, high = (ug_u128)d * (uint64_t)(p->e.m >> 64);
+    const ug_u128 mid = (low >> 64) + (uint64_t)high;
+    c[0] = (uint64_t)low;
+    c[1] = (uint64_t)mid;
+    c[2] = (uint64_t)(high >> 64) + (uint64_t)(mid >> 64);
+    *e = f->q_lo + f->k_lo + p->e.e;
+    *mask = p->dot < 0 ? ~UINT64_C(0) : 0;
+    return d != 0;
+}
+
+/* Row i's nonzero operand factors in groups: each group takes the largest
+ * factor left and every factor left that fits below it in nc limbs (3 in
+ * exact mode, 1 in staged mode); what is left after ROW_GROUPS groups is
+ * added term by term (row_rest). */
+static void place_row_factors(workspace *ws, ug_ref_mode mode, size_t i)
+{
+    fast_chunk *f = &ws->fast;
+    const int nc = mode == UG_REF_EXACT ? 3 : 1;
+    size_t *left = f->row_rest, n_left = 0;
+    int *tops = f->row_top;
+    for (size_t j = 0; j <= i; j++) {
+        uint64_t c[3], mask;
+        if (!row_factor(ws, mode, i, j, c, &f->row_e[j], &mask)) continue;
+        tops[j] = f->row_e[j] + ug_xwin_bit_length(c, 3);
+        left[n_left++] = j;
+    }
+    size_t placed = 0;
+    f->n_groups = 0;
+    while (n_left && f->n_groups < ROW_GROUPS) {
+        int top = INT_MIN;
+        for (size_t k = 0; k < n_left; k++) top = tops[left[k]] > top ? tops[left[k]] : top;
+        row_group *g = &f->group[f->n_groups++];
+        *g = (row_group){.begin = placed, .grid = top - 64 * nc, .nc = nc};
+        size_t kept = 0;
+        for (size_t k = 0; k < n_left; k++) {
+            const size_t j = left[k];
+            uint64_t c[3], mask;
+            int e;
+            (void)row_factor(ws, mode, i, j, c, &e, &mask);
+            if (ug_xwin_place(c, 3, e, g->grid, f->row_c[placed], nc)) {
+                f->row_mask[placed] = mask;
+                f->row_j[placed++] = j;
+            } else {
+                left[kept++] = j;
+            }
+        }
+        n_left = kept;
+        g->end = placed;
+    }
+    f->n_rest = n_left; /* left is row_rest */
+}
+
+/* sums[col] += a_k · v[col] for the three sums (abs, err, mag) of a row,
+ * one product and one sum each, and flagged[col] += flag. */
+typedef struct {
+    double *abs_sum, *cast_err, *acc_mag;
+    uint32_t *flagged;
+} magnitude_row;
+
+static void add_magnitudes_portable(size_t width, double abs_x, double err, double mag, uint32_t flag,
+                                    const double *restrict v, const magnitude_row *m)
+{
+    double *restrict abs_sum = m->abs_sum, *restrict cast_err = m->cast_err, *restrict acc_mag = m->acc_mag;
+    uint32_t *restrict flagged = m->flagged;
+    for (size_t col = 0; col < width; col++) {
+        abs_sum[col] += abs_x * v[col];
+        cast_err[col] += err * v[col];
+        acc_mag[col] += mag * v[col];
+        flagged[col] += flag;
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same eight columns an instruction (no fused multiply-add: the same
+ * two roundings per element). */
+__attribute__((target("avx512f"))) static void add_magnitudes_avx512(size_t width, double abs_x, double err,
+                                                                     double mag, uint32_t flag, const double *v,
+                                                                     const magnitude_row *m)
+{
+    const __m512d a = _mm512_set1_pd(abs_x), e = _mm512_set1_pd(err), g = _mm512_set1_pd(mag);
+    const __m256i f = _mm256_set1_epi32((int)flag);
+    size_t col = 0;
+    for (; col + 8 <= width; col += 8) {
+        const __m512d x = _mm512_loadu_pd(v + col);
+        _mm512_storeu_pd(m->abs_sum + col, _mm512_add_pd(_mm512_loadu_pd(m->abs_sum + col), _mm512_mul_pd(a, x)));
+        _mm512_storeu_pd(m->cast_err + col, _mm512_add_pd(_mm512_loadu_pd(m->cast_err + col), _mm512_mul_pd(e, x)));
+        _mm512_storeu_pd(m->acc_mag + col, _mm512_add_pd(_mm512_loadu_pd(m->acc_mag + col), _mm512_mul_pd(g, x)));
+        __m256i *fl = (__m256i *)(void *)(m->flagged + col);
+        _mm256_storeu_si256(fl, _mm256_add_epi32(_mm256_loadu_si256(fl), f));
+    }
+    const magnitude_row rest = {m->abs_sum + col, m->cast_err + col, m->acc_mag + col, m->flagged + col};
+    add_magnitudes_portable(width - col, abs_x, err, mag, flag, v + col, &rest);
+}
+#endif
+
+/* Row i's attention magnitudes, a column vector at a time: attention_sums
+ * of every column, each in its order j = 0, 1, ... */
+static void row_magnitudes(workspace *ws, ug_ref_mode mode, size_t i)
+{
+    fast_chunk *f = &ws->fast;
+    const magnitude_row m = {f->row_abs, f->row_err, f->row_mag, f->row_flagged};
+    for (size_t col = 0; col < ws->width; col++) {
+        m.abs_sum[col] = m.acc_mag[col] = m.cast_err[col] = 0;
+        m.flagged[col] = 0;
+    }
+    for (size_t j = 0; j <= i; j++) {
+        const ug_staged *st = &ws->staged[i * ws->bt + j];
+        const double abs_x = mode == UG_REF_EXACT ? st->abs_x : fabs((double)ug_bf16_to_f32(st->rn));
+        const double err = mode == UG_REF_EXACT ? st->dev : st->gap;
+        const double *v = ws->abs_v + j * ws->width;
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (f->simd) {
+            add_magnitudes_avx512(ws->width, abs_x, err, st->mag, st->flagged, v, &m);
+            continue;
+        }
+#endif
+        add_magnitudes_portable(ws->width, abs_x, err, st->mag, st->flagged, v, &m);
+    }
+}
+
+/* The window of group g with column col's values. The limb count is a
+ * literal at each call, so each instance is unrolled. */
+UG_XSUM_INLINE void group_dot(const fast_chunk *f, size_t bt, int nc, const row_group *g, size_t col,
+                              uint64_t acc[UG_XWIN_LIMBS])
+{
+    const uint64_t *s = f->v_s + col * bt, *s_mask = f->v_mask + col * bt;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
+    for (size_t k = g->begin; k < g->end; k++) {
+        const size_t j = f->row_j[k];
+        uint64_t sum[UG_XWIN_LIMBS] = {a0, a1, a2, a3, a4};
+        ug_xwin_add_product(sum, nc, f->row_c[k], s[j], f->row_mask[k] ^ s_mask[j]);
+        a0 = sum[0], a1 = sum[1], a2 = sum[2], a3 = sum[3], a4 = sum[4];
+    }
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3, acc[4] = a4;
+}
+
+/* Attention term (i, j) of column col (unscaled) added to the accumulator. */
+static void add_attention_term(workspace *ws, ug_ref_mode mode, size_t i, size_t j, size_t col, ug_xsum *acc)
+{
+    const fast_chunk *f = &ws->fast;
+    const int_vector *v = &ws->value_cols[col];
+    if (mode == UG_REF_STAGED) {
+        const int_vector *rn = &ws->attention_rows[i];
+        const int32_t product = rn->m[j] * v->m[j];
+        if (product != 0) ug_xsum_add(acc, product < 0, (ug_u128)(product < 0 ? -product : product), rn->e[j] + v->e[j]);
+        return;
+    }
+    const pair_operand *p = &f->pair[i * ws->bt + j];
+    if (p->dot == 0 || v->m[j] == 0) return;
+    const int64_t factor = p->dot * v->m[j]; /* |dot| < 2^55, |v| < 2^8 */
+    add_wide(acc, factor < 0, factor < 0 ? -(ug_u128)factor : (ug_u128)factor, p->e.m,
+             f->q_lo + f->k_lo + p->e.e + v->e[j]);
+}
+
+/* Chunk row i on the fast path: every term exact (the state term and the
+ * terms off the windows' grids in the accumulator), the scale (common to
+ * all terms) applied once to the sum. False when a sum leaves the
+ * accumulator's range, the staged attention product would not be exact at
+ * the MPFR path's precision, or exp(g_t) could not be rounded with
+ * certainty: the row then takes the MPFR path. */
+static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t t0, size_t i)
+{
+    const gdn_chunk_o_shape *s = a->s;
+    fast_chunk *f = &ws->fast;
+    const row_constants row = row_constants_of(ws, a, gate(a, b, t0 + i, head), i);
+    fx e_t;
+    if (!round_certified(f->gate_exp[i].d, 4, f->gate_exp[i].e, &e_t)) return false;
+    bool scale_neg;
+    uint64_t scale_m;
+    int scale_e;
+    ug_xsum_split(a->scale, &scale_neg, &scale_m, &scale_e);
+    const int zeros = __builtin_ctzll(scale_m);
+    scale_m >>= zeros;
+    scale_e += zeros;
+    const int state_lo = f->q_lo + f->h_lo;
+    const int_vector *rn = &ws->attention_rows[i];
+    ug_xsum *acc = &f->acc;
+    place_row_factors(ws, a->mode, i);
+    row_magnitudes(ws, a->mode, i);
+    for (size_t col = 0; col < s->v; col++) {
+        const int_vector *v = &ws->value_cols[col];
+        /* RN_256(attention dot * scale) is exact when the dot has at most 232 bits */
+        if (a->mode == UG_REF_STAGED && rn->min_e <= rn->max_e && v->min_e <= v->max_e &&
+            rn->max_e + v->max_e - rn->min_e - v->min_e + PRODUCT_BITS + CARRY_BITS > TERM_PREC - 24)
+            return false;
+        int64_t magnitude;
+        const int64_t dot = int_dot(f->q_int + i * ws->kdim, f->h_int + col * ws->kdim, ws->kdim, &magnitude, f->simd);
+        ug_xsum_clear(acc);
+        if (dot != 0) add_wide(acc, dot < 0, dot < 0 ? -(ug_u128)dot : (ug_u128)dot, e_t.m, state_lo + e_t.e);
+        for (size_t g = 0; g < f->n_groups; g++) {
+            const row_group *grp = &f->group[g];
+            uint64_t window[UG_XWIN_LIMBS];
+            if (grp->nc == 1)
+                group_dot(f, ws->bt, 1, grp, col, window);
+            else
+                group_dot(f, ws->bt, 3, grp, col, window);
+            ug_xsum_add_xwin(acc, window, grp->nc + 2, grp->grid + f->v_grid[col]);
+            if (f->v_off[col]) /* values off the column's grid: their window products were 0 */
+                for (size_t k = grp->begin; k < grp->end; k++)
+                    if (!f->v_on[col * ws->bt + f->row_j[k]]) add_attention_term(ws, a->mode, i, f->row_j[k], col, acc);
+        }
+        for (size_t k = 0; k < f->n_rest; k++) add_attention_term(ws, a->mode, i, f->row_rest[k], col, acc);
+        ug_xsum_mul_small(acc, (uint32_t)scale_m);
+        if (!ug_xsum_in_range(acc)) return false;
+        ug_xval exact = ug_xsum_read(acc);
+        exact.e += scale_e;
+        exact.neg = exact.zero ? zero_element_negative(ws, a->mode, i, col, dot, scale_neg) : exact.neg != scale_neg;
+        const attention_magnitudes m = {f->row_abs[col], f->row_mag[col], f->row_err[col], f->row_flagged[col]};
+        const element_bound eb =
+            bound_of(a, &row, abs_away(dot, state_lo), ldexp((double)magnitude, state_lo) * UG_F32_SLACK, &m);
+        ug_xval_finish(&exact, &a->o[at4(s, b, t0 + i, s->h, head, s->v) + col], eb.bound, eb.abs_sum, m.flagged,
+                       UG_BF16);
+    }
+    return true;
+}
+
+/* The exact mode's operands scale·v_j of the MPFR path (once per chunk). */
+static void scale_values(workspace *ws, const args *a, size_t b, size_t head, size_t t0)
+{
+    const gdn_chunk_o_shape *s = a->s;
+    if (a->mode != UG_REF_EXACT || ws->fast.scaled_v_done) return;
+    for (size_t j = 0; j < ws->bt; j++)
+        for (size_t col = 0; col < s->v; col++) /* f32 x bf16: exact */
+            mpfr_set_d(ws->scaled_v[j * s->v + col],
+                       a->scale * ug_bf16_to_f32(a->v[at4(s, b, t0 + j, s->h, head, s->v) + col]), MPFR_RNDN);
+    ws->fast.scaled_v_done = true;
+}
+
+/* Chunk row i through MPFR: its operands, then its elements. */
+static ug_status mpfr_row(workspace *ws, const args *a, size_t b, size_t head, size_t t0, size_t i)
+{
+    scale_values(ws, a, b, head, t0);
+    for (size_t j = 0; j <= i; j++) UG_TRY(attention_operand(ws, a, b, head, t0, i, j));
+    output_row(ws, a, b, head, t0, i);
+    return ug_ok();
+}
+
+/* The chunk's operands and rows on the fast path, row by row through MPFR
+ * where it cannot certify them. */
+static ug_status fast_chunk_rows(workspace *ws, const args *a, size_t b, size_t head, size_t t0)
+{
+    fast_chunk *f = &ws->fast;
+    const size_t bt = ws->bt;
+    f->simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512dq");
+    for (size_t i = 0; i < bt; i++) {
+        const float g = gate(a, b, t0 + i, head);
+        f->row_mpfr[i] = !exp_wide(f, g, &f->gate_exp[i], &f->gate_inv[i]);
+    }
+    for (size_t i = 0; i < bt; i++)
+        for (size_t j = 0; j <= i; j++)
+            if (f->row_mpfr[i] || f->row_mpfr[j] || !fast_operand(ws, a, b, head, t0, i, j)) {
+                f->row_mpfr[i] = true;
+                break;
+            }
+    place_values(ws);
+    for (size_t i = 0; i < bt; i++)
+        if (f->row_mpfr[i] || !fast_row(ws, a, b, head, t0, i)) UG_TRY(mpfr_row(ws, a, b, head, t0, i));
+    return ug_ok();
 }
 
 static ug_status reference_chunk(workspace *ws, const args *a, size_t b, size_t head, size_t c)
@@ -404,12 +1094,12 @@ static ug_status reference_chunk(workspace *ws, const args *a, size_t b, size_t 
     for (size_t col = 0; col < s->v; col++) {
         int_vector_set(&ws->state_rows[col], state + col * s->k, 1, s->k);
         int_vector_set(&ws->value_cols[col], a->v + at4(s, b, t0, s->h, head, s->v) + col, s->h * s->v, bt);
-    }
-    if (a->mode == UG_REF_EXACT)
         for (size_t j = 0; j < bt; j++)
-            for (size_t col = 0; col < s->v; col++) /* f32 x bf16: exact */
-                mpfr_set_d(ws->scaled_v[j * s->v + col],
-                           a->scale * ug_bf16_to_f32(a->v[at4(s, b, t0 + j, s->h, head, s->v) + col]), MPFR_RNDN);
+            ws->abs_v[j * s->v + col] = fabs(ldexp((double)ws->value_cols[col].m[j], ws->value_cols[col].e[j]));
+    }
+    ws->fast.scaled_v_done = false;
+    if (ug_ref_fast() && chunk_in_fast_domain(ws, a, b, head, t0)) return fast_chunk_rows(ws, a, b, head, t0);
+    scale_values(ws, a, b, head, t0);
     for (size_t i = 0; i < bt; i++)
         for (size_t j = 0; j <= i; j++) UG_TRY(attention_operand(ws, a, b, head, t0, i, j));
     for (size_t i = 0; i < bt; i++) output_row(ws, a, b, head, t0, i);

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include "gdn_chunk_state.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
+#include "exact_sum.h"
 #include "f32_model.h"
+#include "rowsimd.h"
 
 /* Every term of every sum is exact: e^{G_last} S (two 128-bit values) fits
  * in 256 bits, a bf16 (8 bits) times a 128-bit value in 136. */
@@ -38,6 +41,43 @@ typedef struct {
     operand_bound *bound;
 } operands;
 
+/* A bf16 weight as ±m·2^e (m < 2^53, as ug_xsum_split gives it; 0 for a zero). */
+typedef struct {
+    bool neg;
+    uint64_t m;
+    int e;
+} small_factor;
+
+/* The fast path's copies of the MPFR path's values (docs/error-model.md
+ * §2.1): each a 128-bit number read exactly (ug_xval without round or
+ * sticky bits), in the layouts of their MPFR counterparts. */
+typedef struct {
+    ug_xval *values;         /* the allocation that holds the five arrays below */
+    ug_xval *state, *next;   /* [K][V] */
+    ug_xval *state_ops;      /* [V][K] */
+    ug_xval *v;              /* [BT][V] */
+    ug_xval *decayed_ops;    /* [V][BT] */
+    small_factor *neg_w;     /* [BT][K] */
+    small_factor *keys;      /* [K][BT] */
+    /* The operands' bound parts by term, column innermost ([K][V] for
+     * bf16(S), [BT][V] for the decayed values), so that a row of sums
+     * accumulates them a column vector at a time. */
+    double *op_mag, *op_dev, *op_abs;
+    uint32_t *op_flagged;
+    /* The windows' factors (exact_sum.h): the operands of each column on
+     * the column's grid ([V][max(K, BT)]), one row's weights on the row's. */
+    uint64_t (*op_c)[UG_XWIN_MAX_C], *op_mask, *w_s, *w_mask;
+    bool *op_on, *w_on;
+    int *col_grid, *col_nc;
+    size_t *col_off;
+    /* One row's sums' bound parts ([V] each), as sum_bound's fields. */
+    double *row_mag, *row_dev, *row_abs;
+    uint32_t *row_flagged;
+    ug_xsum acc, scratch;
+    mpfr_t operand;          /* an operand staged through MPFR */
+    mpz_t words;
+} fast_head;
+
 typedef struct {
     const gdn_chunk_state_shape *s;
     const ug_f32_model *model;
@@ -59,6 +99,7 @@ typedef struct {
     mpfr_t *terms;        /* terms[0] is the leading term (u or e^{G_last} S) */
     mpfr_ptr *term_ptrs;
     mpfr_t e, diff, radius, decayed;
+    fast_head fast;
 } workspace;
 
 /* ---- workspace ------------------------------------------------------------------ */
@@ -98,7 +139,19 @@ static void workspace_free(workspace *ws)
     free(ws->decayed_ops.bound);
     free(ws->keys.abs);
     free(ws->term_ptrs);
-    mpfr_clears(ws->e, ws->diff, ws->radius, ws->decayed, (mpfr_ptr)0);
+    free(ws->fast.values);
+    free(ws->fast.neg_w);
+    free(ws->fast.op_mag);
+    free(ws->fast.op_flagged);
+    free(ws->fast.op_c);
+    free(ws->fast.op_mask);
+    free(ws->fast.op_on);
+    free(ws->fast.col_grid);
+    free(ws->fast.col_off);
+    free(ws->fast.row_mag);
+    free(ws->fast.row_flagged);
+    mpfr_clears(ws->e, ws->diff, ws->radius, ws->decayed, ws->fast.operand, (mpfr_ptr)0);
+    mpz_clear(ws->fast.words);
 }
 
 static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, ug_ref_mode mode)
@@ -107,7 +160,10 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->s = s;
     ws->mode = mode;
     ws->n_terms = (s->k > s->bt ? s->k : s->bt) + 1;
-    mpfr_inits2(PREC, ws->e, ws->decayed, (mpfr_ptr)0);
+    mpfr_inits2(PREC, ws->e, ws->decayed, ws->fast.operand, (mpfr_ptr)0);
+    mpz_init(ws->fast.words);
+    ug_xsum_init(&ws->fast.acc);
+    ug_xsum_init(&ws->fast.scratch);
     mpfr_init2(ws->diff, DIFF_PREC);
     mpfr_init2(ws->radius, 64);
     ws->state = init_all(kv, PREC);
@@ -126,7 +182,22 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->decayed_ops.bound = malloc(btv * sizeof *ws->decayed_ops.bound);
     ws->keys.abs = malloc(btk * sizeof *ws->keys.abs);
     ws->term_ptrs = malloc(ws->n_terms * sizeof *ws->term_ptrs);
-    if (!ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
+    ws->fast.values = malloc((3 * kv + 2 * btv) * sizeof *ws->fast.values);
+    ws->fast.neg_w = malloc(2 * btk * sizeof *ws->fast.neg_w);
+    const size_t n_max = s->k > s->bt ? s->k : s->bt, ops = (s->k + s->bt) * s->v;
+    ws->fast.op_mag = malloc(3 * ops * sizeof *ws->fast.op_mag);
+    ws->fast.op_flagged = malloc(ops * sizeof *ws->fast.op_flagged);
+    ws->fast.op_c = malloc(s->v * n_max * sizeof *ws->fast.op_c);
+    ws->fast.op_mask = malloc((s->v + 2) * n_max * sizeof *ws->fast.op_mask);
+    ws->fast.op_on = malloc((s->v + 1) * n_max * sizeof *ws->fast.op_on);
+    ws->fast.col_grid = malloc(2 * s->v * sizeof *ws->fast.col_grid);
+    ws->fast.col_off = malloc(s->v * sizeof *ws->fast.col_off);
+    ws->fast.row_mag = malloc(3 * s->v * sizeof *ws->fast.row_mag);
+    ws->fast.row_flagged = malloc(s->v * sizeof *ws->fast.row_flagged);
+    if (!ws->fast.values || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
+        !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.row_mag ||
+        !ws->fast.row_flagged ||
+        !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
         !ws->decayed_ops.value || !ws->keys.value || !ws->terms || !ws->state_mag || !ws->state_flagged ||
         !ws->state_ops.bound || !ws->neg_w.abs || !ws->v_mag || !ws->decayed_ops.bound || !ws->keys.abs ||
         !ws->term_ptrs) {
@@ -138,6 +209,20 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->state_err = ws->state_mag + kv;
     ws->state_abs = ws->state_err + kv;
     ws->v_err = ws->v_mag + btv;
+    ws->fast.state = ws->fast.values;
+    ws->fast.next = ws->fast.state + kv;
+    ws->fast.state_ops = ws->fast.next + kv;
+    ws->fast.v = ws->fast.state_ops + kv;
+    ws->fast.decayed_ops = ws->fast.v + btv;
+    ws->fast.keys = ws->fast.neg_w + btk;
+    ws->fast.op_dev = ws->fast.op_mag + ops;
+    ws->fast.op_abs = ws->fast.op_dev + ops;
+    ws->fast.w_s = ws->fast.op_mask + s->v * n_max;
+    ws->fast.w_mask = ws->fast.w_s + n_max;
+    ws->fast.w_on = ws->fast.op_on + s->v * n_max;
+    ws->fast.col_nc = ws->fast.col_grid + s->v;
+    ws->fast.row_dev = ws->fast.row_mag + s->v;
+    ws->fast.row_abs = ws->fast.row_dev + s->v;
     return ug_ok();
 }
 
@@ -213,10 +298,17 @@ static size_t token(const workspace *ws, size_t t, size_t heads, size_t head, si
 
 /* h[c] = S_c, and the operands bf16(S_c) of the w·S product, within the
  * kernel's state error of S_c. */
+/* Chunk c's block of h ([V][K]) for the current head. */
+static ug_ref_value *chunk_states(const workspace *ws, size_t c, ug_ref_value *h)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    return h + ((ws->b * (s->t / s->bt) + c) * s->h + ws->h) * s->v * s->k;
+}
+
 static void emit_state(workspace *ws, size_t c, ug_ref_value *h)
 {
     const gdn_chunk_state_shape *s = ws->s;
-    ug_ref_value *out = h + ((ws->b * (s->t / s->bt) + c) * s->h + ws->h) * s->v * s->k;
+    ug_ref_value *out = chunk_states(ws, c, h);
     for (size_t kk = 0; kk < s->k; kk++)
         for (size_t vv = 0; vv < s->v; vv++) {
             const size_t x = kk * s->v + vv, op = vv * s->k + kk;
@@ -336,6 +428,429 @@ static void reference_head(workspace *ws, const io *a)
         ug_ref_finish(&out[x], ws->state[x], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x], UG_F32);
 }
 
+/* ---- the fast path ---------------------------------------------------------------- */
+
+/* Whether head ws->h lies in the fast path's domain: finite inputs and
+ * gates whose exponentials keep to the accumulator's range. The MPFR path
+ * takes the rest (it propagates NaN and inf). */
+static bool head_in_fast_domain(const workspace *ws, const io *a)
+{
+    enum { GATE_MAX = 1400 }; /* e^1400 < 2^2020: the accumulator checks the rest */
+    const gdn_chunk_state_shape *s = ws->s;
+    for (size_t t = 0; t < s->t; t++) {
+        if (!(fabsf(a->g[(ws->b * s->t + t) * s->h + ws->h]) <= GATE_MAX)) return false;
+        const ug_bf16 *rows[3] = {a->k + token(ws, t, s->hg, ws->key_head, s->k), a->w + token(ws, t, s->h, ws->h, s->k),
+                                  a->u + token(ws, t, s->h, ws->h, s->v)};
+        const size_t widths[3] = {s->k, s->k, s->v};
+        for (int r = 0; r < 3; r++)
+            for (size_t d = 0; d < widths[r]; d++)
+                if ((rows[r][d] & 0x7F80) == 0x7F80) return false;
+    }
+    if (a->h0)
+        for (size_t x = 0; x < s->k * s->v; x++)
+            if (!isfinite(a->h0[(ws->b * s->h + ws->h) * s->k * s->v + x])) return false;
+    return true;
+}
+
+static ug_xval xval_of_double(double d)
+{
+    ug_xval x = {0};
+    uint64_t m;
+    ug_xsum_split(d, &x.neg, &m, &x.e);
+    if (m) {
+        const int zeros = __builtin_ctzll(m);
+        m >>= zeros;
+        x.e += zeros;
+    }
+    x.m = m;
+    x.zero = m == 0;
+    return x;
+}
+
+static double xval_abs_up(const ug_xval *x) { return x->zero ? 0.0 : fabs(ug_xval_to_double(x, MPFR_RNDA)); }
+
+/* RN_128 of an exact value read out (at most 128 bits and its round and
+ * sticky bits), as MPFR rounds to a 128-bit destination. */
+static ug_xval rn128(const ug_xval *x)
+{
+    ug_xval r = *x;
+    if (!x->zero && x->m >> 127) {
+        r.m += x->round && (x->sticky || (x->m & 1));
+        if (r.m == 0) { /* carried out: 2^128 */
+            r.m = (ug_u128)1 << 127;
+            r.e++;
+        }
+    }
+    r.round = r.sticky = false;
+    return r;
+}
+
+static void set_factor(small_factor *f, double *abs, ug_bf16 x, bool negate)
+{
+    bool neg;
+    ug_xsum_split(ug_bf16_to_f32(x), &neg, &f->m, &f->e);
+    if (f->m) { /* 8 bits at most: one window limb holds it with room to spare */
+        const int zeros = __builtin_ctzll(f->m);
+        f->m >>= zeros;
+        f->e += zeros;
+    }
+    f->neg = neg != negate;
+    *abs = fabs((double)ug_bf16_to_f32(x));
+}
+
+/* stage() of the exact 128-bit x: certified without MPFR, or else through
+ * ug_stage_operand on x's MPFR value; its bound parts go to index `part`
+ * of the fast path's arrays. False when the staged operand is infinite
+ * (the fast path has no infinite operands). */
+static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *op, size_t part)
+{
+    fast_head *f = &ws->fast;
+    ug_staged st;
+    if (!ug_stage_certified(x->neg, 1, x->m, x->e, 0, radius, &st, &f->scratch)) {
+        if (x->zero) {
+            mpfr_set_zero(f->operand, x->neg ? -1 : 1);
+        } else {
+            const uint64_t words[2] = {(uint64_t)x->m, (uint64_t)(x->m >> 64)};
+            mpz_import(f->words, 2, -1, sizeof words[0], 0, 0, words);
+            if (x->neg) mpz_neg(f->words, f->words);
+            mpfr_set_z_2exp(f->operand, f->words, x->e, MPFR_RNDN); /* exact: 128 bits */
+        }
+        mpfr_set_d(ws->radius, radius, MPFR_RNDU);
+        ug_stage_operand(f->operand, ws->radius, &st);
+    }
+    if (ws->mode == UG_REF_EXACT) {
+        *op = *x;
+        f->op_dev[part] = st.dev;
+    } else {
+        const float rn = ug_bf16_to_f32(st.rn);
+        if (!isfinite(rn)) return false;
+        *op = xval_of_double(rn);
+        f->op_dev[part] = st.gap;
+    }
+    f->op_mag[part] = st.mag;
+    f->op_abs[part] = xval_abs_up(op);
+    f->op_flagged[part] = st.flagged;
+    return true;
+}
+
+/* The fast path's weighted sums out[r][col] = lead + sum_j w[r][j] op[col][j]
+ * of a row r of weights and a column col of operands (docs/error-model.md
+ * §2.1): the operands go on their column's grid once (its top bit less
+ * 64·nc, nc <= 3 limbs), a row's weights on the row's (its top bit less
+ * 64), every sum in a window of exact_sum.h; the terms off the grids and the
+ * leading term are added in the accumulator. */
+typedef struct {
+    size_t n, width;        /* terms per sum, columns */
+    const small_factor *w;  /* [rows][n] */
+    const double *w_abs;    /* [rows][n] */
+    const ug_xval *ops;     /* [width][n] */
+    size_t parts;           /* the operands' bound parts: fast_head's op_* from index parts, [n][width] */
+} weighted_sums;
+
+static void place_columns(fast_head *f, const weighted_sums *d)
+{
+    for (size_t col = 0; col < d->width; col++) {
+        const ug_xval *op = d->ops + col * d->n;
+        int top = INT_MIN, bottom = INT_MAX;
+        for (size_t j = 0; j < d->n; j++) {
+            if (op[j].zero) continue;
+            const uint64_t m[2] = {(uint64_t)op[j].m, (uint64_t)(op[j].m >> 64)};
+            const int t = op[j].e + ug_xwin_bit_length(m, 2);
+            top = t > top ? t : top;
+            bottom = op[j].e < bottom ? op[j].e : bottom;
+        }
+        int nc = top == INT_MIN ? 1 : (top - bottom + 63) / 64;
+        nc = nc < 1 ? 1 : nc > UG_XWIN_MAX_C ? UG_XWIN_MAX_C : nc;
+        const int grid = top == INT_MIN ? 0 : top - 64 * nc;
+        size_t off = 0;
+        for (size_t j = 0; j < d->n; j++) {
+            const size_t at = col * d->n + j;
+            const uint64_t m[2] = {(uint64_t)op[j].m, (uint64_t)(op[j].m >> 64)};
+            f->op_on[at] = ug_xwin_place(m, 2, op[j].e, grid, f->op_c[at], nc);
+            f->op_mask[at] = op[j].neg ? ~UINT64_C(0) : 0;
+            off += !f->op_on[at];
+        }
+        f->col_grid[col] = grid;
+        f->col_nc[col] = nc;
+        f->col_off[col] = off;
+    }
+}
+
+/* Row r's weights on their grid; the count off it. */
+static size_t place_row(fast_head *f, const weighted_sums *d, size_t r, int *grid)
+{
+    const small_factor *w = d->w + r * d->n;
+    int top = INT_MIN;
+    for (size_t j = 0; j < d->n; j++)
+        if (w[j].m && w[j].e + 64 - __builtin_clzll(w[j].m) > top) top = w[j].e + 64 - __builtin_clzll(w[j].m);
+    *grid = top == INT_MIN ? 0 : top - 64;
+    size_t off = 0;
+    for (size_t j = 0; j < d->n; j++) {
+        f->w_on[j] = ug_xwin_place(&w[j].m, 1, w[j].e, *grid, &f->w_s[j], 1);
+        f->w_mask[j] = w[j].neg ? ~UINT64_C(0) : 0;
+        off += !f->w_on[j];
+    }
+    return off;
+}
+
+/* Row r's bound parts: the row's sums (holding the leading terms') += |w_j|
+ * times operand j's parts, over the nonzero weights in the order j = 0, 1,
+ * ...: weighted_sum's sums, a column vector at a time. */
+static void row_bounds(fast_head *f, const weighted_sums *d, size_t r, bool simd)
+{
+    double *restrict sum_mag = f->row_mag, *restrict sum_dev = f->row_dev, *restrict sum_abs = f->row_abs;
+    uint32_t *restrict sum_flagged = f->row_flagged;
+    const ug_ref_bound_row sums = {sum_abs, sum_dev, sum_mag, sum_flagged};
+    for (size_t j = 0; j < d->n; j++) {
+        const double a = d->w_abs[r * d->n + j];
+        if (a == 0) continue;
+        const size_t at = d->parts + j * d->width;
+        const double *restrict mag = f->op_mag + at, *restrict dev = f->op_dev + at, *restrict abs = f->op_abs + at;
+        const uint32_t *restrict flagged = f->op_flagged + at;
+        if (simd) { /* the same products and sums, eight columns an instruction */
+            ug_ref_simd_bound_parts(d->width, a, abs, dev, mag, flagged, &sums);
+            continue;
+        }
+        for (size_t col = 0; col < d->width; col++) {
+            sum_mag[col] += a * mag[col];
+            sum_dev[col] += a * dev[col];
+            sum_abs[col] += a * abs[col];
+            sum_flagged[col] += flagged[col];
+        }
+    }
+}
+
+/* Sum (r, col)'s bound parts, as weighted_sum leaves them. */
+static sum_bound row_sum(const fast_head *f, size_t col)
+{
+    return (sum_bound){f->row_mag[col], f->row_dev[col], f->row_abs[col], f->row_flagged[col]};
+}
+
+/* Sets sum col's bound parts to the leading term's. */
+static void row_sum_set(fast_head *f, size_t col, sum_bound b)
+{
+    f->row_mag[col] = b.mag;
+    f->row_dev[col] = b.dev;
+    f->row_abs[col] = b.abs;
+    f->row_flagged[col] = b.flagged;
+}
+
+/* The window of column col with the placed row: sum_j ±c_j s_j. The limb
+ * count is a literal at each call, so each instance is unrolled. */
+UG_XSUM_INLINE void window_dot(const fast_head *f, int nc, size_t n, size_t col, uint64_t acc[UG_XWIN_LIMBS])
+{
+    const uint64_t(*c)[UG_XWIN_MAX_C] = f->op_c + col * n;
+    const uint64_t *mask = f->op_mask + col * n;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
+    for (size_t j = 0; j < n; j++) {
+        uint64_t sum[UG_XWIN_LIMBS] = {a0, a1, a2, a3, a4};
+        ug_xwin_add_product(sum, nc, c[j], f->w_s[j], mask[j] ^ f->w_mask[j]);
+        a0 = sum[0], a1 = sum[1], a2 = sum[2], a3 = sum[3], a4 = sum[4];
+    }
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3, acc[4] = a4;
+}
+
+/* Sum (r, col): the accumulator holds the leading term; adds the MPFR path's
+ * other terms (nonzero weights times nonzero operands) exactly; out =
+ * RN_128 of the sum. False when a term leaves the accumulator's range. */
+static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t col, int row_grid, size_t row_off,
+                       ug_xval *out)
+{
+    uint64_t window[UG_XWIN_LIMBS];
+    const int nc = f->col_nc[col];
+    switch (nc) {
+    case 1: window_dot(f, 1, d->n, col, window); break;
+    case 2: window_dot(f, 2, d->n, col, window); break;
+    default: window_dot(f, 3, d->n, col, window); break;
+    }
+    ug_xsum *sum = &f->acc;
+    ug_xsum_add_xwin(sum, window, nc + 2, f->col_grid[col] + row_grid);
+    const small_factor *w = d->w + r * d->n;
+    const ug_xval *op = d->ops + col * d->n;
+    bool any_term = false; /* a nonzero product: an exactly zero sum is then +0, as mpfr_sum's */
+    for (size_t j = 0; j < d->n; j++) {
+        if (w[j].m == 0 || op[j].zero) continue;
+        any_term = true;
+        if ((row_off || f->col_off[col]) && (!f->w_on[j] || !f->op_on[col * d->n + j]))
+            ug_xsum_add_mul(sum, w[j].neg != op[j].neg, w[j].m, op[j].m, w[j].e + op[j].e);
+        else if (!row_off && !f->col_off[col])
+            break; /* any_term is all the rest of the loop would find */
+    }
+    if (!ug_xsum_in_range(sum)) return false;
+    ug_xval exact = ug_xsum_read(sum);
+    if (exact.zero && any_term) exact.neg = false;
+    *out = rn128(&exact);
+    return true;
+}
+
+/* ws->e (an exponential at 128 bits, as the MPFR path rounds it) as its
+ * integer significand and exponent; false if it is not a positive number. */
+static bool split_exp(workspace *ws, ug_u128 *m, int *e)
+{
+    bool neg;
+    return ug_xsum_split_mpfr(ws->e, &neg, m, e) && !neg;
+}
+
+/* emit_state on the fast path; false where an operand cannot be staged. */
+static bool fast_emit_state(workspace *ws, size_t c, ug_ref_value *h)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    ug_ref_value *out = chunk_states(ws, c, h);
+    for (size_t kk = 0; kk < s->k; kk++)
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const size_t x = kk * s->v + vv, op = vv * s->k + kk;
+            ug_xval_finish(&ws->fast.state[x], &out[op], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x],
+                           UG_BF16);
+            if (!fast_stage(ws, &ws->fast.state[x], ws->state_err[x], &ws->fast.state_ops[op], x)) return false;
+        }
+    return true;
+}
+
+static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, const ug_bf16 *u, ug_ref_value *v_new)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    fast_head *f = &ws->fast;
+    for (size_t i = 0; i < s->bt; i++)
+        for (size_t kk = 0; kk < s->k; kk++)
+            set_factor(&f->neg_w[i * s->k + kk], &ws->neg_w.abs[i * s->k + kk],
+                       w[token(ws, t0 + i, s->h, ws->h, s->k) + kk], true);
+    const weighted_sums d = {s->k, s->v, f->neg_w, ws->neg_w.abs, f->state_ops, 0};
+    const bool simd = ug_ref_simd_available();
+    place_columns(f, &d);
+    for (size_t i = 0; i < s->bt; i++) {
+        const size_t row = token(ws, t0 + i, s->h, ws->h, s->v);
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const double abs_u = fabs((double)ug_bf16_to_f32(u[row + vv]));
+            row_sum_set(f, vv, (sum_bound){abs_u, 0, abs_u, 0});
+        }
+        row_bounds(f, &d, i, simd);
+        int grid;
+        const size_t off = place_row(f, &d, i, &grid);
+        for (size_t vv = 0; vv < s->v; vv++) {
+            ug_xsum_clear(&f->acc);
+            ug_xsum_add_double(&f->acc, ug_bf16_to_f32(u[row + vv]));
+            ug_xval *v = &f->v[i * s->v + vv];
+            if (!window_sum(f, &d, i, vv, grid, off, v)) return false;
+            const sum_bound acc = row_sum(f, vv);
+            const double err = f32_sum_error(ws->model, s->k + 1, &acc);
+            ws->v_err[i * s->v + vv] = err;
+            ws->v_mag[i * s->v + vv] = xval_abs_up(v);
+            ug_xval_finish(v, &v_new[row + vv], err, acc.abs * UG_F32_SLACK, acc.flagged, UG_BF16);
+        }
+    }
+    return true;
+}
+
+static bool fast_decayed_values(workspace *ws, size_t t0, const float *g, float g_last)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    fast_head *f = &ws->fast;
+    for (size_t i = 0; i < s->bt; i++) {
+        const float g_i = g[(ws->b * s->t + t0 + i) * s->h + ws->h];
+        mpfr_set_flt(ws->diff, g_last, MPFR_RNDN);
+        mpfr_sub_d(ws->diff, ws->diff, g_i, MPFR_RNDN); /* exact */
+        mpfr_exp(ws->e, ws->diff, MPFR_RNDN);
+        ug_u128 e_m;
+        int e_e;
+        if (!split_exp(ws, &e_m, &e_e)) return false;
+        const double e = mpfr_get_d(ws->e, MPFR_RNDU);
+        const double e_err = ug_f32_error_at(ug_f32_exp_of_difference(ws->model, g_last, g_i), e), e_up = e + e_err;
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const size_t x = i * s->v + vv, op = vv * s->bt + i;
+            const ug_xval *v = &f->v[x];
+            ug_xval decayed = {.zero = true, .neg = v->neg};
+            if (!v->zero) {
+                const ug_xval product = ug_xval_product128(v->neg, e_m, v->m, e_e + v->e);
+                decayed = rn128(&product);
+            }
+            const double v_abs = ws->v_mag[x] + ws->v_err[x]; /* >= |v^| */
+            double radius = e_err * v_abs + e * ws->v_err[x] + UG_F32_U * e_up * v_abs + ug_f32_underflow_half(ws->model);
+            radius = radius * UG_F32_SLACK + xval_abs_up(&decayed) * 0x1p-100;
+            if (!fast_stage(ws, &decayed, radius, &f->decayed_ops[op], s->k * s->v + x)) return false;
+        }
+    }
+    return true;
+}
+
+static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_last)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    fast_head *f = &ws->fast;
+    mpfr_set_flt(ws->e, g_last, MPFR_RNDN);
+    mpfr_exp(ws->e, ws->e, MPFR_RNDN);
+    ug_u128 e_m;
+    int e_e;
+    if (!split_exp(ws, &e_m, &e_e)) return false;
+    const double e = mpfr_get_d(ws->e, MPFR_RNDU);
+    const double e_err = ug_f32_error_at(ug_f32_op_error(ws->model, UG_F32_EXP, g_last, g_last), e);
+    for (size_t i = 0; i < s->bt; i++)
+        for (size_t kk = 0; kk < s->k; kk++)
+            set_factor(&f->keys[kk * s->bt + i], &ws->keys.abs[kk * s->bt + i],
+                       k[token(ws, t0 + i, s->hg, ws->key_head, s->k) + kk], false);
+    const weighted_sums d = {s->bt, s->v, f->keys, ws->keys.abs, f->decayed_ops, s->k * s->v};
+    const bool simd = ug_ref_simd_available();
+    place_columns(f, &d);
+    for (size_t kk = 0; kk < s->k; kk++) {
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const size_t x = kk * s->v + vv;
+            const double s_abs = ws->state_mag[x] + ws->state_err[x]; /* >= |S^| */
+            row_sum_set(f, vv, (sum_bound){(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x],
+                                           e * ws->state_mag[x], 0});
+        }
+        row_bounds(f, &d, kk, simd);
+        int grid;
+        const size_t off = place_row(f, &d, kk, &grid);
+        for (size_t vv = 0; vv < s->v; vv++) {
+            const size_t x = kk * s->v + vv;
+            const ug_xval *state = &f->state[x];
+            ug_xsum_clear(&f->acc);
+            if (state->zero) /* e^{G_last} S: e > 0 keeps S's sign */
+                ug_xsum_add_zero(&f->acc, state->neg);
+            else
+                for (int half = 0; half < 2; half++) /* e's two 64-bit halves times S, exactly */
+                    ug_xsum_add_mul(&f->acc, state->neg, (uint64_t)(e_m >> (64 * half)), state->m,
+                                    e_e + state->e + 64 * half);
+            if (!window_sum(f, &d, kk, vv, grid, off, &f->next[x])) return false;
+            const sum_bound acc = row_sum(f, vv);
+            ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
+            ws->state_abs[x] = acc.abs * UG_F32_SLACK;
+            ws->state_flagged[x] = acc.flagged;
+        }
+    }
+    ug_xval *swap = f->state;
+    f->state = f->next;
+    f->next = swap;
+    for (size_t x = 0; x < s->k * s->v; x++) ws->state_mag[x] = xval_abs_up(&f->state[x]);
+    return true;
+}
+
+/* reference_head on the fast path; false where it cannot certify a value
+ * (the caller then runs the MPFR path on the whole head, whose outputs
+ * replace any written here). */
+static bool fast_reference_head(workspace *ws, const io *a)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    const size_t kv = s->k * s->v;
+    if (!head_in_fast_domain(ws, a)) return false;
+    for (size_t x = 0; x < kv; x++) {
+        const double h0 = a->h0 ? a->h0[(ws->b * s->h + ws->h) * kv + x] : 0.0;
+        ws->fast.state[x] = xval_of_double(h0);
+        ws->state_mag[x] = ws->state_abs[x] = fabs(h0);
+        ws->state_err[x] = 0; /* the kernel starts from the same f32 values */
+        ws->state_flagged[x] = 0;
+    }
+    for (size_t t0 = 0, c = 0; t0 < s->t; t0 += s->bt, c++) {
+        const float g_last = a->g[(ws->b * s->t + t0 + s->bt - 1) * s->h + ws->h];
+        if (!fast_emit_state(ws, c, a->h) || !fast_corrected_values(ws, t0, a->w, a->u, a->v_new) ||
+            !fast_decayed_values(ws, t0, a->g, g_last) || !fast_advance_state(ws, t0, a->k, g_last))
+            return false;
+    }
+    ug_ref_value *out = a->final_state + (ws->b * s->h + ws->h) * kv;
+    for (size_t x = 0; x < kv; x++)
+        ug_xval_finish(&ws->fast.state[x], &out[x], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x], UG_F32);
+    return true;
+}
+
 ug_status gdn_chunk_state_reference(const gdn_chunk_state_shape *s, const ug_bf16 *k, const ug_bf16 *w,
                                     const ug_bf16 *u, const float *g, const float *h0, const ug_f32_model *model,
                                     ug_ref_mode mode, ug_ref_value *h, ug_ref_value *v_new, ug_ref_value *final_state)
@@ -347,7 +862,7 @@ ug_status gdn_chunk_state_reference(const gdn_chunk_state_shape *s, const ug_bf1
     for (ws.b = 0; ws.b < s->b; ws.b++)
         for (ws.h = 0; ws.h < s->h; ws.h++) {
             ws.key_head = ws.h / group;
-            reference_head(&ws, &a);
+            if (!ug_ref_fast() || !fast_reference_head(&ws, &a)) reference_head(&ws, &a);
         }
     workspace_free(&ws);
     return ug_ok();

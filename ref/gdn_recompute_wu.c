@@ -302,34 +302,15 @@ static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double s
 {
     const parts *sp = &ws->scale[idx];
     if (sp->m == 0 || sp->m >> 32 || !gp->ok) return false;
-    const ug_xval x = ug_xval_product(sp->neg, sp->m, gp->m, sp->e + gp->e);
-    const uint16_t rn = (uint16_t)ug_xval_rn_bits(&x, UG_BF16), mag_bits = rn & 0x7FFF;
-    if (mag_bits == 0 || mag_bits >= 0x7F80) return false;
-    /* The rounding interval of |RN(x)|: halfway to its neighbours (exact). */
-    const double abs_rn = ug_bf16_to_f32(mag_bits), prev = ug_bf16_to_f32((ug_bf16)(mag_bits - 1));
-    const double next = mag_bits == 0x7F7F ? 0x1p128 : ug_bf16_to_f32((ug_bf16)(mag_bits + 1));
-    const double near = (abs_rn + prev) / 2, far = (abs_rn + next) / 2;
-    /* reach >= the MPFR path's radii (|x| precast_rel + allowance, rounded
-     * up to 64 bits; |x| 2^-127 for exp) + |x - x0| (<= 2^-53 |x0|) + the
-     * roundings of these double operations (each <= 2^-53 relative). */
-    const ug_xval_doubles xd = ug_xval_to_doubles(&x);
-    const double abs_x0 = fabs(xd.nearest);
-    const double reach = (abs_x0 * gp->precast_rel + underflow_allowance(scale, gp)) * (1 + 0x1p-20) +
-                         abs_x0 * 0x1p-48;
-    if (!(abs_x0 - reach > near && abs_x0 + reach < far)) return false;
+    /* the MPFR path's radii: |x| precast_rel + allowance, and |x| 2^-127 for exp (within the margin) */
     ug_staged *st = &ws->staged[idx];
-    *st = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .mag = abs_rn, .gap = 0.0,
-                      .abs_x = fabs(xd.away)};
-    ug_xval deviation; /* |x - RN(x)|, from x's window or else from an accumulator */
-    if (!ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
-        ug_xsum_clear(&ws->operand);
-        ug_xsum_add_mul(&ws->operand, sp->neg, sp->m, gp->m, sp->e + gp->e);
-        ug_xsum_add_double(&ws->operand, -(double)ug_bf16_to_f32(rn));
-        if (!ug_xsum_in_range(&ws->operand)) return false;
-        deviation = ug_xsum_read(&ws->operand);
+    if (!ug_stage_certified(sp->neg, sp->m, gp->m, sp->e + gp->e, gp->precast_rel, underflow_allowance(scale, gp), st,
+                            &ws->operand))
+        return false;
+    if (!gp->unit) {
+        const ug_xval x = ug_xval_product(sp->neg, sp->m, gp->m, sp->e + gp->e);
+        st->dev += fabs(ug_xval_to_double(&x, MPFR_RNDU)) * 0x1p-126;
     }
-    st->dev = fabs(ug_xval_to_double(&deviation, MPFR_RNDA));
-    if (!gp->unit) st->dev += fabs(xd.up) * 0x1p-126;
     return true;
 }
 
