@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../core/bf16.h"
+#include "../harness/profile.h"
 #include "../ref/ref.h"
 #include "bench.h"
 
@@ -159,6 +160,9 @@ static int case_open(ref_case *c, const char *family, const char *shape_text)
     return 0;
 }
 
+/* The arithmetic profile the references' bounds assume (the CPU's, as verify's default). */
+static ug_f32_model bench_model;
+
 /* The reference in one mode on its fast path (best of REPEATS) and on its
  * MPFR path (one run); prints both rates for `terms` multiply-adds and
  * returns the fast path's rate (*mpfr_rate the other), or a negative value
@@ -174,7 +178,7 @@ static double time_paths(ref_case *c, ug_ref_mode mode, double terms, size_t *di
         ug_status st = ug_ok();
         for (int r = 0; r < (fast ? REPEATS : 1) && ug_is_ok(&st); r++) {
             double t0 = bench_now();
-            st = c->f->reference(&c->p, c->bufs, mode, dst);
+            st = c->f->reference(&c->p, c->bufs, &bench_model, mode, dst);
             best = fmin(best, bench_now() - t0);
         }
         ug_ref_set_fast(true);
@@ -211,7 +215,7 @@ static void *spread_worker(void *arg)
 {
     spread_job *job = arg;
     ug_ref_value **outs = job->c.outs[job->mode];
-    job->st = job->c.f->reference(&job->c.p, job->c.bufs, job->mode, outs);
+    job->st = job->c.f->reference(&job->c.p, job->c.bufs, &bench_model, job->mode, outs);
     return NULL;
 }
 
@@ -354,9 +358,47 @@ static int scaled_kkt_speed(void)
     return rc;
 }
 
+/* gdn_e2e: the exact recurrence's fast path (the state as 256-bit integers,
+ * ref/gdn_e2e.c) against its plain path (GMP integers), in output elements
+ * per second and in state entries updated per second (K V per token and
+ * head); both modes are one function, so the exact mode only. */
+static int e2e_speed(void)
+{
+    const char *family = "gdn_e2e", *shape_text = "B=1 T=1024 Hg=2 H=4 K=128 V=128 BT=64 has_h0=1";
+    printf("\n== reference speed: %s exact recurrence, fast path vs plain path, %s ==\n", family, shape_text);
+    ref_case c;
+    int rc = case_open(&c, family, shape_text);
+    if (rc == 0) {
+        const double entries = param(c.f, &c.p, "B") * param(c.f, &c.p, "T") * param(c.f, &c.p, "H") *
+                               param(c.f, &c.p, "K") * param(c.f, &c.p, "V");
+        size_t differ = 0;
+        double plain_rate = 0;
+        const double fast_rate = time_paths(&c, UG_REF_EXACT, entries, &differ, &plain_rate);
+        if (fast_rate < 0) rc = -1;
+        else {
+            const double per_entry = (double)c.elements / entries;
+            printf("  (a term here is one state entry of one token: K V per token and head)\n");
+            printf("  output elements per second: fast path %.0f k/s, plain path %.0f k/s\n",
+                   fast_rate * per_entry * 1e-3, plain_rate * per_entry * 1e-3);
+            printf("  check: the fast path's values equal the plain path's, every field, in %zu of %zu elements\n",
+                   c.elements - differ, c.elements);
+            printf("  speed-up of the fast path over the plain path: %.2fx\n", fast_rate / plain_rate);
+            if (differ) rc = -1;
+        }
+    }
+    case_close(&c);
+    return rc;
+}
+
 int bench_reference_speed(void)
 {
+    ug_status st = ug_profile_load("fixtures/profiles/cpu.json", &bench_model);
+    if (!ug_is_ok(&st)) {
+        printf("  reference speed: %s (run the bench from the repository root)\n", st.msg);
+        return -1;
+    }
     const int wu = recompute_wu_speed();
     const int kkt = scaled_kkt_speed();
-    return wu != 0 || kkt != 0 ? -1 : 0;
+    const int e2e = e2e_speed();
+    return wu != 0 || kkt != 0 || e2e != 0 ? -1 : 0;
 }

@@ -130,6 +130,13 @@ static void scaled_kkt_fast_equals_mpfr_on_every_regime(void)
     CU_ASSERT(family_fast_equals_mpfr("gdn_chunk_scaled_kkt", names, 6, values, 2) > 50000);
 }
 
+static void e2e_fast_equals_mpfr_on_every_regime(void)
+{
+    const char *const names[] = {"B", "T", "Hg", "H", "K", "V", "BT", "has_h0"};
+    const double values[] = {1, 128, 1, 2, 128, 64, 64, 1, /**/ 2, 64, 2, 4, 128, 64, 64, 0};
+    CU_ASSERT(family_fast_equals_mpfr("gdn_e2e", names, 8, values, 2) > 50000);
+}
+
 /* ---- gdn_recompute_wu on adversarial chunks ------------------------------------ */
 
 enum { BT = 64, K = 64, V = 64, T = 64 };
@@ -328,7 +335,8 @@ static void nonfinite_inputs_take_the_mpfr_path(void)
  * the longest of all under valgrind, so make memcheck runs them apart. */
 UG_TEST_SUITE(ref_fast_path_regimes_suite, "ref_fast_path_regimes",
               UG_TEST(recompute_wu_fast_equals_mpfr_on_every_regime),
-              UG_TEST(scaled_kkt_fast_equals_mpfr_on_every_regime));
+              UG_TEST(scaled_kkt_fast_equals_mpfr_on_every_regime),
+              UG_TEST(e2e_fast_equals_mpfr_on_every_regime));
 
 UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(cancellation_to_exact_zero),
