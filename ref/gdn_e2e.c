@@ -2,6 +2,9 @@
 #include "gdn_e2e.h"
 
 #include <gmp.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <x86intrin.h>
+#endif
 #include <limits.h>
 #include <math.h>
 #include <mpfr.h>
@@ -54,7 +57,9 @@ _Static_assert(GMP_LIMB_BITS == 64, "the fast path reads GMP limbs as 64-bit wor
 typedef struct {
     long lsb, top;
     bool nonzero;
-    int64_t *m; /* fast path */
+    int64_t *m;       /* fast path */
+    uint32_t *order;  /* fast path: the indices of the positive m, then of the negative ones */
+    size_t n_pos, n_neg;
     mpz_t *z;   /* plain path */
 } factor_vector;
 
@@ -64,6 +69,7 @@ typedef struct {
     size_t b, h, key_head;
     /* both forms */
     mpfr_t c, gate, acc, abs_acc, wide, scale;
+    double c_abs, scale_abs; /* |c| (this token's) and |scale|, rounded away from zero */
     mpfr_t *d;              /* [V]: beta (v - Sᵀk), then d / c */
     double *key_abs;        /* |k_t| */
     double *d_abs;          /* [V]: |beta (v - Sᵀk)| */
@@ -121,6 +127,7 @@ static void workspace_free(workspace *w)
     free(w->state), free(w->key), free(w->query), free(w->d), free(w->key_abs), free(w->d_abs);
     free(w->decayed_abs), free(w->products), free(w->product_ptrs), free(w->grid), free(w->bits), free(w->x);
     free(w->limbs), free(w->key_f.m), free(w->key_f.z), free(w->query_f.m), free(w->query_f.z);
+    free(w->key_f.order), free(w->query_f.order);
 }
 
 static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_t prec, float scale)
@@ -143,10 +150,12 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     w->key_f.m = malloc(s->k * sizeof *w->key_f.m);
     w->key_f.z = malloc(s->k * sizeof *w->key_f.z);
     w->query_f.m = malloc(s->k * sizeof *w->query_f.m);
+    w->key_f.order = malloc(s->k * sizeof *w->key_f.order);
+    w->query_f.order = malloc(s->k * sizeof *w->query_f.order);
     w->query_f.z = malloc(s->k * sizeof *w->query_f.z);
     if (!w->state || !w->key || !w->query || !w->d || !w->key_abs || !w->d_abs || !w->decayed_abs || !w->products ||
         !w->product_ptrs || !w->grid || !w->bits || !w->x || !w->limbs || !w->key_f.m || !w->key_f.z ||
-        !w->query_f.m || !w->query_f.z) {
+        !w->query_f.m || !w->query_f.z || !w->key_f.order || !w->query_f.order) {
         workspace_free(w);
         return ug_fail(UG_ENOMEM, "gdn_e2e reference: out of memory (K=%zu, V=%zu)", s->k, s->v);
     }
@@ -166,6 +175,7 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     /* a grid column entry times 2^E exactly: below 2^(cap + 1) grid units */
     mpfr_init2(w->wide, (mpfr_prec_t)grid_cap(prec) + 8);
     mpfr_set_flt(w->scale, scale, MPFR_RNDN);  /* exact */
+    w->scale_abs = fabs(mpfr_get_d(w->scale, MPFR_RNDA));
     return ug_ok();
 }
 
@@ -230,11 +240,10 @@ static void load_key_abs(workspace *w, const ug_bf16 *k_row)
 /* o = scale c acc (acc = (Ŝᵀq)_v at prec bits), abs_sum = scale c abs_products. */
 static void output_finish(workspace *w, ug_ref_value *o, double abs_products)
 {
-    const double scale_abs = fabs(mpfr_get_d(w->scale, MPFR_RNDA)), c_abs = mpfr_get_d(w->c, MPFR_RNDA);
-    const double abs_sum = abs_products * c_abs;
+    const double abs_sum = abs_products * w->c_abs;
     mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);
     mpfr_mul(w->acc, w->acc, w->scale, MPFR_RNDN);
-    ug_ref_finish(o, w->acc, INFINITY, scale_abs * abs_sum, 0, UG_BF16);
+    ug_ref_finish(o, w->acc, INFINITY, w->scale_abs * abs_sum, 0, UG_BF16);
     o->no_bound = false; /* +inf by design, not from the profile (see the header) */
 }
 
@@ -264,10 +273,12 @@ static void float_decay(workspace *w, float g)
     mpfr_set_flt(w->gate, g, MPFR_RNDN);
     mpfr_exp(w->gate, w->gate, MPFR_RNDN);
     mpfr_mul(w->c, w->c, w->gate, MPFR_RNDN);
-    if (!mpfr_zero_p(w->c) && labs((long)mpfr_get_exp(w->c)) <= RESCALE_EXP) return;
-    const size_t kv = w->s->k * w->s->v;
-    for (size_t i = 0; i < kv; i++) mpfr_mul(w->state[i], w->state[i], w->c, MPFR_RNDN);
-    mpfr_set_ui(w->c, 1, MPFR_RNDN);
+    if (mpfr_zero_p(w->c) || labs((long)mpfr_get_exp(w->c)) > RESCALE_EXP) {
+        const size_t kv = w->s->k * w->s->v;
+        for (size_t i = 0; i < kv; i++) mpfr_mul(w->state[i], w->state[i], w->c, MPFR_RNDN);
+        mpfr_set_ui(w->c, 1, MPFR_RNDN);
+    }
+    w->c_abs = mpfr_get_d(w->c, MPFR_RNDA);
 }
 
 static void float_load_token(workspace *w, const ug_bf16 *q_row, const ug_bf16 *k_row)
@@ -361,13 +372,18 @@ static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
     const size_t n = w->s->k;
     factor_span(row, n, &f->lsb, &f->top);
     f->nonzero = f->top != LONG_MIN;
+    f->n_pos = f->n_neg = 0;
     for (size_t i = 0; i < n; i++) {
         const double m = f->nonzero ? ldexp(ug_bf16_to_f32(row[i]), (int)-f->lsb) : 0.0; /* exact integer */
-        if (w->fast)
-            f->m[i] = (int64_t)m;
-        else
+        if (!w->fast) {
             mpz_set_d(f->z[i], m);
+            continue;
+        }
+        f->m[i] = (int64_t)m;
+        if (m > 0) f->order[f->n_pos++] = (uint32_t)i;
     }
+    for (size_t i = 0; w->fast && i < n; i++)
+        if (f->m[i] < 0) f->order[f->n_pos + f->n_neg++] = (uint32_t)i;
 }
 
 /* Every input of head (b, h) finite and below 2^64, every gate within ±64,
@@ -528,6 +544,22 @@ typedef struct {
     int round_limbs; /* L; > LIMBS: every product rounds to 0 */
 } limb_delta;
 
+/* *out = a + b + carry, returns the carry out (adc on x86-64). */
+__attribute__((always_inline)) static inline unsigned char add_carry(unsigned char carry, uint64_t a, uint64_t b,
+                                                                     uint64_t *out)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned long long sum;
+    carry = _addcarry_u64(carry, a, b, &sum);
+    *out = sum;
+    return carry;
+#else
+    const u128 t = (u128)a + b + carry;
+    *out = (uint64_t)t;
+    return (unsigned char)(t >> 64);
+#endif
+}
+
 /* Limb i of (p0, ..., p4), 0 beyond: a constant choice once i is. */
 __attribute__((always_inline)) static inline uint64_t limb_at(int i, uint64_t p0, uint64_t p1, uint64_t p2,
                                                               uint64_t p3, uint64_t p4)
@@ -536,26 +568,34 @@ __attribute__((always_inline)) static inline uint64_t limb_at(int i, uint64_t p0
 }
 
 /* Column update: x += RNA(m_k dm / 2^(64 L)) with m_k's sign times the
- * delta's (round_limbs == L as a constant in each copy). */
+ * delta's (round_limbs == L as a constant in each copy): the product's five
+ * limbs, the rounding carry into limb L, and the signed add, each one chain
+ * of adc on scalars. */
 __attribute__((always_inline)) static inline void fast_update(uint64_t (*col)[LIMBS], size_t n, const int64_t *km,
                                                               const limb_delta *dl, int round_limbs)
 {
     const uint64_t d0 = dl->dm[0], d1 = dl->dm[1], d2 = dl->dm[2], d3 = dl->dm[3];
     for (size_t k = 0; k < n; k++) {
         const uint64_t kneg = (uint64_t)(km[k] >> 63), ku = ((uint64_t)km[k] ^ kneg) - kneg;
-        const u128 t0 = (u128)ku * d0, t1 = (u128)ku * d1 + (uint64_t)(t0 >> 64),
-                   t2 = (u128)ku * d2 + (uint64_t)(t1 >> 64), t3 = (u128)ku * d3 + (uint64_t)(t2 >> 64);
-        const uint64_t p0 = (uint64_t)t0, p1 = (uint64_t)t1, p2 = (uint64_t)t2, p3 = (uint64_t)t3,
-                       p4 = (uint64_t)(t3 >> 64);
+        const u128 t0 = (u128)ku * d0, t1 = (u128)ku * d1, t2 = (u128)ku * d2, t3 = (u128)ku * d3;
+        uint64_t p0 = (uint64_t)t0, p1, p2, p3, p4;
+        unsigned char c = add_carry(0, (uint64_t)(t0 >> 64), (uint64_t)t1, &p1);
+        c = add_carry(c, (uint64_t)(t1 >> 64), (uint64_t)t2, &p2);
+        c = add_carry(c, (uint64_t)(t2 >> 64), (uint64_t)t3, &p3);
+        add_carry(c, (uint64_t)(t3 >> 64), 0, &p4);
         /* + 2^(64 L - 1): the carry out of limb L - 1 */
-        uint64_t carry = round_limbs ? limb_at(round_limbs - 1, p0, p1, p2, p3, p4) >> 63 : 0, q[LIMBS];
-#pragma GCC unroll 4
-        for (int i = 0; i < LIMBS; i++) {
-            const u128 s = (u128)limb_at(round_limbs + i, p0, p1, p2, p3, p4) + carry;
-            q[i] = (uint64_t)s;
-            carry = (uint64_t)(s >> 64);
-        }
-        limbs_add_signed(col[k], q, kneg ^ dl->neg);
+        c = round_limbs ? (unsigned char)(limb_at(round_limbs - 1, p0, p1, p2, p3, p4) >> 63) : 0;
+        uint64_t q0, q1, q2, q3;
+        c = add_carry(c, limb_at(round_limbs, p0, p1, p2, p3, p4), 0, &q0);
+        c = add_carry(c, limb_at(round_limbs + 1, p0, p1, p2, p3, p4), 0, &q1);
+        c = add_carry(c, limb_at(round_limbs + 2, p0, p1, p2, p3, p4), 0, &q2);
+        add_carry(c, limb_at(round_limbs + 3, p0, p1, p2, p3, p4), 0, &q3);
+        const uint64_t s = kneg ^ dl->neg;
+        uint64_t *x = col[k];
+        c = add_carry((unsigned char)(s & 1), x[0], q0 ^ s, &x[0]);
+        c = add_carry(c, x[1], q1 ^ s, &x[1]);
+        c = add_carry(c, x[2], q2 ^ s, &x[2]);
+        add_carry(c, x[3], q3 ^ s, &x[3]);
     }
 }
 
@@ -574,21 +614,55 @@ __attribute__((noinline)) static void fast_update_column(uint64_t (*col)[LIMBS],
     }
 }
 
+/* (hi:lo) += a · b, the 128-bit product of unsigned (signed: imul) words,
+ * mod 2^128. GCC 12 keeps 128-bit sums of this loop in memory; here they
+ * stay in two registers (one mul, one add, one adc). */
+__attribute__((always_inline)) static inline void mac_unsigned(uint64_t *lo, uint64_t *hi, uint64_t a, uint64_t b)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    uint64_t rdx;
+    __asm__("mulq %[b]\n\taddq %%rax, %[lo]\n\tadcq %%rdx, %[hi]"
+            : [lo] "+r"(*lo), [hi] "+r"(*hi), "+a"(a), "=&d"(rdx)
+            : [b] "r"(b)
+            : "cc");
+#else
+    const u128 s = ((u128)*hi << 64 | *lo) + (u128)a * b;
+    *lo = (uint64_t)s, *hi = (uint64_t)(s >> 64);
+#endif
+}
+
+__attribute__((always_inline)) static inline void mac_signed(uint64_t *lo, uint64_t *hi, int64_t a, int64_t b)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    uint64_t rdx;
+    __asm__("imulq %[b]\n\taddq %%rax, %[lo]\n\tadcq %%rdx, %[hi]"
+            : [lo] "+r"(*lo), [hi] "+r"(*hi), "+a"(a), "=&d"(rdx)
+            : [b] "r"(b)
+            : "cc");
+#else
+    const u128 s = ((u128)*hi << 64 | *lo) + (u128)((__int128)a * b);
+    *lo = (uint64_t)s, *hi = (uint64_t)(s >> 64);
+#endif
+}
+
 /* abs_dot = |X|ᵀ|q| (unsigned, each limb's sum below 2^127), with |X| =
  * (X xor sign) + [X < 0]: no carry chain per entry. */
 __attribute__((noinline)) static void fast_abs_dot(const uint64_t (*col)[LIMBS], size_t n, const int64_t *qm,
                                                    u128 abs_dot[LIMBS])
 {
-    u128 a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    uint64_t l0 = 0, h0 = 0, l1 = 0, h1 = 0, l2 = 0, h2 = 0, l3 = 0, h3 = 0; /* scalars: kept in registers */
     for (size_t k = 0; k < n; k++) {
         const uint64_t *x = col[k], neg = (uint64_t)((int64_t)x[LIMBS - 1] >> 63);
         const uint64_t qu = (uint64_t)(qm[k] < 0 ? -qm[k] : qm[k]);
-        a0 += (u128)qu * (x[0] ^ neg) + (qu & neg);
-        a1 += (u128)qu * (x[1] ^ neg);
-        a2 += (u128)qu * (x[2] ^ neg);
-        a3 += (u128)qu * (x[3] ^ neg);
+        mac_unsigned(&l0, &h0, qu, x[0] ^ neg);
+        mac_unsigned(&l1, &h1, qu, x[1] ^ neg);
+        mac_unsigned(&l2, &h2, qu, x[2] ^ neg);
+        mac_unsigned(&l3, &h3, qu, x[3] ^ neg);
+        l0 += qu & neg; /* the + 1 of |X|, times |q| */
+        h0 += l0 < (qu & neg);
     }
-    abs_dot[0] = a0, abs_dot[1] = a1, abs_dot[2] = a2, abs_dot[3] = a3;
+    abs_dot[0] = (u128)h0 << 64 | l0, abs_dot[1] = (u128)h1 << 64 | l1, abs_dot[2] = (u128)h2 << 64 | l2;
+    abs_dot[3] = (u128)h3 << 64 | l3;
 }
 
 /* The column's bits: the largest bit length of X xor its sign (ones'
@@ -606,19 +680,31 @@ static long fast_column_bits(const uint64_t (*col)[LIMBS], size_t n)
     return 0;
 }
 
-/* dot = Xᵀm (m signed), limb by limb mod 2^128 (each limb's true sum stays
- * below 2^127 in magnitude): m x_i as (m mod 2^64) x_i less x_i 2^64 when m < 0. */
-__attribute__((noinline)) static void fast_dot(const uint64_t (*col)[LIMBS], size_t n, const int64_t *m, u128 dot[LIMBS])
+/* acc = sum of |m_k| X_k over the indices given, limb by limb mod 2^128
+ * (each limb's true sum stays below 2^127 in magnitude; the top limb's
+ * product signed). */
+__attribute__((noinline)) static void fast_dot_part(const uint64_t (*col)[LIMBS], const uint32_t *order, size_t count,
+                                                    const int64_t *m, u128 acc[LIMBS])
 {
-    u128 a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    for (size_t k = 0; k < n; k++) {
-        const uint64_t *x = col[k], mu = (uint64_t)m[k], neg = (uint64_t)(m[k] >> 63);
-        a0 += (u128)mu * x[0] - ((u128)(x[0] & neg) << 64);
-        a1 += (u128)mu * x[1] - ((u128)(x[1] & neg) << 64);
-        a2 += (u128)mu * x[2] - ((u128)(x[2] & neg) << 64);
-        a3 += (u128)((__int128)m[k] * (int64_t)x[3]);
+    uint64_t l0 = 0, h0 = 0, l1 = 0, h1 = 0, l2 = 0, h2 = 0, l3 = 0, h3 = 0; /* scalars: kept in registers */
+    for (size_t j = 0; j < count; j++) {
+        const uint64_t *x = col[order[j]], mu = (uint64_t)(m[order[j]] < 0 ? -m[order[j]] : m[order[j]]);
+        mac_unsigned(&l0, &h0, mu, x[0]);
+        mac_unsigned(&l1, &h1, mu, x[1]);
+        mac_unsigned(&l2, &h2, mu, x[2]);
+        mac_signed(&l3, &h3, (int64_t)mu, (int64_t)x[3]);
     }
-    dot[0] = a0, dot[1] = a1, dot[2] = a2, dot[3] = a3;
+    acc[0] = (u128)h0 << 64 | l0, acc[1] = (u128)h1 << 64 | l1, acc[2] = (u128)h2 << 64 | l2;
+    acc[3] = (u128)h3 << 64 | l3;
+}
+
+/* dot = Xᵀm: the positive components' sum less the negative ones'. */
+static void fast_dot(const uint64_t (*col)[LIMBS], const factor_vector *f, u128 dot[LIMBS])
+{
+    u128 neg[LIMBS];
+    fast_dot_part(col, f->order, f->n_pos, f->m, dot);
+    fast_dot_part(col, f->order + f->n_pos, f->n_neg, f->m, neg);
+    for (int i = 0; i < LIMBS; i++) dot[i] -= neg[i];
 }
 
 /* ---- the grid form's state, on either path ---------------------------------------- */
@@ -667,7 +753,7 @@ static void state_key_dot(workspace *w, size_t vv)
     const size_t n = w->s->k;
     if (w->fast) {
         u128 acc[LIMBS] = {0};
-        fast_dot((const uint64_t(*)[LIMBS])(w->limbs + vv * n), n, w->key_f.m, acc);
+        fast_dot((const uint64_t(*)[LIMBS])(w->limbs + vv * n), &w->key_f, acc);
         mpz_from_accumulators(w->z, acc);
         return;
     }
@@ -718,7 +804,7 @@ static void state_update_and_query(workspace *w, size_t vv, bool update, long sh
         if (update) fast_update_column(col, n, w->key_f.m, &dl);
         u128 dot[LIMBS] = {0}, abs_dot[LIMBS] = {0};
         fast_abs_dot((const uint64_t(*)[LIMBS])col, n, w->query_f.m, abs_dot);
-        fast_dot((const uint64_t(*)[LIMBS])col, n, w->query_f.m, dot);
+        fast_dot((const uint64_t(*)[LIMBS])col, &w->query_f, dot);
         mpz_from_accumulators(w->z, dot);
         mpz_from_accumulators(w->z_abs, abs_dot);
         w->bits[vv] = column_bits(w, vv);
@@ -779,6 +865,7 @@ static void grid_decay(workspace *w, float g)
     mpfr_mul(w->c, w->c, w->gate, MPFR_RNDN);
     const long e = mpfr_get_exp(w->c); /* c > 0: |g| <= 64 */
     mpfr_set_exp(w->c, 0);
+    w->c_abs = mpfr_get_d(w->c, MPFR_RNDA);
     for (size_t vv = 0; vv < w->s->v; vv++) w->grid[vv] += e;
 }
 
