@@ -330,59 +330,35 @@ static int recompute_wu_speed(void)
     return rc;
 }
 
-/* gdn_chunk_scaled_kkt: its fast path (the Gram dot products in the exact
- * accumulator) against its MPFR path; a term is one product k_i[d] k_j[d]
- * of a dot product below the diagonal (the modes compute the same function). */
-static int scaled_kkt_speed(void)
+/* A reference's fast path against its MPFR path (ug_ref_set_fast(false)),
+ * exact mode, in terms per second: gdn_chunk_scaled_kkt's (the Gram dot
+ * products in the exact accumulator; a term is one product k_i[d] k_j[d] of a
+ * dot product below the diagonal), gdn_e2e's (the exact recurrence's state
+ * on 256-bit integers against GMP integers, ref/gdn_e2e.c; a term is one
+ * output element) and gdn_solve_tril's (one MPFR path: its fast path is its
+ * plain path; a term is one output element). */
+static int paths_speed(const char *family, const char *shape_text, bool per_gram_product)
 {
-    const char *family = "gdn_chunk_scaled_kkt", *shape_text = "B=1 T=256 Hg=2 H=4 K=128 BT=64";
     printf("\n== reference speed: %s reference, fast path vs MPFR path, %s ==\n", family, shape_text);
     ref_case c;
     int rc = case_open(&c, family, shape_text);
     if (rc == 0) {
         const double bt = param(c.f, &c.p, "BT");
-        const double terms = param(c.f, &c.p, "B") * param(c.f, &c.p, "Hg") * (param(c.f, &c.p, "T") / bt) *
-                             (bt * (bt - 1) / 2) * param(c.f, &c.p, "K");
+        const double terms = per_gram_product ? param(c.f, &c.p, "B") * param(c.f, &c.p, "Hg") *
+                                                    (param(c.f, &c.p, "T") / bt) * (bt * (bt - 1) / 2) *
+                                                    param(c.f, &c.p, "K")
+                                              : (double)c.elements;
         size_t differ = 0;
         double mpfr_rate = 0;
         const double fast_rate = time_paths(&c, UG_REF_EXACT, terms, &differ, &mpfr_rate);
         if (fast_rate < 0) rc = -1;
         else {
+            if (!per_gram_product)
+                printf("  output elements per second: fast path %.0f k/s, MPFR path %.0f k/s\n", fast_rate * 1e-3,
+                       mpfr_rate * 1e-3);
             printf("  check: the fast path's values equal the MPFR path's, every field, in %zu of %zu elements\n",
                    c.elements - differ, c.elements);
             printf("  speed-up of the fast path over the MPFR path: %.2fx\n", fast_rate / mpfr_rate);
-            if (differ) rc = -1;
-        }
-    }
-    case_close(&c);
-    return rc;
-}
-
-/* gdn_e2e: the exact recurrence's fast path (the state as 256-bit integers,
- * ref/gdn_e2e.c) against its plain path (GMP integers), in output elements
- * per second and in state entries updated per second (K V per token and
- * head); both modes are one function, so the exact mode only. */
-static int e2e_speed(void)
-{
-    const char *family = "gdn_e2e", *shape_text = "B=1 T=1024 Hg=2 H=4 K=128 V=128 BT=64 has_h0=1";
-    printf("\n== reference speed: %s exact recurrence, fast path vs plain path, %s ==\n", family, shape_text);
-    ref_case c;
-    int rc = case_open(&c, family, shape_text);
-    if (rc == 0) {
-        const double entries = param(c.f, &c.p, "B") * param(c.f, &c.p, "T") * param(c.f, &c.p, "H") *
-                               param(c.f, &c.p, "K") * param(c.f, &c.p, "V");
-        size_t differ = 0;
-        double plain_rate = 0;
-        const double fast_rate = time_paths(&c, UG_REF_EXACT, entries, &differ, &plain_rate);
-        if (fast_rate < 0) rc = -1;
-        else {
-            const double per_entry = (double)c.elements / entries;
-            printf("  (a term here is one state entry of one token: K V per token and head)\n");
-            printf("  output elements per second: fast path %.0f k/s, plain path %.0f k/s\n",
-                   fast_rate * per_entry * 1e-3, plain_rate * per_entry * 1e-3);
-            printf("  check: the fast path's values equal the plain path's, every field, in %zu of %zu elements\n",
-                   c.elements - differ, c.elements);
-            printf("  speed-up of the fast path over the plain path: %.2fx\n", fast_rate / plain_rate);
             if (differ) rc = -1;
         }
     }
@@ -398,7 +374,8 @@ int bench_reference_speed(void)
         return -1;
     }
     const int wu = recompute_wu_speed();
-    const int kkt = scaled_kkt_speed();
-    const int e2e = e2e_speed();
-    return wu != 0 || kkt != 0 || e2e != 0 ? -1 : 0;
+    const int kkt = paths_speed("gdn_chunk_scaled_kkt", "B=1 T=256 Hg=2 H=4 K=128 BT=64", true);
+    const int e2e = paths_speed("gdn_e2e", "B=1 T=1024 Hg=2 H=4 K=128 V=128 BT=64 has_h0=1", false);
+    const int solve = paths_speed("gdn_solve_tril", "B=1 T=1024 H=4 BT=64", false);
+    return wu != 0 || kkt != 0 || e2e != 0 || solve != 0 ? -1 : 0;
 }

@@ -614,8 +614,7 @@ __attribute__((noinline)) static void fast_update_column(uint64_t (*col)[LIMBS],
     }
 }
 
-/* (hi:lo) += a · b, the 128-bit product of unsigned (signed: imul) words,
- * mod 2^128. GCC 12 keeps 128-bit sums of this loop in memory; here they
+/* (hi:lo) += a · b, the 128-bit product of unsigned words, mod 2^128. GCC 12 keeps 128-bit sums of this loop in memory; here they
  * stay in two registers (one mul, one add, one adc). */
 __attribute__((always_inline)) static inline void mac_unsigned(uint64_t *lo, uint64_t *hi, uint64_t a, uint64_t b)
 {
@@ -627,20 +626,6 @@ __attribute__((always_inline)) static inline void mac_unsigned(uint64_t *lo, uin
             : "cc");
 #else
     const u128 s = ((u128)*hi << 64 | *lo) + (u128)a * b;
-    *lo = (uint64_t)s, *hi = (uint64_t)(s >> 64);
-#endif
-}
-
-__attribute__((always_inline)) static inline void mac_signed(uint64_t *lo, uint64_t *hi, int64_t a, int64_t b)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    uint64_t rdx;
-    __asm__("imulq %[b]\n\taddq %%rax, %[lo]\n\tadcq %%rdx, %[hi]"
-            : [lo] "+r"(*lo), [hi] "+r"(*hi), "+a"(a), "=&d"(rdx)
-            : [b] "r"(b)
-            : "cc");
-#else
-    const u128 s = ((u128)*hi << 64 | *lo) + (u128)((__int128)a * b);
     *lo = (uint64_t)s, *hi = (uint64_t)(s >> 64);
 #endif
 }
@@ -681,8 +666,7 @@ static long fast_column_bits(const uint64_t (*col)[LIMBS], size_t n)
 }
 
 /* acc = sum of |m_k| X_k over the indices given, limb by limb mod 2^128
- * (each limb's true sum stays below 2^127 in magnitude; the top limb's
- * product signed). */
+ * (each limb's true sum stays below 2^127 in magnitude). */
 __attribute__((noinline)) static void fast_dot_part(const uint64_t (*col)[LIMBS], const uint32_t *order, size_t count,
                                                     const int64_t *m, u128 acc[LIMBS])
 {
@@ -692,7 +676,8 @@ __attribute__((noinline)) static void fast_dot_part(const uint64_t (*col)[LIMBS]
         mac_unsigned(&l0, &h0, mu, x[0]);
         mac_unsigned(&l1, &h1, mu, x[1]);
         mac_unsigned(&l2, &h2, mu, x[2]);
-        mac_signed(&l3, &h3, (int64_t)mu, (int64_t)x[3]);
+        mac_unsigned(&l3, &h3, mu, x[3]);
+        h3 -= mu & (uint64_t)((int64_t)x[3] >> 63); /* the top limb is signed: x3 - 2^64 when negative */
     }
     acc[0] = (u128)h0 << 64 | l0, acc[1] = (u128)h1 << 64 | l1, acc[2] = (u128)h2 << 64 | l2;
     acc[3] = (u128)h3 << 64 | l3;

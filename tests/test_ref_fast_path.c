@@ -429,6 +429,37 @@ static void e2e_rounding_ties(void)
     free(c);
 }
 
+static void e2e_columns_shrink_and_refine(void)
+{
+    /* h0 columns (1, 2^-100, 0, ...): a unit key e_0 with beta 1 and v = 0
+     * projects the 1 out, leaving 2^99 grid units; a small update (v =
+     * 2^-90 on another unit key) then refines the grid by ~90 bits; v = 2^40
+     * on e_0 coarsens it again, four tokens a cycle. */
+    e2e_case *c = e2e_case_new();
+    memset(c->k, 0, sizeof c->k);
+    memset(c->q, 0, sizeof c->q);
+    memset(c->h0, 0, sizeof c->h0);
+    for (size_t t = 0; t < E2E_T; t++)
+        for (size_t h = 0; h < E2E_H; h++) {
+            const size_t tok = t * E2E_H + h, phase = t % 4;
+            const size_t key = phase == 1 ? 2 + t % 8 : phase == 3 ? 1 : 0;
+            const float value = phase == 0 ? 0.0f : phase == 1 ? 0x1p-90f : phase == 2 ? 0x1p40f : 0x1p-20f;
+            c->k[tok * E2E_K + key] = ug_bf16_from_f32(1.0f);
+            c->q[tok * E2E_K + 1] = ug_bf16_from_f32(1.0f);
+            c->q[tok * E2E_K + 2 + t % 8] = ug_bf16_from_f32(-0.5f);
+            c->beta[tok] = 1.0f;
+            c->g[tok] = -0.25f * (float)h;
+            for (size_t d = 0; d < E2E_V; d++) c->v[tok * E2E_V + d] = ug_bf16_from_f32(value * (float)(d + 1));
+        }
+    for (size_t h = 0; h < E2E_H; h++)
+        for (size_t d = 0; d < E2E_V; d++) {
+            c->h0[(h * E2E_K + 0) * E2E_V + d] = 1.0f;
+            c->h0[(h * E2E_K + 1) * E2E_V + d] = 0x1p-100f * (float)(d + 1);
+        }
+    CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    free(c);
+}
+
 static void e2e_cancellation_and_zeros(void)
 {
     /* Unit keys with beta 1 and v = 0 project a state component out to
@@ -458,16 +489,16 @@ static void e2e_cancellation_and_zeros(void)
 
 static void e2e_key_spans_at_the_fast_limit(void)
 {
-    /* Head 0's keys span 40 binades beyond their 8 bits (the fast path's
-     * limit), head 1's queries 41 (the head goes to the plain path): both
-     * give the plain path's bits. */
+    /* Head 0's keys span 40 binades beyond their 8 bits (1.5 and 2^-40: the
+     * fast path's limit), head 1's queries 41 in every other token (the
+     * head goes to the plain path): both give the plain path's bits. */
     e2e_case *c = e2e_case_new();
     uint64_t state = 24;
     e2e_fill(c, &state, 20, -6, 6, -2, 0);
     for (size_t t = 0; t < E2E_T; t++) {
-        c->k[(t * E2E_H + 0) * E2E_K + 1] = ug_bf16_from_f32(0x1.fep-1f);
+        c->k[(t * E2E_H + 0) * E2E_K + 1] = ug_bf16_from_f32(1.5f);
         c->k[(t * E2E_H + 0) * E2E_K + 2] = ug_bf16_from_f32(0x1p-40f);
-        c->q[(t * E2E_H + 1) * E2E_K + 1] = ug_bf16_from_f32(0x1.fep-1f);
+        c->q[(t * E2E_H + 1) * E2E_K + 1] = ug_bf16_from_f32(1.5f);
         c->q[(t * E2E_H + 1) * E2E_K + 2] = ug_bf16_from_f32(t % 2 ? 0x1p-41f : 0x1p-40f);
     }
     CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
@@ -476,13 +507,13 @@ static void e2e_key_spans_at_the_fast_limit(void)
 
 static void e2e_tiny_and_subnormal_inputs(void)
 {
-    /* bf16 subnormal keys, queries and values, f32 subnormal betas and h0,
-     * beside values near 2^60: columns spanning ~260 binades, entries that
-     * fall off their grid. */
+    /* bf16 subnormal values, f32 subnormal betas and h0, beside values near
+     * 2^60: columns spanning ~260 binades, entries that fall off their grid
+     * (head 0 on the fast path); head 1's keys subnormal too (plain path). */
     e2e_case *c = e2e_case_new();
     uint64_t state = 25;
     e2e_fill(c, &state, 30, -130, 60, -3, 0);
-    for (size_t i = 0; i < E2E_T * E2E_H * E2E_K; i += 5) c->k[i] = (ug_bf16)(1 + i % 127); /* subnormal */
+    for (size_t t = 0; t < E2E_T; t++) c->k[(t * E2E_H + 1) * E2E_K + t % E2E_K] = (ug_bf16)(1 + t); /* subnormal */
     for (size_t i = 0; i < E2E_T * E2E_H; i += 3) c->beta[i] = ldexpf(1.0f, -149 + (int)(i % 20));
     for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i += 2) c->h0[i] = ldexpf(1.5f, -140);
     CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
@@ -525,6 +556,7 @@ UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(nonfinite_inputs_take_the_mpfr_path),
               UG_TEST(e2e_grids_coarsen_and_refine),
               UG_TEST(e2e_rounding_ties),
+              UG_TEST(e2e_columns_shrink_and_refine),
               UG_TEST(e2e_cancellation_and_zeros),
               UG_TEST(e2e_key_spans_at_the_fast_limit),
               UG_TEST(e2e_tiny_and_subnormal_inputs),
