@@ -2,9 +2,6 @@
 #include "gdn_e2e.h"
 
 #include <gmp.h>
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <x86intrin.h>
-#endif
 #include <limits.h>
 #include <math.h>
 #include <mpfr.h>
@@ -544,19 +541,50 @@ typedef struct {
     int round_limbs; /* L; > LIMBS: every product rounds to 0 */
 } limb_delta;
 
-/* *out = a + b + carry, returns the carry out (adc on x86-64). */
-__attribute__((always_inline)) static inline unsigned char add_carry(unsigned char carry, uint64_t a, uint64_t b,
-                                                                     uint64_t *out)
+/* p[0 .. 4] = k · d[0 .. 3]. */
+__attribute__((always_inline)) static inline void mul_limbs(uint64_t k, const uint64_t d[LIMBS], uint64_t p[LIMBS + 1])
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    unsigned long long sum;
-    carry = _addcarry_u64(carry, a, b, &sum);
-    *out = sum;
-    return carry;
+    /* GCC 12 breaks this carry chain into setb / add $0xff pairs */
+    __asm__("movq %[d0], %%rax\n\tmulq %[k]\n\tmovq %%rax, %[p0]\n\tmovq %%rdx, %[p1]\n\t"
+            "movq %[d1], %%rax\n\tmulq %[k]\n\taddq %%rax, %[p1]\n\tadcq $0, %%rdx\n\tmovq %%rdx, %[p2]\n\t"
+            "movq %[d2], %%rax\n\tmulq %[k]\n\taddq %%rax, %[p2]\n\tadcq $0, %%rdx\n\tmovq %%rdx, %[p3]\n\t"
+            "movq %[d3], %%rax\n\tmulq %[k]\n\taddq %%rax, %[p3]\n\tadcq $0, %%rdx\n\tmovq %%rdx, %[p4]"
+            : [p0] "=&r"(p[0]), [p1] "=&r"(p[1]), [p2] "=&r"(p[2]), [p3] "=&r"(p[3]), [p4] "=&r"(p[4])
+            : [k] "r"(k), [d0] "m"(d[0]), [d1] "m"(d[1]), [d2] "m"(d[2]), [d3] "m"(d[3])
+            : "rax", "rdx", "cc");
 #else
-    const u128 t = (u128)a + b + carry;
-    *out = (uint64_t)t;
-    return (unsigned char)(t >> 64);
+    u128 t = 0;
+    for (int i = 0; i < LIMBS; i++) {
+        t = (u128)k * d[i] + (uint64_t)(t >> 64);
+        p[i] = (uint64_t)t;
+    }
+    p[LIMBS] = (uint64_t)(t >> 64);
+#endif
+}
+
+/* x += (neg ? -1 : 1) · (q + round), round in {0, 1}, mod 2^256. */
+__attribute__((always_inline)) static inline void add_rounded(uint64_t x[LIMBS], uint64_t q0, uint64_t q1, uint64_t q2,
+                                                              uint64_t q3, uint64_t round, uint64_t neg)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __asm__("btq $0, %[r]\n\tadcq $0, %[q0]\n\tadcq $0, %[q1]\n\tadcq $0, %[q2]\n\tadcq $0, %[q3]\n\t"
+            "xorq %[n], %[q0]\n\txorq %[n], %[q1]\n\txorq %[n], %[q2]\n\txorq %[n], %[q3]\n\tbtq $0, %[n]\n\t"
+            "adcq %[q0], %[x0]\n\tadcq %[q1], %[x1]\n\tadcq %[q2], %[x2]\n\tadcq %[q3], %[x3]"
+            : [q0] "+&r"(q0), [q1] "+&r"(q1), [q2] "+&r"(q2), [q3] "+&r"(q3), [x0] "+m"(x[0]), [x1] "+m"(x[1]),
+              [x2] "+m"(x[2]), [x3] "+m"(x[3])
+            : [r] "r"(round), [n] "r"(neg)
+            : "cc");
+#else
+    const uint64_t q[LIMBS] = {q0, q1, q2, q3};
+    uint64_t rounding = round, carry = neg & 1;
+    for (int i = 0; i < LIMBS; i++) {
+        const u128 t = (u128)q[i] + rounding;
+        rounding = (uint64_t)(t >> 64);
+        const u128 sum = (u128)x[i] + ((uint64_t)t ^ neg) + carry;
+        x[i] = (uint64_t)sum;
+        carry = (uint64_t)(sum >> 64);
+    }
 #endif
 }
 
@@ -569,33 +597,20 @@ __attribute__((always_inline)) static inline uint64_t limb_at(int i, uint64_t p0
 
 /* Column update: x += RNA(m_k dm / 2^(64 L)) with m_k's sign times the
  * delta's (round_limbs == L as a constant in each copy): the product's five
- * limbs, the rounding carry into limb L, and the signed add, each one chain
- * of adc on scalars. */
+ * limbs, then limbs L and up plus the rounding carry out of limb L - 1 (the
+ * + 2^(64 L - 1)), added with their sign. */
 __attribute__((always_inline)) static inline void fast_update(uint64_t (*col)[LIMBS], size_t n, const int64_t *km,
                                                               const limb_delta *dl, int round_limbs)
 {
-    const uint64_t d0 = dl->dm[0], d1 = dl->dm[1], d2 = dl->dm[2], d3 = dl->dm[3];
     for (size_t k = 0; k < n; k++) {
         const uint64_t kneg = (uint64_t)(km[k] >> 63), ku = ((uint64_t)km[k] ^ kneg) - kneg;
-        const u128 t0 = (u128)ku * d0, t1 = (u128)ku * d1, t2 = (u128)ku * d2, t3 = (u128)ku * d3;
-        uint64_t p0 = (uint64_t)t0, p1, p2, p3, p4;
-        unsigned char c = add_carry(0, (uint64_t)(t0 >> 64), (uint64_t)t1, &p1);
-        c = add_carry(c, (uint64_t)(t1 >> 64), (uint64_t)t2, &p2);
-        c = add_carry(c, (uint64_t)(t2 >> 64), (uint64_t)t3, &p3);
-        add_carry(c, (uint64_t)(t3 >> 64), 0, &p4);
-        /* + 2^(64 L - 1): the carry out of limb L - 1 */
-        c = round_limbs ? (unsigned char)(limb_at(round_limbs - 1, p0, p1, p2, p3, p4) >> 63) : 0;
-        uint64_t q0, q1, q2, q3;
-        c = add_carry(c, limb_at(round_limbs, p0, p1, p2, p3, p4), 0, &q0);
-        c = add_carry(c, limb_at(round_limbs + 1, p0, p1, p2, p3, p4), 0, &q1);
-        c = add_carry(c, limb_at(round_limbs + 2, p0, p1, p2, p3, p4), 0, &q2);
-        add_carry(c, limb_at(round_limbs + 3, p0, p1, p2, p3, p4), 0, &q3);
-        const uint64_t s = kneg ^ dl->neg;
-        uint64_t *x = col[k];
-        c = add_carry((unsigned char)(s & 1), x[0], q0 ^ s, &x[0]);
-        c = add_carry(c, x[1], q1 ^ s, &x[1]);
-        c = add_carry(c, x[2], q2 ^ s, &x[2]);
-        add_carry(c, x[3], q3 ^ s, &x[3]);
+        uint64_t p[LIMBS + 1];
+        mul_limbs(ku, dl->dm, p);
+        const uint64_t round = round_limbs ? limb_at(round_limbs - 1, p[0], p[1], p[2], p[3], p[4]) >> 63 : 0;
+        add_rounded(col[k], limb_at(round_limbs, p[0], p[1], p[2], p[3], p[4]),
+                    limb_at(round_limbs + 1, p[0], p[1], p[2], p[3], p[4]),
+                    limb_at(round_limbs + 2, p[0], p[1], p[2], p[3], p[4]),
+                    limb_at(round_limbs + 3, p[0], p[1], p[2], p[3], p[4]), round, kneg ^ dl->neg);
     }
 }
 
