@@ -32,22 +32,6 @@ typedef struct {
     size_t b, t, hg, h, k, v, bt;
 } shape;
 
-/* The cpu profile (the bench runs from the repository root, as make bench). */
-static const ug_f32_model *cpu_model(void)
-{
-    static ug_f32_model model;
-    static bool loaded;
-    if (!loaded) {
-        ug_status st = ug_profile_load("fixtures/profiles/cpu.json", &model);
-        if (!ug_is_ok(&st)) {
-            fprintf(stderr, "bench: %s (run from the repository root)\n", st.msg);
-            abort();
-        }
-        loaded = true;
-    }
-    return &model;
-}
-
 static size_t at4(const shape *s, size_t b, size_t t, size_t heads, size_t head, size_t width, size_t col)
 {
     return ((b * s->t + t) * heads + head) * width + col;
@@ -177,6 +161,9 @@ static int case_open(ref_case *c, const char *family, const char *shape_text)
     return 0;
 }
 
+/* The arithmetic profile the references' bounds assume (the CPU's, as verify's default). */
+static ug_f32_model bench_model;
+
 /* The reference in one mode on its fast path (best of REPEATS) and on its
  * MPFR path (one run); prints both rates for `terms` multiply-adds and
  * returns the fast path's rate (*mpfr_rate the other), or a negative value
@@ -192,7 +179,7 @@ static double time_paths(ref_case *c, ug_ref_mode mode, double terms, size_t *di
         ug_status st = ug_ok();
         for (int r = 0; r < (fast ? REPEATS : 1) && ug_is_ok(&st); r++) {
             double t0 = bench_now();
-            st = c->f->reference(&c->p, c->bufs, cpu_model(), mode, dst);
+            st = c->f->reference(&c->p, c->bufs, &bench_model, mode, dst);
             best = fmin(best, bench_now() - t0);
         }
         ug_ref_set_fast(true);
@@ -229,7 +216,7 @@ static void *spread_worker(void *arg)
 {
     spread_job *job = arg;
     ug_ref_value **outs = job->c.outs[job->mode];
-    job->st = job->c.f->reference(&job->c.p, job->c.bufs, cpu_model(), job->mode, outs);
+    job->st = job->c.f->reference(&job->c.p, job->c.bufs, &bench_model, job->mode, outs);
     return NULL;
 }
 
@@ -344,24 +331,32 @@ static int recompute_wu_speed(void)
     return rc;
 }
 
-/* gdn_chunk_scaled_kkt: its fast path (the Gram dot products in the exact
- * accumulator) against its MPFR path; a term is one product k_i[d] k_j[d]
- * of a dot product below the diagonal (the modes compute the same function). */
-static int scaled_kkt_speed(void)
+/* A reference's fast path against its MPFR path (ug_ref_set_fast(false)),
+ * exact mode, in terms per second: gdn_chunk_scaled_kkt's (the Gram dot
+ * products in the exact accumulator; a term is one product k_i[d] k_j[d] of a
+ * dot product below the diagonal), gdn_e2e's (the exact recurrence's state
+ * on 256-bit integers against GMP integers, ref/gdn_e2e.c; a term is one
+ * output element) and gdn_solve_tril's (one MPFR path: its fast path is its
+ * plain path; a term is one output element). */
+static int paths_speed(const char *family, const char *shape_text, bool per_gram_product)
 {
-    const char *family = "gdn_chunk_scaled_kkt", *shape_text = "B=1 T=256 Hg=2 H=4 K=128 BT=64";
     printf("\n== reference speed: %s reference, fast path vs MPFR path, %s ==\n", family, shape_text);
     ref_case c;
     int rc = case_open(&c, family, shape_text);
     if (rc == 0) {
         const double bt = param(c.f, &c.p, "BT");
-        const double terms = param(c.f, &c.p, "B") * param(c.f, &c.p, "Hg") * (param(c.f, &c.p, "T") / bt) *
-                             (bt * (bt - 1) / 2) * param(c.f, &c.p, "K");
+        const double terms = per_gram_product ? param(c.f, &c.p, "B") * param(c.f, &c.p, "Hg") *
+                                                    (param(c.f, &c.p, "T") / bt) * (bt * (bt - 1) / 2) *
+                                                    param(c.f, &c.p, "K")
+                                              : (double)c.elements;
         size_t differ = 0;
         double mpfr_rate = 0;
         const double fast_rate = time_paths(&c, UG_REF_EXACT, terms, &differ, &mpfr_rate);
         if (fast_rate < 0) rc = -1;
         else {
+            if (!per_gram_product)
+                printf("  output elements per second: fast path %.0f k/s, MPFR path %.0f k/s\n", fast_rate * 1e-3,
+                       mpfr_rate * 1e-3);
             printf("  check: the fast path's values equal the MPFR path's, every field, in %zu of %zu elements\n",
                    c.elements - differ, c.elements);
             printf("  speed-up of the fast path over the MPFR path: %.2fx\n", fast_rate / mpfr_rate);
@@ -407,7 +402,7 @@ static int chunk_o_state_speed(void)
                 ug_ref_set_fast(fast);
                 for (int r = 0; r < (fast ? REPEATS : 1) && ug_is_ok(&st); r++) {
                     const double t0 = bench_now(), c0 = thread_cpu_seconds();
-                    st = c.f->reference(&c.p, c.bufs, cpu_model(), (ug_ref_mode)mode,
+                    st = c.f->reference(&c.p, c.bufs, &bench_model, (ug_ref_mode)mode,
                                         fast ? c.outs[mode] : c.plain_path);
                     wall[fast] = fmin(wall[fast], bench_now() - t0);
                     cpu[fast] = fmin(cpu[fast], thread_cpu_seconds() - c0);
@@ -442,8 +437,15 @@ static int chunk_o_state_speed(void)
 
 int bench_reference_speed(void)
 {
+    ug_status st = ug_profile_load("fixtures/profiles/cpu.json", &bench_model);
+    if (!ug_is_ok(&st)) {
+        printf("  reference speed: %s (run the bench from the repository root)\n", st.msg);
+        return -1;
+    }
     const int wu = recompute_wu_speed();
-    const int kkt = scaled_kkt_speed();
+    const int kkt = paths_speed("gdn_chunk_scaled_kkt", "B=1 T=256 Hg=2 H=4 K=128 BT=64", true);
+    const int e2e = paths_speed("gdn_e2e", "B=1 T=1024 Hg=2 H=4 K=128 V=128 BT=64 has_h0=1", false);
+    const int solve = paths_speed("gdn_solve_tril", "B=1 T=1024 H=4 BT=64", false);
     const int chunk_o_state = chunk_o_state_speed();
-    return wu != 0 || kkt != 0 || chunk_o_state != 0 ? -1 : 0;
+    return wu != 0 || kkt != 0 || e2e != 0 || solve != 0 || chunk_o_state != 0 ? -1 : 0;
 }

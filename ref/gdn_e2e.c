@@ -1,29 +1,89 @@
 /* SPDX-License-Identifier: MIT */
 #include "gdn_e2e.h"
 
+#include <gmp.h>
+#include <limits.h>
 #include <math.h>
 #include <mpfr.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* The state is kept as S = c * Ŝ: the decay exp(g_t) multiplies the scalar
- * c (one operation per token) instead of all K*V entries, and the update
- * adds k (d / c)ᵀ to Ŝ. When c leaves [2^-RESCALE_EXP, 2^RESCALE_EXP] (or
- * underflows MPFR's exponent range) it is folded back into Ŝ, so Ŝ stays
- * within a factor 2^RESCALE_EXP of S and its magnitudes convert to binary64. */
-enum { RESCALE_EXP = 200, BF16_PREC = 8 };
+/* Two forms of the state, chosen per head (docs/error-model-gdn_e2e.md §2).
+ *
+ * The grid form, for every head whose inputs are finite and moderate
+ * (grid_head_ok): S = c · X · 2^E[v], c in [1/2, 1) at prec bits, and column v
+ * of X a vector of integers on its own grid 2^E[v]. The decay multiplies c and
+ * moves c's exponent into every E[v] (exact); the dot products Xᵀk and Xᵀq
+ * are exact integer sums, each rounded once to prec bits; the update adds
+ * RNA(k d̂ / 2^E[v]) (one rounding to the grid per entry); a column's grid
+ * coarsens or refines (one more rounding, or none) when its magnitude leaves
+ * [2^(floor-1), 2^cap) grid units. Integers make the state exact between its
+ * deliberate roundings, so two implementations give the same bits: GMP
+ * integers (the plain path) and fixed 256-bit two's complement limbs with
+ * 128-bit accumulators (the fast path, ug_ref_fast(): one pass of a few
+ * 64-bit multiplies per entry and token). The scalar work per column and token
+ * (d, the output's scaling, every rounding to prec bits) is one MPFR code
+ * shared by both.
+ *
+ * The floating form, for any other head (non-finite or huge inputs, gates
+ * beyond ±64): S = c · Ŝ, Ŝ at prec bits per entry; c is folded into Ŝ when it
+ * leaves [2^-RESCALE_EXP, 2^RESCALE_EXP]. */
+enum { RESCALE_EXP = 200, BF16_PREC = 8, F32_PREC = 24 };
+
+/* The grid form's limits: inputs below 2^64 and gates within ±64 keep every
+ * exponent far inside MPFR's range for T <= 2^20 tokens (§2). */
+#define GRID_INPUT_LIMIT 0x1p64
+#define GRID_GATE_LIMIT 64.0
+enum { GRID_MAX_T = 1 << 20 };
+
+/* A column's magnitude in grid units, relative to prec: set to 2^target,
+ * coarsened when it could pass 2^cap, refined when it falls below 2^floor. */
+static long grid_target(mpfr_prec_t p) { return (long)p + 8; }
+static long grid_cap(mpfr_prec_t p) { return (long)p + 56; }
+static long grid_floor(mpfr_prec_t p) { return (long)p - 40; }
+
+/* The fast path's limits: 4 limbs hold 2^(192 + 56) with the sign; factors
+ * (key and query components on their token's grid) below 2^48, K below 2^14,
+ * so a 128-term column of 64 x 48-bit products fits a 128-bit accumulator. */
+typedef unsigned __int128 u128;
+enum { LIMBS = 4, FAST_PREC = 192, FAST_FACTOR_BITS = 48, FAST_MAX_K = 1 << 14 };
+_Static_assert(GMP_LIMB_BITS == 64, "the fast path reads GMP limbs as 64-bit words");
+
+/* One token's key or query on one grid: component = m · 2^lsb, |component|
+ * < 2^top; zero vectors have nonzero == false. */
+typedef struct {
+    long lsb, top;
+    bool nonzero;
+    int64_t *m;       /* fast path */
+    uint32_t *order;  /* fast path: the indices of the positive m, then of the negative ones */
+    size_t n_pos, n_neg;
+    mpz_t *z;   /* plain path */
+} factor_vector;
 
 typedef struct {
     const gdn_e2e_shape *s;
+    mpfr_prec_t prec;
     size_t b, h, key_head;
-    mpfr_t *state;          /* Ŝ, [V][K]: column v contiguous over k */
-    mpfr_t *key, *query;    /* the token's k_t and q_t, exact at 8 bits */
-    double *key_abs;        /* |k_t| */
+    /* both forms */
+    mpfr_t c, gate, acc, abs_acc, wide, scale;
+    double c_abs, scale_abs; /* |c| (this token's) and |scale|, rounded away from zero */
     mpfr_t *d;              /* [V]: beta (v - Sᵀk), then d / c */
-    mpfr_t *products;       /* [K]: the exact terms of one dot product */
-    mpfr_ptr *product_ptrs;
+    double *key_abs;        /* |k_t| */
     double *d_abs;          /* [V]: |beta (v - Sᵀk)| */
     double *decayed_abs;    /* [V][K]: |exp(g_T) S_{T-1}| (last token only) */
-    mpfr_t c, gate, product, acc, abs_acc, scale;
+    /* floating form */
+    mpfr_t *state;          /* Ŝ, [V][K]: column v contiguous over k */
+    mpfr_t *key, *query;    /* the token's k_t and q_t, exact at 8 bits */
+    mpfr_t *products;       /* [K]: the exact terms of one dot product */
+    mpfr_ptr *product_ptrs;
+    mpfr_t product;
+    /* grid form */
+    bool fast;
+    long *grid, *bits;      /* [V]: E[v], and column_bits(v) */
+    mpz_t *x;               /* [V][K] X, plain path */
+    uint64_t (*limbs)[LIMBS]; /* [V][K] X, fast path (two's complement) */
+    factor_vector key_f, query_f;
+    mpz_t z, z_abs, z_tmp, delta; /* delta: the column's d̂ as an integer */
 } workspace;
 
 float gdn_e2e_reference_scale(size_t k)
@@ -48,10 +108,29 @@ static void clear_array(mpfr_t *a, size_t n)
     free(a);
 }
 
+static void init_ints(mpz_t *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++) mpz_init(a[i]);
+}
+
+static void clear_ints(mpz_t *a, size_t n)
+{
+    for (size_t i = 0; a && i < n; i++) mpz_clear(a[i]);
+    free(a);
+}
+
+static void workspace_free(workspace *w)
+{
+    free(w->state), free(w->key), free(w->query), free(w->d), free(w->key_abs), free(w->d_abs);
+    free(w->decayed_abs), free(w->products), free(w->product_ptrs), free(w->grid), free(w->bits), free(w->x);
+    free(w->limbs), free(w->key_f.m), free(w->key_f.z), free(w->query_f.m), free(w->query_f.z);
+    free(w->key_f.order), free(w->query_f.order);
+}
+
 static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_t prec, float scale)
 {
     const size_t kv = s->k * s->v;
-    *w = (workspace){.s = s};
+    *w = (workspace){.s = s, .prec = prec};
     w->state = malloc(kv * sizeof *w->state);
     w->key = malloc(s->k * sizeof *w->key);
     w->query = malloc(s->k * sizeof *w->query);
@@ -61,11 +140,20 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     w->decayed_abs = malloc(kv * sizeof *w->decayed_abs);
     w->products = malloc(s->k * sizeof *w->products);
     w->product_ptrs = malloc(s->k * sizeof *w->product_ptrs);
-    if (!w->state || !w->key || !w->query || !w->d || !w->key_abs || !w->d_abs ||
-        !w->decayed_abs || !w->products || !w->product_ptrs) {
-        free(w->state), free(w->key), free(w->query), free(w->d);
-        free(w->key_abs), free(w->d_abs), free(w->decayed_abs);
-        free(w->products), free(w->product_ptrs);
+    w->grid = malloc(s->v * sizeof *w->grid);
+    w->bits = malloc(s->v * sizeof *w->bits);
+    w->x = malloc(kv * sizeof *w->x);
+    w->limbs = malloc(kv * sizeof *w->limbs);
+    w->key_f.m = malloc(s->k * sizeof *w->key_f.m);
+    w->key_f.z = malloc(s->k * sizeof *w->key_f.z);
+    w->query_f.m = malloc(s->k * sizeof *w->query_f.m);
+    w->key_f.order = malloc(s->k * sizeof *w->key_f.order);
+    w->query_f.order = malloc(s->k * sizeof *w->query_f.order);
+    w->query_f.z = malloc(s->k * sizeof *w->query_f.z);
+    if (!w->state || !w->key || !w->query || !w->d || !w->key_abs || !w->d_abs || !w->decayed_abs || !w->products ||
+        !w->product_ptrs || !w->grid || !w->bits || !w->x || !w->limbs || !w->key_f.m || !w->key_f.z ||
+        !w->query_f.m || !w->query_f.z || !w->key_f.order || !w->query_f.order) {
+        workspace_free(w);
         return ug_fail(UG_ENOMEM, "gdn_e2e reference: out of memory (K=%zu, V=%zu)", s->k, s->v);
     }
     init_array(w->state, kv, prec);
@@ -75,9 +163,16 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     /* a bf16 times a prec-bit value, exactly */
     init_array(w->products, s->k, prec + BF16_PREC);
     for (size_t kk = 0; kk < s->k; kk++) w->product_ptrs[kk] = w->products[kk];
+    init_ints(w->x, kv);
+    init_ints(w->key_f.z, s->k);
+    init_ints(w->query_f.z, s->k);
+    mpz_inits(w->z, w->z_abs, w->z_tmp, w->delta, (mpz_ptr)0);
     mpfr_inits2(prec, w->c, w->gate, w->acc, w->abs_acc, w->scale, (mpfr_ptr)0);
     mpfr_init2(w->product, prec + BF16_PREC);
+    /* a grid column entry times 2^E exactly: below 2^(cap + 1) grid units */
+    mpfr_init2(w->wide, (mpfr_prec_t)grid_cap(prec) + 8);
     mpfr_set_flt(w->scale, scale, MPFR_RNDN);  /* exact */
+    w->scale_abs = fabs(mpfr_get_d(w->scale, MPFR_RNDA));
     return ug_ok();
 }
 
@@ -89,9 +184,14 @@ static void workspace_close(workspace *w)
     clear_array(w->query, w->s->k);
     clear_array(w->d, w->s->v);
     clear_array(w->products, w->s->k);
-    free(w->product_ptrs);
-    free(w->key_abs), free(w->d_abs), free(w->decayed_abs);
-    mpfr_clears(w->c, w->gate, w->product, w->acc, w->abs_acc, w->scale, (mpfr_ptr)0);
+    clear_ints(w->x, kv);
+    clear_ints(w->key_f.z, w->s->k);
+    clear_ints(w->query_f.z, w->s->k);
+    w->state = w->key = w->query = w->d = w->products = NULL;
+    w->x = w->key_f.z = w->query_f.z = NULL;
+    workspace_free(w);
+    mpz_clears(w->z, w->z_abs, w->z_tmp, w->delta, (mpz_ptr)0);
+    mpfr_clears(w->c, w->gate, w->product, w->acc, w->abs_acc, w->wide, w->scale, (mpfr_ptr)0);
 }
 
 /* [B,T,heads,width] row start, [B,T,H] element. */
@@ -100,9 +200,13 @@ static size_t row4(const gdn_e2e_shape *s, size_t b, size_t t, size_t heads, siz
     return ((b * s->t + t) * heads + head) * width;
 }
 static size_t at3(const gdn_e2e_shape *s, size_t b, size_t t, size_t h) { return (b * s->t + t) * s->h + h; }
+static size_t h0_at(const workspace *w, size_t kk, size_t vv)
+{
+    return ((w->b * w->s->h + w->h) * w->s->k + kk) * w->s->v + vv;
+}
 
-/* |x| * c as a binary64 (x an entry of Ŝ): through mantissa and exponent,
- * so a huge Ŝ times a tiny c does not overflow on the way. */
+/* |x| * c as a binary64: through mantissa and exponent, so a huge x times a
+ * tiny c does not overflow on the way. */
 static double times_c_abs(const workspace *w, mpfr_srcptr x)
 {
     if (mpfr_zero_p(x)) return 0.0;
@@ -111,79 +215,107 @@ static double times_c_abs(const workspace *w, mpfr_srcptr x)
     return ldexp(fabs(mx) * mc, (int)(ex + ec));
 }
 
-static void head_start(workspace *w, const float *h0)
+/* ---- shared by both forms: the column's delta and the output ------------------ */
+
+/* acc = (Ŝᵀk)_v at prec bits; d[v] = beta (v - c acc), d_abs[v] = |d[v]|,
+ * then d[v] /= c (Ŝ moves by k (d / c)ᵀ). */
+static void column_delta(workspace *w, size_t vv, float v_value, double beta_t)
+{
+    mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);                       /* (Sᵀk)_v of exp(g) S */
+    mpfr_d_sub(w->d[vv], (double)v_value, w->acc, MPFR_RNDN);        /* v - Sᵀk */
+    mpfr_mul_d(w->d[vv], w->d[vv], beta_t, MPFR_RNDN);
+    w->d_abs[vv] = fabs(mpfr_get_d(w->d[vv], MPFR_RNDA));
+    mpfr_div(w->d[vv], w->d[vv], w->c, MPFR_RNDN);
+}
+
+/* key_abs = |k_t| (for final_state's abs_sum after the last token). */
+static void load_key_abs(workspace *w, const ug_bf16 *k_row)
+{
+    for (size_t kk = 0; kk < w->s->k; kk++) w->key_abs[kk] = fabs(ug_bf16_to_f32(k_row[kk]));
+}
+
+/* o = scale c acc (acc = (Ŝᵀq)_v at prec bits), abs_sum = scale c abs_products. */
+static void output_finish(workspace *w, ug_ref_value *o, double abs_products)
+{
+    const double abs_sum = abs_products * w->c_abs;
+    mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);
+    mpfr_mul(w->acc, w->acc, w->scale, MPFR_RNDN);
+    ug_ref_finish(o, w->acc, INFINITY, w->scale_abs * abs_sum, 0, UG_BF16);
+    o->no_bound = false; /* +inf by design, not from the profile (see the header) */
+}
+
+/* final_state entry = c · value (value exact), with its magnitude sum. */
+static void final_finish(workspace *w, ug_ref_value *out, mpfr_srcptr value, size_t kk, size_t vv)
+{
+    mpfr_mul(w->acc, value, w->c, MPFR_RNDN);
+    const double abs_sum = w->decayed_abs[vv * w->s->k + kk] + w->key_abs[kk] * w->d_abs[vv];
+    ug_ref_finish(out, w->acc, INFINITY, abs_sum, 0, UG_F32);
+    out->no_bound = false; /* +inf by design, not from the profile */
+}
+
+/* ---- the floating form ------------------------------------------------------------ */
+
+static void float_head_start(workspace *w, const float *h0)
 {
     const gdn_e2e_shape *s = w->s;
     mpfr_set_ui(w->c, 1, MPFR_RNDN);
     for (size_t kk = 0; kk < s->k; kk++)
-        for (size_t vv = 0; vv < s->v; vv++) {
-            mpfr_ptr x = w->state[vv * s->k + kk];
-            if (h0)
-                mpfr_set_flt(x, h0[((w->b * s->h + w->h) * s->k + kk) * s->v + vv], MPFR_RNDN);
-            else
-                mpfr_set_zero(x, 1);
-        }
+        for (size_t vv = 0; vv < s->v; vv++)
+            mpfr_set_flt(w->state[vv * s->k + kk], h0 ? h0[h0_at(w, kk, vv)] : 0.0f, MPFR_RNDN);
 }
 
 /* c <- c exp(g); folded into Ŝ when it leaves [2^-RESCALE_EXP, 2^RESCALE_EXP]. */
-static void decay(workspace *w, float g)
+static void float_decay(workspace *w, float g)
 {
     mpfr_set_flt(w->gate, g, MPFR_RNDN);
     mpfr_exp(w->gate, w->gate, MPFR_RNDN);
     mpfr_mul(w->c, w->c, w->gate, MPFR_RNDN);
-    if (!mpfr_zero_p(w->c) && labs((long)mpfr_get_exp(w->c)) <= RESCALE_EXP) return;
-    const size_t kv = w->s->k * w->s->v;
-    for (size_t i = 0; i < kv; i++) mpfr_mul(w->state[i], w->state[i], w->c, MPFR_RNDN);
-    mpfr_set_ui(w->c, 1, MPFR_RNDN);
+    if (mpfr_zero_p(w->c) || labs((long)mpfr_get_exp(w->c)) > RESCALE_EXP) {
+        const size_t kv = w->s->k * w->s->v;
+        for (size_t i = 0; i < kv; i++) mpfr_mul(w->state[i], w->state[i], w->c, MPFR_RNDN);
+        mpfr_set_ui(w->c, 1, MPFR_RNDN);
+    }
+    w->c_abs = mpfr_get_d(w->c, MPFR_RNDA);
 }
 
-static void load_token_vectors(workspace *w, const ug_bf16 *q_row, const ug_bf16 *k_row)
+static void float_load_token(workspace *w, const ug_bf16 *q_row, const ug_bf16 *k_row)
 {
     for (size_t kk = 0; kk < w->s->k; kk++) {
-        const float kx = ug_bf16_to_f32(k_row[kk]), qx = ug_bf16_to_f32(q_row[kk]);
-        mpfr_set_flt(w->key[kk], kx, MPFR_RNDN); /* exact: 8 significant bits */
-        mpfr_set_flt(w->query[kk], qx, MPFR_RNDN);
-        w->key_abs[kk] = fabs(kx);
+        mpfr_set_flt(w->key[kk], ug_bf16_to_f32(k_row[kk]), MPFR_RNDN); /* exact: 8 significant bits */
+        mpfr_set_flt(w->query[kk], ug_bf16_to_f32(q_row[kk]), MPFR_RNDN);
     }
 }
 
 /* acc = sum_k x[k] Ŝ[v][k], correctly rounded: exact products, one mpfr_sum.
  * The products stay in w->products for the magnitude sum. */
-static void dot_column(workspace *w, const mpfr_t *x, size_t vv)
+static void float_dot_column(workspace *w, const mpfr_t *x, size_t vv)
 {
     const mpfr_t *column = w->state + vv * w->s->k;
     for (size_t kk = 0; kk < w->s->k; kk++) mpfr_mul(w->products[kk], x[kk], column[kk], MPFR_RNDN);
     mpfr_sum(w->acc, w->product_ptrs, w->s->k, MPFR_RNDN);
 }
 
-/* sum_k |products[k]|, rounded up (after dot_column; the products lose their signs). */
-static double abs_products(workspace *w)
+/* sum_k |products[k]|, rounded up (after float_dot_column; the products lose their signs). */
+static double float_abs_products(workspace *w)
 {
     for (size_t kk = 0; kk < w->s->k; kk++) mpfr_abs(w->products[kk], w->products[kk], MPFR_RNDN);
     mpfr_sum(w->abs_acc, w->product_ptrs, w->s->k, MPFR_RNDU);
     return mpfr_get_d(w->abs_acc, MPFR_RNDU);
 }
 
-/* One token: decay, delta-rule update, output; the last token also records
- * the magnitude of its decayed state for final_state's abs_sum. */
-static void token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *k, const ug_bf16 *v, const float *beta,
-                  const float *g_raw, ug_ref_value *o)
+static void float_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *k, const ug_bf16 *v,
+                        const float *beta, const float *g_raw, ug_ref_value *o)
 {
     const gdn_e2e_shape *s = w->s;
     const size_t dk = s->k, dv = s->v;
-    const bool last = t + 1 == s->t;
-    decay(w, g_raw[at3(s, w->b, t, w->h)]);
-    load_token_vectors(w, q + row4(s, w->b, t, s->hg, w->key_head, dk), k + row4(s, w->b, t, s->hg, w->key_head, dk));
+    float_decay(w, g_raw[at3(s, w->b, t, w->h)]);
+    float_load_token(w, q + row4(s, w->b, t, s->hg, w->key_head, dk), k + row4(s, w->b, t, s->hg, w->key_head, dk));
+    load_key_abs(w, k + row4(s, w->b, t, s->hg, w->key_head, dk));
     const ug_bf16 *v_row = v + row4(s, w->b, t, s->h, w->h, dv);
-    const double beta_t = beta[at3(s, w->b, t, w->h)];
     for (size_t vv = 0; vv < dv; vv++) {
-        dot_column(w, w->key, vv);
-        mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);                              /* (Sᵀk)_v of exp(g) S */
-        mpfr_d_sub(w->d[vv], (double)ug_bf16_to_f32(v_row[vv]), w->acc, MPFR_RNDN); /* v - Sᵀk */
-        mpfr_mul_d(w->d[vv], w->d[vv], beta_t, MPFR_RNDN);
-        w->d_abs[vv] = fabs(mpfr_get_d(w->d[vv], MPFR_RNDA));
-        mpfr_div(w->d[vv], w->d[vv], w->c, MPFR_RNDN);                          /* Ŝ moves by k (d / c)ᵀ */
-        if (last)
+        float_dot_column(w, w->key, vv);
+        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]), beta[at3(s, w->b, t, w->h)]);
+        if (t + 1 == s->t)
             for (size_t kk = 0; kk < dk; kk++) w->decayed_abs[vv * dk + kk] = times_c_abs(w, w->state[vv * dk + kk]);
     }
     for (size_t vv = 0; vv < dv; vv++)
@@ -192,28 +324,623 @@ static void token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *k, co
             mpfr_add(w->state[vv * dk + kk], w->state[vv * dk + kk], w->product, MPFR_RNDN);
         }
     ug_ref_value *o_row = o + row4(s, w->b, t, s->h, w->h, dv);
-    const double scale_abs = fabs(mpfr_get_d(w->scale, MPFR_RNDA)), c_abs = mpfr_get_d(w->c, MPFR_RNDA);
     for (size_t vv = 0; vv < dv; vv++) {
-        dot_column(w, w->query, vv);
-        const double abs_sum = abs_products(w) * c_abs;
-        mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);
-        mpfr_mul(w->acc, w->acc, w->scale, MPFR_RNDN);
-        ug_ref_finish(&o_row[vv], w->acc, INFINITY, scale_abs * abs_sum, 0, UG_BF16);
-        o_row[vv].no_bound = false; /* +inf by design, not from the profile (see the header) */
+        float_dot_column(w, w->query, vv);
+        output_finish(w, &o_row[vv], float_abs_products(w));
     }
 }
 
-/* final_state[b,h] = c Ŝ, [K][V]. */
-static void finish_head(workspace *w, ug_ref_value *final_state)
+static void float_finish_head(workspace *w, ug_ref_value *final_state)
+{
+    const gdn_e2e_shape *s = w->s;
+    ug_ref_value *out = final_state + (w->b * s->h + w->h) * s->k * s->v;
+    for (size_t kk = 0; kk < s->k; kk++)
+        for (size_t vv = 0; vv < s->v; vv++) final_finish(w, &out[kk * s->v + vv], w->state[vv * s->k + kk], kk, vv);
+}
+
+/* ---- the grid form: integers shared by both paths ------------------------------- */
+
+static bool moderate(double x) { return fabs(x) < GRID_INPUT_LIMIT; } /* false for NaN */
+
+static bool bf16_row_moderate(const ug_bf16 *row, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!moderate(ug_bf16_to_f32(row[i]))) return false;
+    return true;
+}
+
+/* The bit span top - lsb of a bf16 vector's grid (0 for a zero vector). */
+static long factor_span(const ug_bf16 *row, size_t n, long *lsb, long *top)
+{
+    *lsb = LONG_MAX, *top = LONG_MIN;
+    for (size_t i = 0; i < n; i++) {
+        const float x = ug_bf16_to_f32(row[i]);
+        if (x == 0) continue;
+        int e;
+        frexpf(x, &e); /* |x| in [2^(e-1), 2^e); bf16 bits at or above 2^(e-8) */
+        if (e - BF16_PREC < *lsb) *lsb = e - BF16_PREC;
+        if (e > *top) *top = e;
+    }
+    return *top == LONG_MIN ? 0 : *top - *lsb;
+}
+
+static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
+{
+    const size_t n = w->s->k;
+    factor_span(row, n, &f->lsb, &f->top);
+    f->nonzero = f->top != LONG_MIN;
+    f->n_pos = f->n_neg = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double m = f->nonzero ? ldexp(ug_bf16_to_f32(row[i]), (int)-f->lsb) : 0.0; /* exact integer */
+        if (!w->fast) {
+            mpz_set_d(f->z[i], m);
+            continue;
+        }
+        f->m[i] = (int64_t)m;
+        if (m > 0) f->order[f->n_pos++] = (uint32_t)i;
+    }
+    for (size_t i = 0; w->fast && i < n; i++)
+        if (f->m[i] < 0) f->order[f->n_pos + f->n_neg++] = (uint32_t)i;
+}
+
+/* Every input of head (b, h) finite and below 2^64, every gate within ±64,
+ * T <= 2^20: the grid form applies. */
+static bool grid_head_ok(const workspace *w, const ug_bf16 *q, const ug_bf16 *k, const ug_bf16 *v,
+                         const float *beta, const float *g_raw, const float *h0)
+{
+    const gdn_e2e_shape *s = w->s;
+    if (s->t > GRID_MAX_T) return false;
+    for (size_t t = 0; t < s->t; t++) {
+        const size_t tok = at3(s, w->b, t, w->h);
+        if (!(fabsf(g_raw[tok]) <= GRID_GATE_LIMIT) || !moderate(beta[tok]) ||
+            !bf16_row_moderate(q + row4(s, w->b, t, s->hg, w->key_head, s->k), s->k) ||
+            !bf16_row_moderate(k + row4(s, w->b, t, s->hg, w->key_head, s->k), s->k) ||
+            !bf16_row_moderate(v + row4(s, w->b, t, s->h, w->h, s->v), s->v))
+            return false;
+    }
+    for (size_t i = 0; h0 && i < s->k * s->v; i++)
+        if (!moderate(h0[(w->b * s->h + w->h) * s->k * s->v + i])) return false;
+    return true;
+}
+
+/* The fast path fits the head: prec 192, K < 2^14, every key and query
+ * component below 2^48 on its token's grid. */
+static bool fast_head_ok(const workspace *w, const ug_bf16 *q, const ug_bf16 *k)
+{
+    const gdn_e2e_shape *s = w->s;
+    if (!ug_ref_fast() || w->prec != FAST_PREC || s->k >= FAST_MAX_K) return false;
+    for (size_t t = 0; t < s->t; t++) {
+        long lsb, top;
+        const size_t row = row4(s, w->b, t, s->hg, w->key_head, s->k);
+        if (factor_span(q + row, s->k, &lsb, &top) > FAST_FACTOR_BITS ||
+            factor_span(k + row, s->k, &lsb, &top) > FAST_FACTOR_BITS)
+            return false;
+    }
+    return true;
+}
+
+/* out = RNA(in · 2^sh) (to nearest integer, ties away from zero), in any sign. */
+static void rna_scale(mpz_ptr out, mpz_srcptr in, long sh, mpz_ptr tmp)
+{
+    if (sh >= 0) {
+        mpz_mul_2exp(out, in, (mp_bitcnt_t)sh);
+        return;
+    }
+    const int sign = mpz_sgn(in);
+    mpz_abs(out, in);
+    mpz_set_ui(tmp, 0);
+    mpz_setbit(tmp, (mp_bitcnt_t)(-sh - 1));
+    mpz_add(out, out, tmp);
+    mpz_fdiv_q_2exp(out, out, (mp_bitcnt_t)-sh);
+    if (sign < 0) mpz_neg(out, out);
+}
+
+/* ---- the fast path's limbs -------------------------------------------------------- */
+
+static void limbs_from_mpz(uint64_t x[LIMBS], mpz_srcptr z)
+{
+    uint64_t borrow = mpz_sgn(z) < 0;
+    const uint64_t flip = borrow ? ~UINT64_C(0) : 0;
+    for (int i = 0; i < LIMBS; i++) { /* two's complement: ~|z| + 1 when negative */
+        const u128 t = (u128)(mpz_getlimbn(z, i) ^ flip) + borrow;
+        x[i] = (uint64_t)t;
+        borrow = (uint64_t)(t >> 64);
+    }
+}
+
+/* z = the two's complement integer r[0 .. n). */
+static void mpz_from_limbs(mpz_ptr z, const uint64_t *r, int n)
+{
+    const uint64_t flip = (uint64_t)((int64_t)r[n - 1] >> 63);
+    mp_limb_t *d = mpz_limbs_write(z, n);
+    uint64_t carry = flip & 1;
+    for (int i = 0; i < n; i++) {
+        const u128 t = (u128)(r[i] ^ flip) + carry;
+        d[i] = (mp_limb_t)t;
+        carry = (uint64_t)(t >> 64);
+    }
+    mpz_limbs_finish(z, flip ? -n : n); /* strips high zero limbs */
+}
+
+/* z = sum_j acc[j] 2^(64 j), each acc[j] a signed 128-bit value. */
+static void mpz_from_accumulators(mpz_ptr z, const u128 acc[LIMBS])
+{
+    uint64_t r[LIMBS + 2] = {0};
+    for (int j = 0; j < LIMBS; j++) {
+        const uint64_t lo = (uint64_t)acc[j], hi = (uint64_t)(acc[j] >> 64), ext = (uint64_t)((int64_t)hi >> 63);
+        u128 t = (u128)r[j] + lo;
+        r[j] = (uint64_t)t;
+        t = (u128)r[j + 1] + hi + (uint64_t)(t >> 64);
+        r[j + 1] = (uint64_t)t;
+        for (int i = j + 2; i < LIMBS + 2; i++) {
+            t = (u128)r[i] + ext + (uint64_t)(t >> 64);
+            r[i] = (uint64_t)t;
+        }
+    }
+    mpz_from_limbs(z, r, LIMBS + 2);
+}
+
+/* |x| and its sign mask (all ones when x < 0). */
+__attribute__((always_inline)) static inline uint64_t limbs_abs(const uint64_t x[LIMBS], uint64_t mag[LIMBS])
+{
+    const uint64_t neg = (uint64_t)((int64_t)x[LIMBS - 1] >> 63);
+    uint64_t carry = neg & 1;
+#pragma GCC unroll 4
+    for (int i = 0; i < LIMBS; i++) {
+        const u128 t = (u128)(x[i] ^ neg) + carry;
+        mag[i] = (uint64_t)t;
+        carry = (uint64_t)(t >> 64);
+    }
+    return neg;
+}
+
+/* x += (neg ? -1 : 1) · q, mod 2^256. */
+__attribute__((always_inline)) static inline void limbs_add_signed(uint64_t x[LIMBS], const uint64_t q[LIMBS],
+                                                                   uint64_t neg)
+{
+    uint64_t carry = neg & 1;
+#pragma GCC unroll 4
+    for (int i = 0; i < LIMBS; i++) {
+        const u128 t = (u128)x[i] + (q[i] ^ neg) + carry;
+        x[i] = (uint64_t)t;
+        carry = (uint64_t)(t >> 64);
+    }
+}
+
+/* mag = RNA(mag / 2^s), mag < 2^255. */
+static void limbs_rna_shift_right(uint64_t mag[LIMBS], long s)
+{
+    if (s > 64 * LIMBS) {
+        memset(mag, 0, LIMBS * sizeof *mag);
+        return;
+    }
+    uint64_t half[LIMBS] = {0};
+    half[(s - 1) / 64] = UINT64_C(1) << ((s - 1) % 64);
+    limbs_add_signed(mag, half, 0);
+    const int whole = (int)(s / 64), part = (int)(s % 64);
+#pragma GCC unroll 4
+    for (int i = 0; i < LIMBS; i++) {
+        const uint64_t lo = i + whole < LIMBS ? mag[i + whole] : 0, hi = i + whole + 1 < LIMBS ? mag[i + whole + 1] : 0;
+        mag[i] = part ? lo >> part | hi << (64 - part) : lo;
+    }
+}
+
+static void limbs_shift_left(uint64_t x[LIMBS], long s)
+{
+    const int whole = (int)(s / 64), part = (int)(s % 64);
+    for (int i = LIMBS - 1; i >= 0; i--) {
+        const uint64_t hi = i - whole >= 0 ? x[i - whole] : 0, lo = i - whole - 1 >= 0 ? x[i - whole - 1] : 0;
+        x[i] = part ? hi << part | lo >> (64 - part) : hi;
+    }
+}
+
+/* A column's update d̂ scaled for the limbs: the entry moves by
+ * RNA(m_k · dm / 2^(64 L)), dm = |D| 2^(sh + 64 L) < 2^256 exactly. */
+typedef struct {
+    uint64_t dm[LIMBS], neg;
+    int round_limbs; /* L; > LIMBS: every product rounds to 0 */
+} limb_delta;
+
+/* p[0 .. 4] = k · d[0 .. 3]. */
+__attribute__((always_inline)) static inline void mul_limbs(uint64_t k, const uint64_t d[LIMBS], uint64_t p[LIMBS + 1])
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    /* GCC 12 breaks this carry chain into setb / add $0xff pairs */
+    __asm__("movq %[d0], %%rax\n\tmulq %[k]\n\tmovq %%rax, %[p0]\n\tmovq %%rdx, %[p1]\n\t"
+            "movq %[d1], %%rax\n\tmulq %[k]\n\taddq %%rax, %[p1]\n\tadcq $0, %%rdx\n\tmovq %%rdx, %[p2]\n\t"
+            "movq %[d2], %%rax\n\tmulq %[k]\n\taddq %%rax, %[p2]\n\tadcq $0, %%rdx\n\tmovq %%rdx, %[p3]\n\t"
+            "movq %[d3], %%rax\n\tmulq %[k]\n\taddq %%rax, %[p3]\n\tadcq $0, %%rdx\n\tmovq %%rdx, %[p4]"
+            : [p0] "=&r"(p[0]), [p1] "=&r"(p[1]), [p2] "=&r"(p[2]), [p3] "=&r"(p[3]), [p4] "=&r"(p[4])
+            : [k] "r"(k), [d0] "m"(d[0]), [d1] "m"(d[1]), [d2] "m"(d[2]), [d3] "m"(d[3])
+            : "rax", "rdx", "cc");
+#else
+    u128 t = 0;
+    for (int i = 0; i < LIMBS; i++) {
+        t = (u128)k * d[i] + (uint64_t)(t >> 64);
+        p[i] = (uint64_t)t;
+    }
+    p[LIMBS] = (uint64_t)(t >> 64);
+#endif
+}
+
+/* x += (neg ? -1 : 1) · (q + round), round in {0, 1}, mod 2^256. */
+__attribute__((always_inline)) static inline void add_rounded(uint64_t x[LIMBS], uint64_t q0, uint64_t q1, uint64_t q2,
+                                                              uint64_t q3, uint64_t round, uint64_t neg)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __asm__("btq $0, %[r]\n\tadcq $0, %[q0]\n\tadcq $0, %[q1]\n\tadcq $0, %[q2]\n\tadcq $0, %[q3]\n\t"
+            "xorq %[n], %[q0]\n\txorq %[n], %[q1]\n\txorq %[n], %[q2]\n\txorq %[n], %[q3]\n\tbtq $0, %[n]\n\t"
+            "adcq %[q0], %[x0]\n\tadcq %[q1], %[x1]\n\tadcq %[q2], %[x2]\n\tadcq %[q3], %[x3]"
+            : [q0] "+&r"(q0), [q1] "+&r"(q1), [q2] "+&r"(q2), [q3] "+&r"(q3), [x0] "+m"(x[0]), [x1] "+m"(x[1]),
+              [x2] "+m"(x[2]), [x3] "+m"(x[3])
+            : [r] "r"(round), [n] "r"(neg)
+            : "cc");
+#else
+    const uint64_t q[LIMBS] = {q0, q1, q2, q3};
+    uint64_t rounding = round, carry = neg & 1;
+    for (int i = 0; i < LIMBS; i++) {
+        const u128 t = (u128)q[i] + rounding;
+        rounding = (uint64_t)(t >> 64);
+        const u128 sum = (u128)x[i] + ((uint64_t)t ^ neg) + carry;
+        x[i] = (uint64_t)sum;
+        carry = (uint64_t)(sum >> 64);
+    }
+#endif
+}
+
+/* Limb i of (p0, ..., p4), 0 beyond: a constant choice once i is. */
+__attribute__((always_inline)) static inline uint64_t limb_at(int i, uint64_t p0, uint64_t p1, uint64_t p2,
+                                                              uint64_t p3, uint64_t p4)
+{
+    return i == 0 ? p0 : i == 1 ? p1 : i == 2 ? p2 : i == 3 ? p3 : i == 4 ? p4 : 0;
+}
+
+/* Column update: x += RNA(m_k dm / 2^(64 L)) with m_k's sign times the
+ * delta's (round_limbs == L as a constant in each copy): the product's five
+ * limbs, then limbs L and up plus the rounding carry out of limb L - 1 (the
+ * + 2^(64 L - 1)), added with their sign. */
+__attribute__((always_inline)) static inline void fast_update(uint64_t (*col)[LIMBS], size_t n, const int64_t *km,
+                                                              const limb_delta *dl, int round_limbs)
+{
+    for (size_t k = 0; k < n; k++) {
+        const uint64_t kneg = (uint64_t)(km[k] >> 63), ku = ((uint64_t)km[k] ^ kneg) - kneg;
+        uint64_t p[LIMBS + 1];
+        mul_limbs(ku, dl->dm, p);
+        const uint64_t round = round_limbs ? limb_at(round_limbs - 1, p[0], p[1], p[2], p[3], p[4]) >> 63 : 0;
+        add_rounded(col[k], limb_at(round_limbs, p[0], p[1], p[2], p[3], p[4]),
+                    limb_at(round_limbs + 1, p[0], p[1], p[2], p[3], p[4]),
+                    limb_at(round_limbs + 2, p[0], p[1], p[2], p[3], p[4]),
+                    limb_at(round_limbs + 3, p[0], p[1], p[2], p[3], p[4]), round, kneg ^ dl->neg);
+    }
+}
+
+/* The update with its rounding limb as a constant: one copy per limb, each
+ * on its own registers (noinline). */
+__attribute__((noinline)) static void fast_update_column(uint64_t (*col)[LIMBS], size_t n, const int64_t *km,
+                                                         const limb_delta *dl)
+{
+    switch (dl->round_limbs) {
+    case 0: fast_update(col, n, km, dl, 0); break;
+    case 1: fast_update(col, n, km, dl, 1); break;
+    case 2: fast_update(col, n, km, dl, 2); break;
+    case 3: fast_update(col, n, km, dl, 3); break;
+    case 4: fast_update(col, n, km, dl, 4); break;
+    default: break; /* every product rounds to 0 */
+    }
+}
+
+/* (hi:lo) += a · b, the 128-bit product of unsigned words, mod 2^128. GCC 12 keeps 128-bit sums of this loop in memory; here they
+ * stay in two registers (one mul, one add, one adc). */
+__attribute__((always_inline)) static inline void mac_unsigned(uint64_t *lo, uint64_t *hi, uint64_t a, uint64_t b)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    uint64_t rdx;
+    __asm__("mulq %[b]\n\taddq %%rax, %[lo]\n\tadcq %%rdx, %[hi]"
+            : [lo] "+r"(*lo), [hi] "+r"(*hi), "+a"(a), "=&d"(rdx)
+            : [b] "r"(b)
+            : "cc");
+#else
+    const u128 s = ((u128)*hi << 64 | *lo) + (u128)a * b;
+    *lo = (uint64_t)s, *hi = (uint64_t)(s >> 64);
+#endif
+}
+
+/* abs_dot = |X|ᵀ|q| (unsigned, each limb's sum below 2^127), with |X| =
+ * (X xor sign) + [X < 0]: no carry chain per entry. */
+__attribute__((noinline)) static void fast_abs_dot(const uint64_t (*col)[LIMBS], size_t n, const int64_t *qm,
+                                                   u128 abs_dot[LIMBS])
+{
+    uint64_t l0 = 0, h0 = 0, l1 = 0, h1 = 0, l2 = 0, h2 = 0, l3 = 0, h3 = 0; /* scalars: kept in registers */
+    for (size_t k = 0; k < n; k++) {
+        const uint64_t *x = col[k], neg = (uint64_t)((int64_t)x[LIMBS - 1] >> 63);
+        const uint64_t qu = (uint64_t)(qm[k] < 0 ? -qm[k] : qm[k]);
+        mac_unsigned(&l0, &h0, qu, x[0] ^ neg);
+        mac_unsigned(&l1, &h1, qu, x[1] ^ neg);
+        mac_unsigned(&l2, &h2, qu, x[2] ^ neg);
+        mac_unsigned(&l3, &h3, qu, x[3] ^ neg);
+        l0 += qu & neg; /* the + 1 of |X|, times |q| */
+        h0 += l0 < (qu & neg);
+    }
+    abs_dot[0] = (u128)h0 << 64 | l0, abs_dot[1] = (u128)h1 << 64 | l1, abs_dot[2] = (u128)h2 << 64 | l2;
+    abs_dot[3] = (u128)h3 << 64 | l3;
+}
+
+/* The column's bits: the largest bit length of X xor its sign (ones'
+ * complement magnitude, see column_bits). */
+static long fast_column_bits(const uint64_t (*col)[LIMBS], size_t n)
+{
+    uint64_t or_mag[LIMBS] = {0};
+    for (size_t k = 0; k < n; k++) {
+        const uint64_t neg = (uint64_t)((int64_t)col[k][LIMBS - 1] >> 63);
+#pragma GCC unroll 4
+        for (int i = 0; i < LIMBS; i++) or_mag[i] |= col[k][i] ^ neg;
+    }
+    for (int i = LIMBS - 1; i >= 0; i--)
+        if (or_mag[i]) return 64 * i + 64 - __builtin_clzll(or_mag[i]);
+    return 0;
+}
+
+/* acc = sum of |m_k| X_k over the indices given, limb by limb mod 2^128
+ * (each limb's true sum stays below 2^127 in magnitude). */
+__attribute__((noinline)) static void fast_dot_part(const uint64_t (*col)[LIMBS], const uint32_t *order, size_t count,
+                                                    const int64_t *m, u128 acc[LIMBS])
+{
+    uint64_t l0 = 0, h0 = 0, l1 = 0, h1 = 0, l2 = 0, h2 = 0, l3 = 0, h3 = 0; /* scalars: kept in registers */
+    for (size_t j = 0; j < count; j++) {
+        const uint64_t *x = col[order[j]], mu = (uint64_t)(m[order[j]] < 0 ? -m[order[j]] : m[order[j]]);
+        mac_unsigned(&l0, &h0, mu, x[0]);
+        mac_unsigned(&l1, &h1, mu, x[1]);
+        mac_unsigned(&l2, &h2, mu, x[2]);
+        mac_unsigned(&l3, &h3, mu, x[3]);
+        h3 -= mu & (uint64_t)((int64_t)x[3] >> 63); /* the top limb is signed: x3 - 2^64 when negative */
+    }
+    acc[0] = (u128)h0 << 64 | l0, acc[1] = (u128)h1 << 64 | l1, acc[2] = (u128)h2 << 64 | l2;
+    acc[3] = (u128)h3 << 64 | l3;
+}
+
+/* dot = Xᵀm: the positive components' sum less the negative ones'. */
+static void fast_dot(const uint64_t (*col)[LIMBS], const factor_vector *f, u128 dot[LIMBS])
+{
+    u128 neg[LIMBS];
+    fast_dot_part(col, f->order, f->n_pos, f->m, dot);
+    fast_dot_part(col, f->order + f->n_pos, f->n_neg, f->m, neg);
+    for (int i = 0; i < LIMBS; i++) dot[i] -= neg[i];
+}
+
+/* ---- the grid form's state, on either path ---------------------------------------- */
+
+static void state_set(workspace *w, size_t vv, size_t kk, mpz_srcptr value)
+{
+    if (w->fast)
+        limbs_from_mpz(w->limbs[vv * w->s->k + kk], value);
+    else
+        mpz_set(w->x[vv * w->s->k + kk], value);
+}
+
+static void state_get(workspace *w, size_t vv, size_t kk, mpz_ptr out)
+{
+    if (w->fast)
+        mpz_from_limbs(out, w->limbs[vv * w->s->k + kk], LIMBS);
+    else
+        mpz_set(out, w->x[vv * w->s->k + kk]);
+}
+
+/* The bits of x as a two's complement number less its sign: the bit length
+ * of x, or of -x - 1 when x < 0 (its ones' complement). */
+static long ones_complement_bits(mpz_srcptr x, mpz_ptr tmp)
+{
+    mpz_srcptr m = x;
+    if (mpz_sgn(x) < 0) mpz_com(tmp, x), m = tmp;
+    return mpz_sgn(m) ? (long)mpz_sizeinbase(m, 2) : 0; /* exact in base 2 */
+}
+
+/* bits[v]: the largest ones_complement_bits of column v. */
+static long column_bits(workspace *w, size_t vv)
+{
+    const size_t n = w->s->k;
+    if (w->fast) return fast_column_bits((const uint64_t(*)[LIMBS])(w->limbs + vv * n), n);
+    long bits = 0;
+    for (size_t kk = 0; kk < n; kk++) {
+        const long len = ones_complement_bits(w->x[vv * n + kk], w->z_tmp);
+        if (len > bits) bits = len;
+    }
+    return bits;
+}
+
+/* z = Xᵀk of column v (exact). */
+static void state_key_dot(workspace *w, size_t vv)
+{
+    const size_t n = w->s->k;
+    if (w->fast) {
+        u128 acc[LIMBS] = {0};
+        fast_dot((const uint64_t(*)[LIMBS])(w->limbs + vv * n), &w->key_f, acc);
+        mpz_from_accumulators(w->z, acc);
+        return;
+    }
+    mpz_set_ui(w->z, 0);
+    for (size_t kk = 0; kk < n; kk++) mpz_addmul(w->z, w->key_f.z[kk], w->x[vv * n + kk]);
+}
+
+/* Column v's grid moves by s > 0 (coarser: X = RNA(X / 2^s)) or s < 0 (finer: exact). */
+static void state_regrid(workspace *w, size_t vv, long s)
+{
+    const size_t n = w->s->k;
+    for (size_t kk = 0; kk < n; kk++) {
+        if (!w->fast) {
+            rna_scale(w->x[vv * n + kk], w->x[vv * n + kk], -s, w->z_tmp);
+            continue;
+        }
+        uint64_t *x = w->limbs[vv * n + kk];
+        if (s < 0) {
+            limbs_shift_left(x, -s);
+            continue;
+        }
+        uint64_t mag[LIMBS];
+        const uint64_t neg = limbs_abs(x, mag);
+        limbs_rna_shift_right(mag, s);
+        memset(x, 0, LIMBS * sizeof *x);
+        limbs_add_signed(x, mag, neg);
+    }
+}
+
+/* Column v: X += RNA(k delta 2^sh) for every k when update, then z = Xᵀq,
+ * z_abs = |X|ᵀ|q| and bits[v]. */
+static void state_update_and_query(workspace *w, size_t vv, bool update, long sh)
+{
+    const size_t n = w->s->k;
+    mpz_srcptr dz = w->delta;
+    if (w->fast) {
+        limb_delta dl = {.neg = mpz_sgn(dz) < 0 ? ~UINT64_C(0) : 0};
+        if (update) {
+            const long round_limbs = sh >= 0 ? 0 : (-sh + 63) / 64; /* ceil(-sh / 64) */
+            dl.round_limbs = round_limbs > LIMBS ? LIMBS + 1 : (int)round_limbs;
+            if (dl.round_limbs <= LIMBS) {
+                mpz_abs(w->z_tmp, dz);
+                mpz_mul_2exp(w->z_tmp, w->z_tmp, (mp_bitcnt_t)(sh + 64 * dl.round_limbs));
+                limbs_from_mpz(dl.dm, w->z_tmp); /* below 2^256 (§2) */
+            }
+        }
+        uint64_t (*col)[LIMBS] = w->limbs + vv * n;
+        if (update) fast_update_column(col, n, w->key_f.m, &dl);
+        u128 dot[LIMBS] = {0}, abs_dot[LIMBS] = {0};
+        fast_abs_dot((const uint64_t(*)[LIMBS])col, n, w->query_f.m, abs_dot);
+        fast_dot((const uint64_t(*)[LIMBS])col, &w->query_f, dot);
+        mpz_from_accumulators(w->z, dot);
+        mpz_from_accumulators(w->z_abs, abs_dot);
+        w->bits[vv] = column_bits(w, vv);
+        return;
+    }
+    mpz_set_ui(w->z, 0);
+    mpz_set_ui(w->z_abs, 0);
+    for (size_t kk = 0; kk < n; kk++) {
+        mpz_ptr x = w->x[vv * n + kk];
+        if (update) {
+            mpz_mul(w->z_tmp, w->key_f.z[kk], dz);
+            rna_scale(w->z_tmp, w->z_tmp, sh, w->z_abs);
+            mpz_add(x, x, w->z_tmp);
+        }
+        mpz_addmul(w->z, w->query_f.z[kk], x);
+    }
+    mpz_set_ui(w->z_abs, 0);
+    for (size_t kk = 0; kk < n; kk++) {
+        mpz_abs(w->z_tmp, w->x[vv * n + kk]);
+        if (mpz_sgn(w->query_f.z[kk]) < 0)
+            mpz_submul(w->z_abs, w->query_f.z[kk], w->z_tmp);
+        else
+            mpz_addmul(w->z_abs, w->query_f.z[kk], w->z_tmp);
+    }
+    w->bits[vv] = column_bits(w, vv);
+}
+
+/* ---- the grid form's recurrence -------------------------------------------------- */
+
+static void grid_head_start(workspace *w, const float *h0)
+{
+    const gdn_e2e_shape *s = w->s;
+    mpfr_set_ui(w->c, 1, MPFR_RNDN);
+    for (size_t vv = 0; vv < s->v; vv++) {
+        long top = LONG_MIN;
+        for (size_t kk = 0; h0 && kk < s->k; kk++) {
+            int e = 0;
+            frexpf(h0[h0_at(w, kk, vv)], &e);
+            if (h0[h0_at(w, kk, vv)] != 0 && e > top) top = e;
+        }
+        w->grid[vv] = top == LONG_MIN ? 0 : top - grid_target(w->prec);
+        for (size_t kk = 0; kk < s->k; kk++) {
+            int e = 0;
+            const float x = h0 ? h0[h0_at(w, kk, vv)] : 0.0f;
+            mpz_set_d(w->z, ldexp(frexpf(x, &e), F32_PREC)); /* x = m 2^(e - 24), m an integer */
+            rna_scale(w->z, w->z, e - F32_PREC - w->grid[vv], w->z_tmp);
+            state_set(w, vv, kk, w->z);
+        }
+        w->bits[vv] = column_bits(w, vv);
+    }
+}
+
+/* c <- c exp(g), then c's exponent moves into every grid: c stays in [1/2, 1). */
+static void grid_decay(workspace *w, float g)
+{
+    mpfr_set_flt(w->gate, g, MPFR_RNDN);
+    mpfr_exp(w->gate, w->gate, MPFR_RNDN);
+    mpfr_mul(w->c, w->c, w->gate, MPFR_RNDN);
+    const long e = mpfr_get_exp(w->c); /* c > 0: |g| <= 64 */
+    mpfr_set_exp(w->c, 0);
+    w->c_abs = mpfr_get_d(w->c, MPFR_RNDA);
+    for (size_t vv = 0; vv < w->s->v; vv++) w->grid[vv] += e;
+}
+
+/* Before column v's update: a grid on which X and the update fit below
+ * 2^cap and the larger of them is at least 2^(floor - 1). */
+static void grid_fit(workspace *w, size_t vv)
+{
+    const long u = w->key_f.top + mpfr_get_exp(w->d[vv]) - w->grid[vv]; /* |k d̂| < 2^u grid units */
+    const long target = grid_target(w->prec);
+    if (w->bits[vv] == 0) { /* a zero column takes any grid: the update's */
+        w->grid[vv] += u + 1 - target;
+        return;
+    }
+    const long need = (w->bits[vv] > u ? w->bits[vv] : u) + 1, shift = need - target;
+    if (need > grid_cap(w->prec) || need < grid_floor(w->prec)) {
+        state_regrid(w, vv, shift);
+        w->grid[vv] += shift;
+    }
+}
+
+static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *k, const ug_bf16 *v,
+                       const float *beta, const float *g_raw, ug_ref_value *o)
+{
+    const gdn_e2e_shape *s = w->s;
+    const size_t dk = s->k, dv = s->v;
+    grid_decay(w, g_raw[at3(s, w->b, t, w->h)]);
+    load_factors(w, &w->key_f, k + row4(s, w->b, t, s->hg, w->key_head, dk));
+    load_key_abs(w, k + row4(s, w->b, t, s->hg, w->key_head, dk));
+    load_factors(w, &w->query_f, q + row4(s, w->b, t, s->hg, w->key_head, dk));
+    const ug_bf16 *v_row = v + row4(s, w->b, t, s->h, w->h, dv);
+    ug_ref_value *o_row = o + row4(s, w->b, t, s->h, w->h, dv);
+    for (size_t vv = 0; vv < dv; vv++) {
+        if (w->bits[vv] && w->key_f.nonzero) {
+            state_key_dot(w, vv);
+            mpfr_set_z_2exp(w->acc, w->z, w->key_f.lsb + w->grid[vv], MPFR_RNDN);
+        } else {
+            mpfr_set_zero(w->acc, 1);
+        }
+        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]), beta[at3(s, w->b, t, w->h)]);
+        if (t + 1 == s->t)
+            for (size_t kk = 0; kk < dk; kk++) {
+                state_get(w, vv, kk, w->z);
+                mpfr_set_z_2exp(w->wide, w->z, w->grid[vv], MPFR_RNDN); /* exact */
+                w->decayed_abs[vv * dk + kk] = times_c_abs(w, w->wide);
+            }
+        const bool update = w->key_f.nonzero && !mpfr_zero_p(w->d[vv]);
+        long sh = 0;
+        if (update) {
+            grid_fit(w, vv);
+            const long e = mpfr_get_z_2exp(w->delta, w->d[vv]); /* d̂ = delta 2^e */
+            sh = w->key_f.lsb + e - w->grid[vv];
+        }
+        state_update_and_query(w, vv, update, sh);
+        double abs_products = 0;
+        if (w->query_f.nonzero) {
+            const long e = w->query_f.lsb + w->grid[vv];
+            mpfr_set_z_2exp(w->acc, w->z, e, MPFR_RNDN);
+            mpfr_set_z_2exp(w->abs_acc, w->z_abs, e, MPFR_RNDU);
+            abs_products = mpfr_get_d(w->abs_acc, MPFR_RNDU);
+        } else {
+            mpfr_set_zero(w->acc, 1);
+        }
+        output_finish(w, &o_row[vv], abs_products);
+    }
+}
+
+static void grid_finish_head(workspace *w, ug_ref_value *final_state)
 {
     const gdn_e2e_shape *s = w->s;
     ug_ref_value *out = final_state + (w->b * s->h + w->h) * s->k * s->v;
     for (size_t kk = 0; kk < s->k; kk++)
         for (size_t vv = 0; vv < s->v; vv++) {
-            mpfr_mul(w->acc, w->state[vv * s->k + kk], w->c, MPFR_RNDN);
-            double abs_sum = w->decayed_abs[vv * s->k + kk] + w->key_abs[kk] * w->d_abs[vv];
-            ug_ref_finish(&out[kk * s->v + vv], w->acc, INFINITY, abs_sum, 0, UG_F32);
-            out[kk * s->v + vv].no_bound = false; /* +inf by design, not from the profile */
+            state_get(w, vv, kk, w->z);
+            mpfr_set_z_2exp(w->wide, w->z, w->grid[vv], MPFR_RNDN); /* exact */
+            final_finish(w, &out[kk * s->v + vv], w->wide, kk, vv);
         }
 }
 
@@ -223,12 +950,20 @@ ug_status gdn_e2e_reference(const gdn_e2e_shape *s, mpfr_prec_t prec, float scal
 {
     workspace w;
     UG_TRY(workspace_open(&w, s, prec, scale));
+    const float *head_h0 = s->has_h0 ? h0 : NULL;
     for (w.b = 0; w.b < s->b; w.b++)
         for (w.h = 0; w.h < s->h; w.h++) {
             w.key_head = w.h / (s->h / s->hg);
-            head_start(&w, s->has_h0 ? h0 : NULL);
-            for (size_t t = 0; t < s->t; t++) token(&w, t, q, k, v, beta, g_raw, o);
-            finish_head(&w, final_state);
+            if (grid_head_ok(&w, q, k, v, beta, g_raw, head_h0)) {
+                w.fast = fast_head_ok(&w, q, k);
+                grid_head_start(&w, head_h0);
+                for (size_t t = 0; t < s->t; t++) grid_token(&w, t, q, k, v, beta, g_raw, o);
+                grid_finish_head(&w, final_state);
+            } else {
+                float_head_start(&w, head_h0);
+                for (size_t t = 0; t < s->t; t++) float_token(&w, t, q, k, v, beta, g_raw, o);
+                float_finish_head(&w, final_state);
+            }
         }
     workspace_close(&w);
     return ug_ok();

@@ -18,6 +18,7 @@ typedef struct {
     size_t bt;
     const ug_f32_model *model;
     mpfr_t *x;          /* [BT][BT] the inverse, lower triangle */
+    mpfr_t *l_mp;       /* [BT][BT] L's f32 values, exact at 24 bits: the terms multiply them directly */
     mpfr_t *terms;      /* [BT] */
     mpfr_ptr *term_ptrs;
     double *l, *abs_l, *abs_x, *delta, *skeel, *abs_lx; /* [BT][BT] */
@@ -31,7 +32,10 @@ static void workspace_free(workspace *ws)
         for (size_t i = 0; i < bt * bt; i++) mpfr_clear(ws->x[i]);
     if (ws->terms)
         for (size_t i = 0; i < bt; i++) mpfr_clear(ws->terms[i]);
+    if (ws->l_mp)
+        for (size_t i = 0; i < bt * bt; i++) mpfr_clear(ws->l_mp[i]);
     free(ws->x);
+    free(ws->l_mp);
     free(ws->terms);
     free(ws->term_ptrs);
     free(ws->l);
@@ -40,19 +44,23 @@ static void workspace_free(workspace *ws)
 static ug_status workspace_init(workspace *ws, size_t bt)
 {
     ws->bt = bt;
-    mpfr_t *x = calloc(bt * bt, sizeof *x), *terms = calloc(bt, sizeof *terms);
+    mpfr_t *x = calloc(bt * bt, sizeof *x), *terms = calloc(bt, sizeof *terms), *l_mp = calloc(bt * bt, sizeof *l_mp);
     ws->term_ptrs = calloc(bt, sizeof *ws->term_ptrs);
     ws->l = calloc(6 * bt * bt + bt, sizeof *ws->l);
-    if (!x || !terms || !ws->term_ptrs || !ws->l) {
+    if (!x || !terms || !l_mp || !ws->term_ptrs || !ws->l) {
         free(x);
         free(terms);
+        free(l_mp);
         ws->x = NULL;
         ws->terms = NULL;
+        ws->l_mp = NULL;
         workspace_free(ws);
         return ug_fail(UG_ENOMEM, "gdn_solve_tril reference: cannot allocate a %zu x %zu workspace", bt, bt);
     }
     ws->x = x;
     ws->terms = terms;
+    ws->l_mp = l_mp;
+    for (size_t i = 0; i < bt * bt; i++) mpfr_init2(ws->l_mp[i], 24);
     ws->abs_l = ws->l + bt * bt;
     ws->abs_x = ws->abs_l + bt * bt;
     ws->delta = ws->abs_x + bt * bt;
@@ -80,7 +88,7 @@ static void substitute(workspace *ws, mpfr_prec_t prec)
             size_t n = 0;
             for (size_t m = j; m < i; m++) {
                 if (ws->l[i * bt + m] == 0) continue; /* a zero term adds nothing */
-                mpfr_mul_d(ws->term_ptrs[n], ws->x[m * bt + j], ws->l[i * bt + m], MPFR_RNDN);
+                mpfr_mul(ws->term_ptrs[n], ws->x[m * bt + j], ws->l_mp[i * bt + m], MPFR_RNDN);
                 n++;
             }
             mpfr_sum(ws->x[i * bt + j], ws->term_ptrs, n, MPFR_RNDN);
@@ -151,6 +159,7 @@ static ug_status reference_chunk(workspace *ws, const gdn_solve_tril_shape *s, c
     for (size_t i = 0; i < bt; i++)
         for (size_t j = 0; j < bt; j++)
             ws->l[i * bt + j] = j < i ? (double)l[((b * s->t + t0 + i) * s->h + h) * bt + j] : 0.0;
+    for (size_t k = 0; k < bt * bt; k++) mpfr_set_d(ws->l_mp[k], ws->l[k], MPFR_RNDN); /* exact: an f32 */
     double tau = INFINITY;
     for (mpfr_prec_t prec = START_PREC; prec <= MAX_PREC && !(tau <= TAU_LIMIT); prec *= 2) {
         substitute(ws, prec);

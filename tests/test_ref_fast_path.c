@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../harness/family.h"
+#include "../ref/gdn_e2e.h"
 #include "../ref/gdn_recompute_wu.h"
 #include "../ref/rowsimd.h"
 #include "tests.h"
@@ -128,6 +129,13 @@ static void scaled_kkt_fast_equals_mpfr_on_every_regime(void)
     const char *const names[] = {"B", "T", "Hg", "H", "K", "BT"};
     const double values[] = {1, 128, 1, 2, 64, 64, /**/ 1, 64, 2, 4, 128, 64};
     CU_ASSERT(family_fast_equals_mpfr("gdn_chunk_scaled_kkt", names, 6, values, 2) > 50000);
+}
+
+static void e2e_fast_equals_mpfr_on_every_regime(void)
+{
+    const char *const names[] = {"B", "T", "Hg", "H", "K", "V", "BT", "has_h0"};
+    const double values[] = {1, 128, 1, 2, 128, 64, 64, 1, /**/ 2, 64, 2, 4, 128, 64, 64, 0};
+    CU_ASSERT(family_fast_equals_mpfr("gdn_e2e", names, 8, values, 2) > 50000);
 }
 
 /* ---- gdn_recompute_wu on adversarial chunks ------------------------------------ */
@@ -324,11 +332,219 @@ static void nonfinite_inputs_take_the_mpfr_path(void)
     free(c);
 }
 
+/* ---- gdn_e2e on adversarial heads ----------------------------------------------- */
+
+enum { E2E_T = 48, E2E_K = 16, E2E_V = 8, E2E_H = 2 };
+
+/* One batch, two value heads on two key heads (Hg = H = 2), with h0. */
+typedef struct {
+    gdn_e2e_shape s;
+    ug_bf16 q[E2E_T * E2E_H * E2E_K], k[E2E_T * E2E_H * E2E_K], v[E2E_T * E2E_H * E2E_V];
+    float beta[E2E_T * E2E_H], g[E2E_T * E2E_H], h0[E2E_H * E2E_K * E2E_V];
+    ug_ref_value o[2][E2E_T * E2E_H * E2E_V], final[2][E2E_H * E2E_K * E2E_V];
+} e2e_case;
+
+static e2e_case *e2e_case_new(void)
+{
+    e2e_case *c = calloc(1, sizeof *c);
+    c->s = (gdn_e2e_shape){1, E2E_T, E2E_H, E2E_H, E2E_K, E2E_V, true};
+    return c;
+}
+
+/* The plain path against the fast path: the differing elements. */
+static size_t e2e_fast_vs_plain(e2e_case *c)
+{
+    size_t differ = 0, mismatches = 0;
+    const float scale = gdn_e2e_reference_scale(E2E_K);
+    for (int fast = 0; fast < 2; fast++) {
+        ug_ref_set_fast(fast);
+        CU_ASSERT_EQUAL(gdn_e2e_reference(&c->s, GDN_E2E_REF_PREC, scale, c->q, c->k, c->v, c->beta, c->g, c->h0,
+                                          c->o[fast], c->final[fast]).code, UG_OK);
+    }
+    ug_ref_set_fast(true);
+    differ += count_differences(c->o[1], c->o[0], E2E_T * E2E_H * E2E_V, &mismatches);
+    differ += count_differences(c->final[1], c->final[0], E2E_H * E2E_K * E2E_V, &mismatches);
+    for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i++)
+        differ += c->final[1][i].no_bound != c->final[0][i].no_bound || c->final[1][i].wild != c->final[0][i].wild;
+    return differ;
+}
+
+/* Random inputs: exponents of keys and queries over `span` binades (the fast
+ * path takes spans up to 40 after the 8 significant bits), values, betas,
+ * h0 over [lo, hi], gates in [g_lo, g_hi]. */
+static void e2e_fill(e2e_case *c, uint64_t *state, int span, int lo, int hi, float g_lo, float g_hi)
+{
+    for (size_t i = 0; i < E2E_T * E2E_H * E2E_K; i++) {
+        c->k[i] = ug_bf16_from_f32(spread(state, -span, 0));
+        c->q[i] = ug_bf16_from_f32(spread(state, -span, 0));
+    }
+    for (size_t i = 0; i < E2E_T * E2E_H * E2E_V; i++) c->v[i] = ug_bf16_from_f32(spread(state, lo, hi));
+    for (size_t i = 0; i < E2E_T * E2E_H; i++) {
+        c->beta[i] = fabsf(spread(state, lo, hi));
+        c->g[i] = ug_test_uniform(state, g_lo, g_hi);
+    }
+    for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i++) c->h0[i] = spread(state, lo, hi);
+}
+
+static void e2e_grids_coarsen_and_refine(void)
+{
+    /* Gates up to ±60 per token, betas and values over 2^-40 .. 2^40: the
+     * columns' grids move by up to ~200 bits between tokens, both ways, and
+     * every rounding limb of the update is reached. */
+    e2e_case *c = e2e_case_new();
+    uint64_t state = 21;
+    for (int round = 0; round < 3; round++) {
+        e2e_fill(c, &state, 40, -40, 40, -60, round == 0 ? 0 : 60);
+        CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    }
+    free(c);
+}
+
+static void e2e_rounding_ties(void)
+{
+    /* Column 0 of head 0: h0 = (1, ±2^-140, 0, ...) sits on the grid 2^-199
+     * as (2^199, ±2^59); key e_0, gate 0, beta 1 and v = 2^59 make the update
+     * 2^259 grid units, so the grid coarsens by 60 bits and ±2^59 lands on a
+     * tie, rounded away from zero to ±1 on both paths. */
+    e2e_case *c = e2e_case_new();
+    for (int sign = 0; sign < 2; sign++) {
+        memset(c->k, 0, sizeof c->k);
+        memset(c->q, 0, sizeof c->q);
+        memset(c->h0, 0, sizeof c->h0);
+        for (size_t t = 0; t < E2E_T; t++)
+            for (size_t h = 0; h < E2E_H; h++) {
+                c->k[(t * E2E_H + h) * E2E_K + t % E2E_K] = ug_bf16_from_f32(1.0f);
+                c->q[(t * E2E_H + h) * E2E_K + (t + 1) % E2E_K] = ug_bf16_from_f32(1.0f);
+                c->beta[t * E2E_H + h] = 1.0f;
+                c->g[t * E2E_H + h] = 0.0f;
+                for (size_t d = 0; d < E2E_V; d++) c->v[(t * E2E_H + h) * E2E_V + d] = ug_bf16_from_f32(0x1p59f);
+            }
+        for (size_t h = 0; h < E2E_H; h++)
+            for (size_t d = 0; d < E2E_V; d++) {
+                c->h0[(h * E2E_K + 0) * E2E_V + d] = 1.0f;
+                c->h0[(h * E2E_K + 1) * E2E_V + d] = sign ? -0x1p-140f : 0x1p-140f;
+            }
+        CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    }
+    free(c);
+}
+
+static void e2e_columns_shrink_and_refine(void)
+{
+    /* h0 columns (1, 2^-100, 0, ...): a unit key e_0 with beta 1 and v = 0
+     * projects the 1 out, leaving 2^99 grid units; a small update (v =
+     * 2^-90 on another unit key) then refines the grid by ~90 bits; v = 2^40
+     * on e_0 coarsens it again, four tokens a cycle. */
+    e2e_case *c = e2e_case_new();
+    memset(c->k, 0, sizeof c->k);
+    memset(c->q, 0, sizeof c->q);
+    memset(c->h0, 0, sizeof c->h0);
+    for (size_t t = 0; t < E2E_T; t++)
+        for (size_t h = 0; h < E2E_H; h++) {
+            const size_t tok = t * E2E_H + h, phase = t % 4;
+            const size_t key = phase == 1 ? 2 + t % 8 : phase == 3 ? 1 : 0;
+            const float value = phase == 0 ? 0.0f : phase == 1 ? 0x1p-90f : phase == 2 ? 0x1p40f : 0x1p-20f;
+            c->k[tok * E2E_K + key] = ug_bf16_from_f32(1.0f);
+            c->q[tok * E2E_K + 1] = ug_bf16_from_f32(1.0f);
+            c->q[tok * E2E_K + 2 + t % 8] = ug_bf16_from_f32(-0.5f);
+            c->beta[tok] = 1.0f;
+            c->g[tok] = -0.25f * (float)h;
+            for (size_t d = 0; d < E2E_V; d++) c->v[tok * E2E_V + d] = ug_bf16_from_f32(value * (float)(d + 1));
+        }
+    for (size_t h = 0; h < E2E_H; h++)
+        for (size_t d = 0; d < E2E_V; d++) {
+            c->h0[(h * E2E_K + 0) * E2E_V + d] = 1.0f;
+            c->h0[(h * E2E_K + 1) * E2E_V + d] = 0x1p-100f * (float)(d + 1);
+        }
+    CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    free(c);
+}
+
+static void e2e_cancellation_and_zeros(void)
+{
+    /* Unit keys with beta 1 and v = 0 project a state component out to
+     * exactly 0 (whole columns become zero and take a new grid), zero keys
+     * and queries, signed zeros among the inputs, tokens whose d is 0. */
+    e2e_case *c = e2e_case_new();
+    uint64_t state = 23;
+    e2e_fill(c, &state, 10, -4, 4, -1, 0);
+    for (size_t t = 0; t < E2E_T; t++)
+        for (size_t h = 0; h < E2E_H; h++) {
+            ug_bf16 *k = c->k + (t * E2E_H + h) * E2E_K, *q = c->q + (t * E2E_H + h) * E2E_K;
+            const size_t tok = t * E2E_H + h;
+            if (t % 4 == 0) { /* a unit key, v = -0: the component is projected out */
+                for (size_t d = 0; d < E2E_K; d++) k[d] = d == t % E2E_K ? ug_bf16_from_f32(1.0f) : 0x8000;
+                c->beta[tok] = 1.0f;
+                c->g[tok] = 0.0f;
+                for (size_t d = 0; d < E2E_V; d++) c->v[tok * E2E_V + d] = 0x8000;
+            }
+            if (t % 5 == 1) memset(k, 0, E2E_K * sizeof *k);                  /* zero key: no update */
+            if (t % 7 == 2) for (size_t d = 0; d < E2E_K; d++) q[d] = 0x8000; /* -0 query */
+            if (t % 6 == 3) c->beta[tok] = -0.0f;                             /* d = -0 */
+        }
+    for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i += 3) c->h0[i] = i % 2 ? -0.0f : 0.0f;
+    CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    free(c);
+}
+
+static void e2e_key_spans_at_the_fast_limit(void)
+{
+    /* Head 0's keys span 40 binades beyond their 8 bits (1.5 and 2^-40: the
+     * fast path's limit), head 1's queries 41 in every other token (the
+     * head goes to the plain path): both give the plain path's bits. */
+    e2e_case *c = e2e_case_new();
+    uint64_t state = 24;
+    e2e_fill(c, &state, 20, -6, 6, -2, 0);
+    for (size_t t = 0; t < E2E_T; t++) {
+        c->k[(t * E2E_H + 0) * E2E_K + 1] = ug_bf16_from_f32(1.5f);
+        c->k[(t * E2E_H + 0) * E2E_K + 2] = ug_bf16_from_f32(0x1p-40f);
+        c->q[(t * E2E_H + 1) * E2E_K + 1] = ug_bf16_from_f32(1.5f);
+        c->q[(t * E2E_H + 1) * E2E_K + 2] = ug_bf16_from_f32(t % 2 ? 0x1p-41f : 0x1p-40f);
+    }
+    CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    free(c);
+}
+
+static void e2e_tiny_and_subnormal_inputs(void)
+{
+    /* bf16 subnormal values, f32 subnormal betas and h0, beside values near
+     * 2^60: columns spanning ~260 binades, entries that fall off their grid
+     * (head 0 on the fast path); head 1's keys subnormal too (plain path). */
+    e2e_case *c = e2e_case_new();
+    uint64_t state = 25;
+    e2e_fill(c, &state, 30, -130, 60, -3, 0);
+    for (size_t t = 0; t < E2E_T; t++) c->k[(t * E2E_H + 1) * E2E_K + t % E2E_K] = (ug_bf16)(1 + t); /* subnormal */
+    for (size_t i = 0; i < E2E_T * E2E_H; i += 3) c->beta[i] = ldexpf(1.0f, -149 + (int)(i % 20));
+    for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i += 2) c->h0[i] = ldexpf(1.5f, -140);
+    CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    free(c);
+}
+
+static void e2e_heads_outside_the_grid_form(void)
+{
+    /* Non-finite inputs, values at 2^64 and gates beyond ±64 send their
+     * head to the floating form, on either path alike. */
+    e2e_case *c = e2e_case_new();
+    uint64_t state = 26;
+    for (int kind = 0; kind < 4; kind++) {
+        e2e_fill(c, &state, 8, -4, 4, -1, 0);
+        switch (kind) {
+        case 0: c->k[5 * E2E_H * E2E_K + 3] = 0x7F80; break;   /* +inf key, head 0 */
+        case 1: c->v[7 * E2E_H * E2E_V + E2E_V] = 0x7FC0; break; /* NaN value, head 1 */
+        case 2: c->h0[4] = 0x1p64f; break;
+        default: c->g[9 * E2E_H] = -65.0f; c->g[3 * E2E_H + 1] = 64.0f; break;
+        }
+        CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    }
+    free(c);
+}
+
 /* Two suites: the regime sweeps run the MPFR path on every regime and are
  * the longest of all under valgrind, so make memcheck runs them apart. */
 UG_TEST_SUITE(ref_fast_path_regimes_suite, "ref_fast_path_regimes",
               UG_TEST(recompute_wu_fast_equals_mpfr_on_every_regime),
-              UG_TEST(scaled_kkt_fast_equals_mpfr_on_every_regime));
+              UG_TEST(scaled_kkt_fast_equals_mpfr_on_every_regime),
+              UG_TEST(e2e_fast_equals_mpfr_on_every_regime));
 
 UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(cancellation_to_exact_zero),
@@ -337,4 +553,11 @@ UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(subnormal_results),
               UG_TEST(exponents_spread_over_the_whole_range),
               UG_TEST(operands_at_rounding_boundaries),
-              UG_TEST(nonfinite_inputs_take_the_mpfr_path));
+              UG_TEST(nonfinite_inputs_take_the_mpfr_path),
+              UG_TEST(e2e_grids_coarsen_and_refine),
+              UG_TEST(e2e_rounding_ties),
+              UG_TEST(e2e_columns_shrink_and_refine),
+              UG_TEST(e2e_cancellation_and_zeros),
+              UG_TEST(e2e_key_spans_at_the_fast_limit),
+              UG_TEST(e2e_tiny_and_subnormal_inputs),
+              UG_TEST(e2e_heads_outside_the_grid_form));
