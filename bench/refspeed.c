@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../core/bf16.h"
+#include "../harness/profile.h"
 #include "../ref/ref.h"
 #include "bench.h"
 
@@ -78,6 +79,23 @@ static void plain_output(const shape *s, const ug_bf16 *src, size_t src_heads, s
     mpfr_clears(acc, e, (mpfr_ptr)0);
     free(a_mp);
     free(x_mp);
+}
+
+/* The CPU profile the references' bounds are derived under (as the tests
+ * use it); the bench runs from the repository root. */
+static const ug_f32_model *cpu_model(void)
+{
+    static ug_f32_model model;
+    static bool loaded;
+    if (!loaded) {
+        ug_status st = ug_profile_load("fixtures/profiles/cpu.json", &model);
+        if (!ug_is_ok(&st)) {
+            fprintf(stderr, "bench: %s (run it from the repository root)\n", st.msg);
+            abort();
+        }
+        loaded = true;
+    }
+    return &model;
 }
 
 /* Every field bit for bit (a NaN's sign is MPFR's choice: NaNs compare equal). */
@@ -174,7 +192,7 @@ static double time_paths(ref_case *c, ug_ref_mode mode, double terms, size_t *di
         ug_status st = ug_ok();
         for (int r = 0; r < (fast ? REPEATS : 1) && ug_is_ok(&st); r++) {
             double t0 = bench_now();
-            st = c->f->reference(&c->p, c->bufs, mode, dst);
+            st = c->f->reference(&c->p, c->bufs, cpu_model(), mode, dst);
             best = fmin(best, bench_now() - t0);
         }
         ug_ref_set_fast(true);
@@ -211,7 +229,7 @@ static void *spread_worker(void *arg)
 {
     spread_job *job = arg;
     ug_ref_value **outs = job->c.outs[job->mode];
-    job->st = job->c.f->reference(&job->c.p, job->c.bufs, job->mode, outs);
+    job->st = job->c.f->reference(&job->c.p, job->c.bufs, cpu_model(), job->mode, outs);
     return NULL;
 }
 
