@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "exact_sum.h"
+
 /* Angles carry ANGLE_PREC bits: an angle below 2^32 is then known to 2^-220
  * absolutely, far below the 2^-128 relative error of its cos and sin. */
 enum { ANGLE_PREC = 256 };
@@ -33,11 +35,14 @@ static bool is_subnormal(double x) { return x != 0 && fabs(x) < UG_F32_MIN_NORMA
 typedef struct {
     size_t head_dim;
     mpfr_t *y;
+    ug_xval *y_fast; /* the fast path's y (ug_ref_fast): the same 128-bit values as y */
     double *y_mag, *abs_y;
     double eps_y;
     mpfr_ptr *term_ptrs;
     mpfr_t *terms;
     mpfr_t v, r;
+    ug_xsum acc; /* the fast path's exact sums */
+    mpz_t scratch;
 } norm_ws;
 
 static void norm_ws_free(norm_ws *ws)
@@ -47,23 +52,28 @@ static void norm_ws_free(norm_ws *ws)
     if (ws->terms)
         for (size_t i = 0; i < ws->head_dim; i++) mpfr_clear(ws->terms[i]);
     free(ws->y);
+    free(ws->y_fast);
     free(ws->terms);
     free(ws->term_ptrs);
     free(ws->y_mag);
     free(ws->abs_y);
     mpfr_clears(ws->v, ws->r, (mpfr_ptr)0);
+    mpz_clear(ws->scratch);
 }
 
 static ug_status norm_ws_init(norm_ws *ws, size_t head_dim)
 {
     *ws = (norm_ws){.head_dim = head_dim};
     mpfr_inits2(UG_REF_PREC, ws->v, ws->r, (mpfr_ptr)0);
+    mpz_init(ws->scratch);
+    ug_xsum_init(&ws->acc);
     ws->y = calloc(head_dim, sizeof *ws->y);
+    ws->y_fast = calloc(head_dim, sizeof *ws->y_fast);
     ws->terms = calloc(head_dim, sizeof *ws->terms);
     ws->term_ptrs = calloc(head_dim, sizeof *ws->term_ptrs);
     ws->y_mag = calloc(head_dim, sizeof *ws->y_mag);
     ws->abs_y = calloc(head_dim, sizeof *ws->abs_y);
-    if (!ws->y || !ws->terms || !ws->term_ptrs || !ws->y_mag || !ws->abs_y) {
+    if (!ws->y || !ws->y_fast || !ws->terms || !ws->term_ptrs || !ws->y_mag || !ws->abs_y) {
         free(ws->y);
         free(ws->terms);
         ws->y = NULL;
@@ -79,6 +89,63 @@ static ug_status norm_ws_init(norm_ws *ws, size_t head_dim)
     return ug_ok();
 }
 
+/* ---- the fast path's arithmetic (ref/exact_sum.h) ----------------------------
+ *
+ * The MPFR path rounds y_i = RN(RN(r x_i) w_i) and each rotated output
+ * RN(y_self c +- RN(y_other s)) to UG_REF_PREC = 128 bits. The fast path
+ * forms the same exact products and sums in integers (ug_xval_product, the
+ * exact accumulator) and rounds them to 128 bits to nearest even, as MPFR
+ * does, so every intermediate is the MPFR path's value; signed zeros follow
+ * IEEE's rules there as in MPFR. r itself, 1/sqrt, sin and cos stay MPFR. */
+
+static ug_xval xval_of_double(double x) /* x finite */
+{
+    ug_xval v = {0};
+    uint64_t m;
+    ug_xsum_split(x, &v.neg, &m, &v.e);
+    v.m = m;
+    v.zero = m == 0;
+    return v;
+}
+
+/* False for an infinity or a NaN. */
+static bool xval_of_mpfr(mpfr_srcptr x, ug_xval *out)
+{
+    *out = (ug_xval){.zero = mpfr_zero_p(x), .neg = mpfr_signbit(x)};
+    return out->zero || ug_xsum_split_mpfr(x, &out->neg, &out->m, &out->e);
+}
+
+/* RN_128 of an exact value as read (its round and sticky bits below a full
+ * 128-bit m). */
+static ug_xval rn128(ug_xval v)
+{
+    if (!v.zero && v.m >> 127 && v.round && (v.sticky || (v.m & 1)) && ++v.m == 0) {
+        v.m = (ug_u128)1 << 127;
+        v.e++;
+    }
+    v.round = v.sticky = false;
+    return v;
+}
+
+/* RN_128(a b) for b of at most 64 bits (a double), as mpfr_mul_d. */
+static ug_xval mul_rn128(const ug_xval *a, const ug_xval *b)
+{
+    if (a->zero || b->zero) return (ug_xval){.zero = true, .neg = a->neg != b->neg};
+    return rn128(ug_xval_product(a->neg != b->neg, (uint64_t)b->m, a->m, a->e + b->e));
+}
+
+/* S += (negate ? -1 : 1) a b exactly, b of up to 128 bits. */
+static void add_product(ug_xsum *acc, const ug_xval *a, const ug_xval *b, bool negate)
+{
+    const bool neg = (a->neg != b->neg) != negate;
+    if (a->zero || b->zero) {
+        ug_xsum_add_zero(acc, neg);
+        return;
+    }
+    ug_xsum_add_mul(acc, neg, (uint64_t)b->m, a->m, a->e + b->e);
+    if (b->m >> 64) ug_xsum_add_mul(acc, neg, (uint64_t)(b->m >> 64), a->m, a->e + b->e + 64);
+}
+
 /* x and w as doubles (exact: bf16 or f32); w NULL without a weight. The
  * kernel's y_i under the profile m (docs/error-model-head_norm_rope.md §2):
  *   ss^ within gamma_d ss + d mu of ss (any order, FMA or not),
@@ -86,15 +153,27 @@ static ug_status norm_ws_init(norm_ws *ws, size_t head_dim)
  *   r^ = 1/sqrt(v^) as fl(1 / sqrtf) or rsqrtf:
  *        |r^/r - 1| <= (1 - |t|)^-1/2 max((1 + eps_div')/(1 - eps_sqrt), 1 + eps_rsqrt) - 1,
  *   y^ = fl(fl(x r^) w): relative (1 + eps_r)(1 + u)^k - 1, absolute (mu/2)(1 + |w|)(1 + 2u),
- *        or all of |y| where the profile flushes a subnormal x_i or w_i. */
-static void norm_head(const ug_f32_model *m, norm_ws *ws, const double *x, const double *w, float eps)
+ *        or all of |y| where the profile flushes a subnormal x_i or w_i.
+ * With fast (every x_i and w_i finite) the sum of squares and the y_i take
+ * the fast path, y_i into y_fast; returns whether they did (false: r is
+ * infinite, y in MPFR). */
+static bool norm_head(const ug_f32_model *m, norm_ws *ws, const double *x, const double *w, float eps, bool fast)
 {
     const size_t d = ws->head_dim;
-    for (size_t i = 0; i < d; i++) mpfr_set_d(ws->terms[i], x[i] * x[i], MPFR_RNDN); /* exact */
-    mpfr_sum(ws->v, ws->term_ptrs, d, MPFR_RNDN);
+    if (fast) {
+        /* squares of bf16 or f32 values lie far inside the accumulator's range */
+        ug_xsum_clear(&ws->acc);
+        for (size_t i = 0; i < d; i++) ug_xsum_add_double(&ws->acc, x[i] * x[i]);
+        ug_xsum_get_mpfr(&ws->acc, ws->v, ws->scratch);
+    } else {
+        for (size_t i = 0; i < d; i++) mpfr_set_d(ws->terms[i], x[i] * x[i], MPFR_RNDN); /* exact */
+        mpfr_sum(ws->v, ws->term_ptrs, d, MPFR_RNDN);
+    }
     mpfr_div_ui(ws->v, ws->v, d, MPFR_RNDN);
     mpfr_add_d(ws->v, ws->v, eps, MPFR_RNDN);
     mpfr_rec_sqrt(ws->r, ws->v, MPFR_RNDN);
+    ug_xval r;
+    fast = fast && xval_of_mpfr(ws->r, &r);
 
     const double mu = ug_f32_underflow(m), mu_half = ug_f32_underflow_half(m);
     const double v_low = mpfr_get_d(ws->v, MPFR_RNDD), v_high = mpfr_get_d(ws->v, MPFR_RNDU);
@@ -115,33 +194,70 @@ static void norm_head(const ug_f32_model *m, norm_ws *ws, const double *x, const
     ws->eps_y = compose(eps_r, k_u(w ? 2 : 1));
     const bool flushes = ug_f32_flushes(m);
     for (size_t i = 0; i < d; i++) {
-        mpfr_mul_d(ws->y[i], ws->r, x[i], MPFR_RNDN);
-        if (w) mpfr_mul_d(ws->y[i], ws->y[i], w[i], MPFR_RNDN);
-        ws->y_mag[i] = abs_up(ws->y[i]) * UG_F32_SLACK;
+        if (fast) {
+            const ug_xval xi = xval_of_double(x[i]);
+            ug_xval y = mul_rn128(&r, &xi);
+            if (w) {
+                const ug_xval wi = xval_of_double(w[i]);
+                y = mul_rn128(&y, &wi);
+            }
+            ws->y_fast[i] = y;
+            ws->y_mag[i] = fabs(ug_xval_to_double(&y, MPFR_RNDA)) * UG_F32_SLACK;
+        } else {
+            mpfr_mul_d(ws->y[i], ws->r, x[i], MPFR_RNDN);
+            if (w) mpfr_mul_d(ws->y[i], ws->y[i], w[i], MPFR_RNDN);
+            ws->y_mag[i] = abs_up(ws->y[i]) * UG_F32_SLACK;
+        }
         ws->abs_y[i] = mu_half * (1 + (w ? fabs(w[i]) : 0)) * (1 + 2 * UG_F32_U);
         if (flushes && (is_subnormal(x[i]) || (w && is_subnormal(w[i]))))
             ws->abs_y[i] = (ws->abs_y[i] + ws->y_mag[i]) * UG_F32_SLACK; /* the kernel's y_i may be 0 */
     }
+    return fast;
 }
 
 /* ---- the rotation of one element -------------------------------------------- */
 
-/* cos and sin of a pair as the reference uses them, the kernel's error in
- * them for the angle it holds (relative eps_cs, absolute zeta, both infinite
- * where the profile states nothing) and that angle's deviation d_angle from
- * the reference's angle. */
+/* cos and sin of a pair as the reference uses them (and as the fast path
+ * holds them, where `fast`: both finite), the kernel's error in them for
+ * the angle it holds (relative eps_cs, absolute zeta, both infinite where
+ * the profile states nothing) and that angle's deviation d_angle from the
+ * reference's angle. */
 typedef struct {
     mpfr_t c, s;
+    ug_xval c_fast, s_fast;
+    bool fast;
     double c_mag, s_mag;
     double eps_cs, zeta, d_angle;
 } pair_trig;
 
 /* Nothing is rounded on purpose before the output: no flags. An allowance
  * the profile does not state (inf) times a zero magnitude is no bound
- * either: NaN becomes inf. */
-static void finish(ug_ref_value *out, mpfr_srcptr r, double e, double abs_sum, ug_dtype dtype)
+ * either: NaN becomes inf. r is the MPFR value, or with r_fast the fast
+ * path's exact value before its rounding to 128 bits (ug_xval_finish rounds
+ * it as the MPFR path's last operation did). */
+static void finish(ug_ref_value *out, mpfr_srcptr r, const ug_xval *r_fast, double e, double abs_sum, ug_dtype dtype)
 {
-    ug_ref_finish(out, r, isnan(e) ? INFINITY : e, abs_sum, 0, dtype);
+    if (isnan(e)) e = INFINITY;
+    if (r_fast) ug_xval_finish(r_fast, out, e, abs_sum, 0, dtype);
+    else ug_ref_finish(out, r, e, abs_sum, 0, dtype);
+}
+
+/* The fast path of a rotated output: RN_128(y_self c + sign RN_128(y_other s))
+ * before its last rounding; false when a term leaves the accumulator's range. */
+static bool rotated_fast(ug_xsum *acc, const ug_xval *y_self, const ug_xval *y_other, const pair_trig *pt, int sign,
+                         ug_xval *out)
+{
+    ug_xsum_clear(acc);
+    add_product(acc, y_other, &pt->s_fast, sign < 0);
+    if (!ug_xsum_in_range(acc)) return false;
+    const ug_xval t = rn128(ug_xsum_read(acc));
+    ug_xsum_clear(acc);
+    add_product(acc, y_self, &pt->c_fast, false);
+    if (t.zero) ug_xsum_add_zero(acc, t.neg);
+    else ug_xsum_add(acc, t.neg, t.m, t.e);
+    if (!ug_xsum_in_range(acc)) return false;
+    *out = ug_xsum_read(acc);
+    return true;
 }
 
 /* out_lo = y_lo c - y_hi s (sign = -1) or out_hi = y_hi c + y_lo s (sign = +1),
@@ -149,13 +265,19 @@ static void finish(ug_ref_value *out, mpfr_srcptr r, double e, double abs_sum, u
  *   E = k1 T' + min(da, 2) |y|_2 + (1+gamma_2)[(a_lo+a_hi)(C (1+eps_cs) + zeta) + Y (1+eps_y) zeta] + mu,
  *   k1 = (1+eps_y)(1+eps_cs)(1+gamma_2) - 1, T' = |y_self| C_c + |y_other| C_s,
  *   C_c = min(|c| + da, 1), C_s = min(|s| + da, 1), C = max(C_c, C_s),
- *   Y = |y_lo| + |y_hi|, |y|_2 = hypot(y_lo, y_hi). */
-static void rotated_element(const ug_f32_model *m, const norm_ws *ws, const pair_trig *pt, size_t self,
-                            size_t other, int sign, mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
+ *   Y = |y_lo| + |y_hi|, |y|_2 = hypot(y_lo, y_hi). With fast, y and the
+ * trig are the fast path's; false (nothing written) when it cannot hold
+ * the element. */
+static bool rotated_element(const ug_f32_model *m, norm_ws *ws, const pair_trig *pt, size_t self, size_t other,
+                            int sign, bool fast, mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
 {
-    mpfr_mul(acc, ws->y[other], pt->s, MPFR_RNDN);
-    if (sign < 0) mpfr_fms(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
-    else mpfr_fma(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
+    ug_xval r_fast;
+    if (fast && !rotated_fast(&ws->acc, &ws->y_fast[self], &ws->y_fast[other], pt, sign, &r_fast)) return false;
+    if (!fast) {
+        mpfr_mul(acc, ws->y[other], pt->s, MPFR_RNDN);
+        if (sign < 0) mpfr_fms(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
+        else mpfr_fma(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
+    }
 
     const double slack = UG_F32_SLACK, gamma2 = ug_f32_gamma(2), da = pt->d_angle;
     const double big_t = (ws->y_mag[self] * pt->c_mag + ws->y_mag[other] * pt->s_mag) * slack;
@@ -169,25 +291,46 @@ static void rotated_element(const ug_f32_model *m, const norm_ws *ws, const pair
                                         big_y * (1 + ws->eps_y) * pt->zeta) +
                         2 * ug_f32_underflow_half(m);
     const double e = (k1 * t_kernel + fmin(da, 2) * norm2 + tiny) * slack * slack;
-    finish(out, acc, e, big_t, dtype);
+    finish(out, acc, fast ? &r_fast : NULL, e, big_t, dtype);
+    return true;
 }
 
-static void passed_element(const norm_ws *ws, size_t i, ug_dtype dtype, ug_ref_value *out)
+static void passed_element(const norm_ws *ws, size_t i, bool fast, ug_dtype dtype, ug_ref_value *out)
 {
-    finish(out, ws->y[i], (ws->eps_y * ws->y_mag[i] + ws->abs_y[i]) * UG_F32_SLACK, ws->y_mag[i], dtype);
+    finish(out, ws->y[i], fast ? &ws->y_fast[i] : NULL, (ws->eps_y * ws->y_mag[i] + ws->abs_y[i]) * UG_F32_SLACK,
+           ws->y_mag[i], dtype);
 }
 
 /* One head's outputs: pairs (i, i + span) for i < pairs rotated with trig[i],
- * the rest passed through. */
-static void finish_head(const ug_f32_model *m, const norm_ws *ws, const pair_trig *trig, size_t pairs, size_t span,
-                        mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
+ * the rest passed through; with fast, from the fast path's y (and trig
+ * where it holds them). False when the fast path cannot finish the head
+ * (then its outputs are to be redone on the MPFR path). */
+static bool finish_head(const ug_f32_model *m, norm_ws *ws, const pair_trig *trig, size_t pairs, size_t span,
+                        bool fast, mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
 {
     for (size_t i = 0; i < ws->head_dim; i++) {
         bool lo = i < pairs, hi = i >= span && i < span + pairs;
-        if (lo) rotated_element(m, ws, &trig[i], i, i + span, -1, acc, dtype, &out[i]);
-        else if (hi) rotated_element(m, ws, &trig[i - span], i, i - span, +1, acc, dtype, &out[i]);
-        else passed_element(ws, i, dtype, &out[i]);
+        const pair_trig *pt = lo ? &trig[i] : hi ? &trig[i - span] : NULL;
+        if (pt && fast && !pt->fast) return false;
+        if (lo && !rotated_element(m, ws, pt, i, i + span, -1, fast, acc, dtype, &out[i])) return false;
+        if (hi && !rotated_element(m, ws, pt, i, i - span, +1, fast, acc, dtype, &out[i])) return false;
+        if (!pt) passed_element(ws, i, fast, dtype, &out[i]);
     }
+    return true;
+}
+
+/* One head: the fast path where it holds (finite x and w, a finite r, terms
+ * in the accumulator's range), else the MPFR path. */
+static void reference_head(const ug_f32_model *m, norm_ws *ws, const double *x, const double *w, float eps,
+                           const pair_trig *trig, size_t pairs, size_t span, mpfr_ptr acc, ug_dtype dtype,
+                           ug_ref_value *out)
+{
+    bool fast = ug_ref_fast();
+    for (size_t i = 0; fast && i < ws->head_dim; i++) fast = isfinite(x[i]) && (!w || isfinite(w[i]));
+    if (fast && norm_head(m, ws, x, w, eps, true) && finish_head(m, ws, trig, pairs, span, true, acc, dtype, out))
+        return;
+    (void)norm_head(m, ws, x, w, eps, false);
+    (void)finish_head(m, ws, trig, pairs, span, false, acc, dtype, out);
 }
 
 static pair_trig *trig_alloc(size_t pairs)
@@ -203,10 +346,12 @@ static void trig_free(pair_trig *t, size_t pairs)
     free(t);
 }
 
+/* The magnitudes, and the fast path's copies of c and s. */
 static void trig_magnitudes(pair_trig *t)
 {
     t->c_mag = abs_up(t->c);
     t->s_mag = abs_up(t->s);
+    t->fast = xval_of_mpfr(t->c, &t->c_fast) && xval_of_mpfr(t->s, &t->s_fast);
 }
 
 /* ---- bf16 variant -------------------------------------------------------------- */
@@ -233,8 +378,7 @@ ug_status head_norm_rope_bf16_reference(const ug_f32_model *model, const head_no
     for (size_t i = 0; w && wd && i < d; i++) wd[i] = ug_bf16_to_f32(w[i]);
     for (size_t h = 0; h < s->n_heads && ug_is_ok(&st); h++) {
         for (size_t i = 0; i < d; i++) xd[i] = ug_bf16_to_f32(x[h * d + i]);
-        norm_head(model, &ws, xd, w ? wd : NULL, s->eps);
-        finish_head(model, &ws, trig, pairs, pairs, acc, UG_BF16, out + h * d);
+        reference_head(model, &ws, xd, w ? wd : NULL, s->eps, trig, pairs, pairs, acc, UG_BF16, out + h * d);
     }
     mpfr_clear(acc);
     free(xd);
@@ -440,8 +584,7 @@ ug_status head_norm_rope_f32_reference(const ug_f32_model *model, const head_nor
         for (size_t h = 0; h < s->n_heads; h++) {
             const size_t offset = (t * s->n_heads + h) * d;
             for (size_t i = 0; i < d; i++) xd[i] = x[offset + i];
-            norm_head(model, &ws, xd, w ? wd : NULL, s->eps);
-            finish_head(model, &ws, trig, pairs, d / 2, acc, UG_F32, out + offset);
+            reference_head(model, &ws, xd, w ? wd : NULL, s->eps, trig, pairs, d / 2, acc, UG_F32, out + offset);
         }
     }
     mpfr_clears(acc, angle, (mpfr_ptr)0);
