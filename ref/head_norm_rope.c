@@ -108,11 +108,18 @@ static ug_xval xval_of_double(double x) /* x finite */
     return v;
 }
 
-/* False for an infinity or a NaN. */
+/* Without the trailing zero bits of its significand (an f32 cache value
+ * then multiplies as 24 bits, not 128); false for an infinity or a NaN. */
 static bool xval_of_mpfr(mpfr_srcptr x, ug_xval *out)
 {
     *out = (ug_xval){.zero = mpfr_zero_p(x), .neg = mpfr_signbit(x)};
-    return out->zero || ug_xsum_split_mpfr(x, &out->neg, &out->m, &out->e);
+    if (out->zero) return true;
+    if (!ug_xsum_split_mpfr(x, &out->neg, &out->m, &out->e)) return false;
+    const uint64_t low = (uint64_t)out->m;
+    const int zeros = low ? __builtin_ctzll(low) : 64 + __builtin_ctzll((uint64_t)(out->m >> 64));
+    out->m >>= zeros;
+    out->e += zeros;
+    return true;
 }
 
 /* RN_128 of an exact value as read (its round and sticky bits below a full
@@ -132,18 +139,6 @@ static ug_xval mul_rn128(const ug_xval *a, const ug_xval *b)
 {
     if (a->zero || b->zero) return (ug_xval){.zero = true, .neg = a->neg != b->neg};
     return rn128(ug_xval_product(a->neg != b->neg, (uint64_t)b->m, a->m, a->e + b->e));
-}
-
-/* S += (negate ? -1 : 1) a b exactly, b of up to 128 bits. */
-static void add_product(ug_xsum *acc, const ug_xval *a, const ug_xval *b, bool negate)
-{
-    const bool neg = (a->neg != b->neg) != negate;
-    if (a->zero || b->zero) {
-        ug_xsum_add_zero(acc, neg);
-        return;
-    }
-    ug_xsum_add_mul(acc, neg, (uint64_t)b->m, a->m, a->e + b->e);
-    if (b->m >> 64) ug_xsum_add_mul(acc, neg, (uint64_t)(b->m >> 64), a->m, a->e + b->e + 64);
 }
 
 /* x and w as doubles (exact: bf16 or f32); w NULL without a weight. The
@@ -242,21 +237,88 @@ static void finish(ug_ref_value *out, mpfr_srcptr r, const ug_xval *r_fast, doub
     else ug_ref_finish(out, r, e, abs_sum, 0, dtype);
 }
 
-/* The fast path of a rotated output: RN_128(y_self c + sign RN_128(y_other s))
- * before its last rounding; false when a term leaves the accumulator's range. */
-static bool rotated_fast(ug_xsum *acc, const ug_xval *y_self, const ug_xval *y_other, const pair_trig *pt, int sign,
-                         ug_xval *out)
+/* The exact product |a b| (a and b of up to 128 bits) as words w[0..4). */
+static void product_words(ug_u128 a, ug_u128 b, uint64_t w[4])
 {
-    ug_xsum_clear(acc);
-    add_product(acc, y_other, &pt->s_fast, sign < 0);
-    if (!ug_xsum_in_range(acc)) return false;
-    const ug_xval t = rn128(ug_xsum_read(acc));
-    ug_xsum_clear(acc);
-    add_product(acc, y_self, &pt->c_fast, false);
-    if (t.zero) ug_xsum_add_zero(acc, t.neg);
-    else ug_xsum_add(acc, t.neg, t.m, t.e);
-    if (!ug_xsum_in_range(acc)) return false;
-    *out = ug_xsum_read(acc);
+    const uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
+    const ug_u128 ll = (ug_u128)a0 * b0, lh = (ug_u128)a0 * b1, hl = (ug_u128)a1 * b0, hh = (ug_u128)a1 * b1;
+    const ug_u128 mid = (ll >> 64) + (uint64_t)lh + (uint64_t)hl;
+    const ug_u128 high = (mid >> 64) + (lh >> 64) + (hl >> 64) + hh; /* < 2^128: the product is < 2^256 */
+    w[0] = (uint64_t)ll;
+    w[1] = (uint64_t)mid;
+    w[2] = (uint64_t)high;
+    w[3] = (uint64_t)(high >> 64);
+}
+
+/* A rotated output's exact sum: two's complement limbs on one grid, room
+ * for a 256-bit product and a 128-bit term up to 192 bits apart. */
+enum { WIDE_LIMBS = 8 };
+
+/* window += (neg ? -1 : 1) m 2^e, m of n words on the window's grid 2^grid;
+ * false when m does not fit the limbs below the top one (which keeps the
+ * sign: two such terms cannot overflow). */
+static bool window_add(uint64_t *window, const uint64_t *m, int n, int e, int grid, bool neg)
+{
+    uint64_t placed[WIDE_LIMBS] = {0};
+    if (!ug_xwin_place(m, n, e, grid, placed, WIDE_LIMBS - 1)) return false;
+    const uint64_t flip = neg ? ~UINT64_C(0) : 0;
+    uint64_t carry = neg;
+    for (int k = 0; k < WIDE_LIMBS; k++) {
+        const ug_u128 sum = (ug_u128)window[k] + (placed[k] ^ flip) + carry;
+        window[k] = (uint64_t)sum;
+        carry = (uint64_t)(sum >> 64);
+    }
+    return true;
+}
+
+/* The window's value read as ug_xwin_read would: its top four limbs of
+ * magnitude hold the leading 128 bits and the round bit, the limbs below
+ * only the sticky part. A zero reads +0 (exact cancellation under RNDN). */
+static ug_xval window_read(const uint64_t *window, int grid)
+{
+    const bool neg = window[WIDE_LIMBS - 1] >> 63;
+    uint64_t mag[WIDE_LIMBS], carry = neg;
+    for (int k = 0; k < WIDE_LIMBS; k++) {
+        mag[k] = (neg ? ~window[k] : window[k]) + carry;
+        carry = carry && mag[k] == 0;
+    }
+    int top = WIDE_LIMBS - 1;
+    while (top > 0 && mag[top] == 0) top--;
+    const int low = top >= 3 ? top - 3 : 0;
+    uint64_t words[UG_XWIN_LIMBS] = {0}; /* the top limb stays 0: nonnegative */
+    for (int k = low; k <= top; k++) words[k - low] = mag[k];
+    ug_xval v = ug_xwin_read(words, UG_XWIN_LIMBS, grid + 64 * low);
+    v.neg = neg;
+    for (int k = 0; k < low; k++) v.sticky |= mag[k] != 0;
+    return v;
+}
+
+/* The fast path of a rotated output: y_self c + sign RN_128(y_other s)
+ * exactly, as read before the MPFR path's last rounding (the fma's); false
+ * when its terms do not fit one window. */
+static bool rotated_fast(const ug_xval *y_self, const ug_xval *y_other, const pair_trig *pt, int sign, ug_xval *out)
+{
+    ug_xval t = {.zero = true, .neg = (y_other->neg != pt->s_fast.neg) != (sign < 0)};
+    uint64_t words[UG_XWIN_LIMBS] = {0};
+    if (!y_other->zero && !pt->s_fast.zero) {
+        product_words(y_other->m, pt->s_fast.m, words);
+        const bool neg = t.neg;
+        t = rn128(ug_xwin_read(words, UG_XWIN_LIMBS, y_other->e + pt->s_fast.e)); /* top limb 0: nonnegative */
+        t.neg = neg;
+    }
+    const bool p_neg = y_self->neg != pt->c_fast.neg;
+    if (y_self->zero || pt->c_fast.zero) { /* the sum is t, or a zero of IEEE's sign */
+        *out = t.zero ? (ug_xval){.zero = true, .neg = p_neg && t.neg} : t;
+        return true;
+    }
+    const int p_e = y_self->e + pt->c_fast.e;
+    product_words(y_self->m, pt->c_fast.m, words);
+    const uint64_t t_words[2] = {(uint64_t)t.m, (uint64_t)(t.m >> 64)};
+    const int grid = t.zero || p_e < t.e ? p_e : t.e;
+    uint64_t window[WIDE_LIMBS] = {0};
+    if (!window_add(window, words, 4, p_e, grid, p_neg)) return false;
+    if (!t.zero && !window_add(window, t_words, 2, t.e, grid, t.neg)) return false;
+    *out = window_read(window, grid);
     return true;
 }
 
@@ -272,7 +334,7 @@ static bool rotated_element(const ug_f32_model *m, norm_ws *ws, const pair_trig 
                             int sign, bool fast, mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
 {
     ug_xval r_fast;
-    if (fast && !rotated_fast(&ws->acc, &ws->y_fast[self], &ws->y_fast[other], pt, sign, &r_fast)) return false;
+    if (fast && !rotated_fast(&ws->y_fast[self], &ws->y_fast[other], pt, sign, &r_fast)) return false;
     if (!fast) {
         mpfr_mul(acc, ws->y[other], pt->s, MPFR_RNDN);
         if (sign < 0) mpfr_fms(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
