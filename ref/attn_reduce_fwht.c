@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "exact_sum.h"
 
 /* Precisions (bits), see docs/error-model-attn_reduce_fwht.md §4. M_w - M*
  * of two f32 needs at most 277 bits, times (1 +- 2^-24) at most 302: both
@@ -40,6 +41,13 @@ typedef struct {
     double m_up[MAX_NWG], m_dev[MAX_NWG], m_mag[MAX_NWG];
     mpfr_t terms[MAX_NWG];
     mpfr_ptr term_ptrs[MAX_NWG];
+    /* the fast path (ug_ref_fast): the weights as ±m 2^e (m_zero: exactly
+     * 0), and the exact sum of a row entry's terms */
+    ug_u128 m_sig[MAX_NWG];
+    int m_exp[MAX_NWG];
+    bool m_neg[MAX_NWG], m_zero[MAX_NWG];
+    ug_xsum acc;
+    mpz_t scratch;
     mpfr_t s, a, butterfly, arg, scaled_arg, edge, diff;
 } workspace;
 
@@ -56,6 +64,8 @@ static void workspace_init(workspace *ws, size_t dv, size_t nwg)
     mpfr_inits2(SUM_PREC, ws->inv_sqrt_dv, ws->s, ws->a, ws->butterfly, (mpfr_ptr)0);
     mpfr_inits2(ARG_PREC, ws->arg, ws->scaled_arg, (mpfr_ptr)0);
     mpfr_inits2(BOUND_PREC, ws->edge, ws->diff, (mpfr_ptr)0);
+    ug_xsum_init(&ws->acc);
+    mpz_init(ws->scratch);
 
     mpfr_set_ui(ws->inv_sqrt_dv, (unsigned long)dv, MPFR_RNDN);
     mpfr_rec_sqrt(ws->inv_sqrt_dv, ws->inv_sqrt_dv, MPFR_RNDN);
@@ -81,6 +91,7 @@ static void workspace_clear(workspace *ws)
     for (size_t w = 0; w < MAX_NWG; w++) mpfr_clears(ws->m[w], ws->terms[w], (mpfr_ptr)0);
     mpfr_clears(ws->inv_sqrt_dv, ws->s, ws->a, ws->butterfly, ws->arg, ws->scaled_arg, ws->edge, ws->diff,
                 (mpfr_ptr)0);
+    mpz_clear(ws->scratch);
 }
 
 static workspace *workspace_new(const ug_f32_model *model, size_t dv, size_t nwg)
@@ -258,6 +269,36 @@ static ug_status softmax_sum(workspace *ws, const row_input *in, double *s_down,
     return ug_ok();
 }
 
+/* The fast path of the row's a_d: every partial finite and every weight a
+ * regular number or zero, so that each term m_w P_w[d] is an exact product
+ * within the accumulator's range (a 128-bit weight of exponent above
+ * -2^30 times an f32). */
+static bool fast_weights(workspace *ws, const row_input *in, size_t dv)
+{
+    for (size_t k = 0; k < dv * ws->nwg; k++)
+        if (!isfinite(in->partials[k])) return false;
+    for (size_t w = 0; w < ws->nwg; w++) {
+        ws->m_zero[w] = mpfr_zero_p(ws->m[w]);
+        ws->m_neg[w] = mpfr_signbit(ws->m[w]);
+        if (!ws->m_zero[w] && !ug_xsum_split_mpfr(ws->m[w], &ws->m_neg[w], &ws->m_sig[w], &ws->m_exp[w]))
+            return false;
+    }
+    return true;
+}
+
+/* acc += m_w p exactly (p an f32 value); a zero term keeps its sign, as
+ * mpfr_mul_d's and mpfr_sum's do. */
+static void add_term(workspace *ws, size_t w, double p)
+{
+    bool neg;
+    uint64_t m;
+    int e;
+    ug_xsum_split(p, &neg, &m, &e);
+    neg = neg != ws->m_neg[w];
+    if (ws->m_zero[w]) ug_xsum_add_zero(&ws->acc, neg);
+    else ug_xsum_add_mul(&ws->acc, neg, m, ws->m_sig[w], ws->m_exp[w] + e);
+}
+
 static ug_status reference_row(workspace *ws, const row_input *in, ug_ref_value *out_row)
 {
     const size_t dv = ws->dv, nwg = ws->nwg;
@@ -277,20 +318,25 @@ static ug_status reference_row(workspace *ws, const row_input *in, ug_ref_value 
     const double gamma = ug_f32_gamma(nwg), underflow = ug_f32_underflow(ws->model);
     double sum_e_a = 0, sum_a = 0, sum_mag = 0;
     bool finite_partials = true;
+    const bool fast = ug_ref_fast() && fast_weights(ws, in, dv);
     for (size_t d = 0; d < dv; d++) {
         double dev = 0, mag_up = 0, mag = 0;
+        if (fast) ug_xsum_clear(&ws->acc);
         for (size_t w = 0; w < nwg; w++) {
             double p = in->partials[(d / 4 * nwg + w) * 4 + d % 4];
             /* A NaN or +-inf partial is carried in MPFR's extended reals (a
              * weight 0 times inf is NaN) through the quotient and the
              * transform, which spreads it over the whole row; no bound. */
             finite_partials &= isfinite(p);
-            mpfr_mul_d(ws->terms[w], ws->m[w], p, MPFR_RNDN); /* exact */
+            if (fast) add_term(ws, w, p);
+            else mpfr_mul_d(ws->terms[w], ws->m[w], p, MPFR_RNDN); /* exact */
             dev += fabs(p) * ws->m_dev[w];
             mag_up += fabs(p) * ws->m_up[w];
             mag += fabs(p) * ws->m_mag[w];
         }
-        mpfr_sum(ws->a, ws->term_ptrs, nwg, MPFR_RNDN);
+        /* both: the exact sum rounded once to SUM_PREC */
+        if (fast) ug_xsum_get_mpfr_wide(&ws->acc, ws->a, ws->scratch);
+        else mpfr_sum(ws->a, ws->term_ptrs, nwg, MPFR_RNDN);
         mpfr_div(ws->t[d], ws->a, ws->s, MPFR_RNDN);
         sum_e_a += dev + gamma * mag_up + (double)nwg * underflow;
         sum_a += (1 + gamma) * mag_up + (double)nwg * underflow;
