@@ -92,14 +92,19 @@ static void cumsum_adversarial_chunks(void)
             *at(g, 0, i, h) = i < 16 ? (i % 3 ? -0.0f : 0.0f) : (i % 2 ? -*at(g, 0, i - 1, h) : spread(&state, -8, 8));
             /* chunk 1: f32 subnormals beside small normals */
             *at(g, 1, i, h) = i % 2 ? ldexpf((float)(i + 1), -149) : spread(&state, -126, -100);
-            /* chunk 2: the window's limit: quanta 2^(-149 + 96 + h) apart */
-            *at(g, 2, i, h) = i == 0 ? ldexpf(1.0f, -149) : i == 1 ? ldexpf(1.5f, -53 + (int)h) : 0.0f;
+            /* chunk 2: the window's limit (quanta 96 binades apart: 127 bits
+             * with the carries of 64 terms) and one binade beyond it */
+            *at(g, 2, i, h) = i == 0 ? ldexpf(1.0f, -149) : i == 1 ? ldexpf(1.5f, -30 + (int)h) : 0.0f;
             /* chunk 3: the whole range (MPFR path) and sums beyond FLT_MAX (inf) */
             *at(g, 3, i, h) = i < 8 ? FLT_MAX : spread(&state, -149, 127);
             /* chunk 4: f32 ties (1 + 2^-24 between 1 and 1 + 2^-23) and their neighbours */
             *at(g, 4, i, h) = i == 0 ? 1.0f : i % 2 ? ldexpf(1.0f, -24 - (int)(i % 5)) : ldexpf(1.0f, -23);
-            /* chunk 5: prefixes beyond 2^53 quanta (r_lo nonzero, double ties) */
-            *at(g, 5, i, h) = i % 2 ? ldexpf(1.0f, 40 - (int)i) : ldexpf(1.0f + 0x1p-23f, -30 - (int)i);
+            /* chunk 5: prefixes of 2^53 to 2^54 quanta 2^-53 (doubles of 54
+             * bits: r_lo nonzero, double ties): 1 +- 2^-30 (1 + 2^-23) and
+             * the like; for h = 1 more: 2^60 quanta and more */
+            *at(g, 5, i, h) = i == 0  ? (h ? 0x1p7f : 1.0f)
+                              : i % 2 ? ldexpf(i % 4 < 2 ? 1.0f + 0x1p-23f : -1.0f - 0x1p-23f, -30)
+                                      : ldexpf(i % 4 < 2 ? 1.0f : -1.0f, -29);
             /* chunk 6: non-finite terms; chunk 7: NaN */
             *at(g, 6, i, h) = i == 10 ? (h ? -INFINITY : INFINITY) : i == 20 ? INFINITY : spread(&state, -4, 4);
             *at(g, 7, i, h) = i == 5 ? NAN : spread(&state, -4, 4);
