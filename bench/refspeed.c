@@ -372,9 +372,79 @@ static int scaled_kkt_speed(void)
     return rc;
 }
 
+/* head_norm_rope, attn_reduce_fwht and gdn_chunk_cumsum: elementwise
+ * references (a few MPFR operations per output element), so their speed is
+ * in output elements per second, fast path (best of REPEATS) against MPFR
+ * path (one run), one thread, exact mode, at production shapes:
+ * head_norm_rope with head_dim 128 (partial rotary 1/2, as GLM-4.5) and 256
+ * (partial rotary 1/4, as Qwen3-Next), many tokens as many bf16 heads or an
+ * f32 sequence; attn_reduce_fwht decode rows at head_dim 256 and 512, split-K
+ * widths 4 to 32 (the kernel's limit); cumsum at T = 8192, H = 32. Both
+ * modes' outputs are compared field by field. */
+static int norm_reduce_cumsum_speed(void)
+{
+    static const struct {
+        const char *family, *shape;
+    } cases[] = {
+        {"head_norm_rope", "variant=0 n_heads=2048 head_dim=128 half_rope_dim=32 has_weight=1 eps_exp10=6 theta=10000 "
+                           "pos_max=4096"},
+        {"head_norm_rope", "variant=0 n_heads=1024 head_dim=256 half_rope_dim=32 has_weight=1 eps_exp10=6 "
+                           "theta=10000000 pos_max=4096"},
+        {"head_norm_rope", "variant=1 n_heads=32 head_dim=128 half_rope_dim=32 seq_len=64 has_weight=1 eps_exp10=6 "
+                           "theta=10000 pos_max=8192"},
+        {"head_norm_rope", "variant=1 n_heads=16 head_dim=256 half_rope_dim=32 seq_len=64 has_weight=1 eps_exp10=6 "
+                           "theta=10000000 pos_max=8192"},
+        {"attn_reduce_fwht", "nrows=64 head_dim=256 nwg=4 fused=1"},
+        {"attn_reduce_fwht", "nrows=32 head_dim=256 nwg=32 fused=1"},
+        {"attn_reduce_fwht", "nrows=32 head_dim=512 nwg=8 fused=1"},
+        {"attn_reduce_fwht", "nrows=16 head_dim=512 nwg=32 fused=1"},
+        {"gdn_chunk_cumsum", "B=1 T=8192 H=32 BT=64"},
+    };
+    printf("\n== reference speed: head_norm_rope, attn_reduce_fwht, gdn_chunk_cumsum, fast path vs MPFR path ==\n"
+           "  output elements per second, one thread, exact mode (fast: best of %d; MPFR: one run); same: elements "
+           "whose every field is equal on both paths, both modes\n", REPEATS);
+    int rc = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ref_case c;
+        if (case_open(&c, cases[i].family, cases[i].shape) != 0) {
+            case_close(&c);
+            rc = -1;
+            continue;
+        }
+        double seconds[2] = {INFINITY, INFINITY};
+        size_t same = 0;
+        ug_status st = ug_ok();
+        for (int mode = 0; mode < UG_REF_MODE_COUNT && ug_is_ok(&st); mode++)
+            for (int fast = 1; fast >= 0 && ug_is_ok(&st); fast--) {
+                ug_ref_set_fast(fast);
+                for (int r = 0; r < (fast && mode == UG_REF_EXACT ? REPEATS : 1) && ug_is_ok(&st); r++) {
+                    const double t0 = bench_now();
+                    ug_ref_value **outs = fast ? c.outs[mode] : c.plain_path;
+                    st = c.f->reference(&c.p, c.bufs, cpu_model(), (ug_ref_mode)mode, outs);
+                    if (mode == UG_REF_EXACT) seconds[fast] = fmin(seconds[fast], bench_now() - t0);
+                }
+                for (size_t o = 0; !fast && o < c.n_out; o++)
+                    for (size_t e = 0; e < c.out_counts[o]; e++)
+                        same += same_value(&c.plain_path[o][e], &c.outs[mode][o][e]);
+            }
+        ug_ref_set_fast(true);
+        if (!ug_is_ok(&st)) printf("  %s %s: failed: %s\n", cases[i].family, cases[i].shape, st.msg);
+        else {
+            const double n = (double)c.elements;
+            printf("  %-16s %-92s %8zu el  fast %7.2f Mel/s  MPFR %6.3f Mel/s  %5.1fx  same %zu/%zu\n", cases[i].family,
+                   cases[i].shape, c.elements, n / seconds[1] * 1e-6, n / seconds[0] * 1e-6, seconds[0] / seconds[1],
+                   same, 2 * c.elements);
+        }
+        if (!ug_is_ok(&st) || same != 2 * c.elements) rc = -1;
+        case_close(&c);
+    }
+    return rc;
+}
+
 int bench_reference_speed(void)
 {
     const int wu = recompute_wu_speed();
     const int kkt = scaled_kkt_speed();
-    return wu != 0 || kkt != 0 ? -1 : 0;
+    const int elementwise = norm_reduce_cumsum_speed();
+    return wu != 0 || kkt != 0 || elementwise != 0 ? -1 : 0;
 }

@@ -137,8 +137,9 @@ static size_t norm_rope_fast_vs_plain(const float *x, const float *w, const floa
         for (int fast_path = 0; fast_path < 2; fast_path++) {
             ug_ref_set_fast(fast_path);
             ug_ref_value *out = fast_path ? fast : plain;
-            const ug_status st = variant ? head_norm_rope_f32_reference(CPU, &s, SEQ, 10000.0f, xs, w, positions, ff, out)
-                                         : head_norm_rope_bf16_reference(CPU, &s, xb, w ? wb : NULL, cs, sn, out);
+            const ug_status st =
+                variant ? head_norm_rope_f32_reference(CPU, &s, SEQ, 10000.0f, xs, w, positions, ff, out)
+                        : head_norm_rope_bf16_reference(CPU, &s, xb, w ? wb : NULL, cs, sn, out);
             CU_ASSERT_EQUAL(st.code, UG_OK);
         }
         ug_ref_set_fast(true);
@@ -279,7 +280,10 @@ static float *partial(float *htmp, size_t dv, size_t r, size_t w, size_t d)
     return &htmp[r * dv * AR_NWG + (d / 4 * AR_NWG + w) * 4 + d % 4];
 }
 
-static float *stats(float *htmp, size_t dv, size_t r, size_t w) { return &htmp[AR_ROWS * dv * AR_NWG + r * 2 * AR_NWG + 2 * w]; }
+static float *stats(float *htmp, size_t dv, size_t r, size_t w)
+{
+    return &htmp[AR_ROWS * dv * AR_NWG + r * 2 * AR_NWG + 2 * w];
+}
 
 /* Rows by kind: 0 signed zeros and exact cancellation, 1 subnormal
  * partials, 2 the whole f32 range, 3 masked workgroups (-inf and
@@ -296,7 +300,10 @@ static void fill_reduce(float *htmp, size_t dv, uint64_t *state, bool nonfinite)
             for (size_t d = 0; d < dv; d++) {
                 float *p = partial(htmp, dv, r, w, d);
                 switch (r) {
-                case 0: *p = d % 5 == 0 ? (w % 2 ? -0.0f : 0.0f) : (w % 2 ? -*partial(htmp, dv, r, w - 1, d) : spread(state, -4, 4)); break;
+                case 0: /* odd workgroups cancel even ones exactly */
+                    *p = d % 5 == 0 ? (w % 2 ? -0.0f : 0.0f)
+                                    : (w % 2 ? -*partial(htmp, dv, r, w - 1, d) : spread(state, -4, 4));
+                    break;
                 case 1: *p = ldexpf(w % 2 ? -1.0f : 1.0f, -149 + (int)((d + w) % 30)); break;
                 case 2: *p = spread(state, -149, 120); break;
                 case 4: *p = w == 0 ? 1.0f : ldexpf(1.0f, -24 - (int)(d % 3)); break;

@@ -42,8 +42,9 @@ size_t ug_test_count_ref_differences(const ug_ref_value *a, const ug_ref_value *
         const bool same = same_double(a[i].r_hi, b[i].r_hi) && bits_of(a[i].r_lo) == bits_of(b[i].r_lo) &&
                           (class_bits(a[i].rn_bits) == class_bits(b[i].rn_bits) || both_nan) &&
                           a[i].flagged == b[i].flagged &&
-                          bits_of(a[i].bound) == bits_of(b[i].bound) && bits_of(a[i].abs_sum) == bits_of(b[i].abs_sum) &&
-                          a[i].wild == b[i].wild && a[i].no_bound == b[i].no_bound;
+                          bits_of(a[i].bound) == bits_of(b[i].bound) &&
+                          bits_of(a[i].abs_sum) == bits_of(b[i].abs_sum) && a[i].wild == b[i].wild &&
+                          a[i].no_bound == b[i].no_bound;
         if (!same) {
             differ++;
             UG_TEST_MISMATCH(*mismatches, "element %zu: fast r=%a+%a rn=%#x bound=%a abs=%a flagged=%u, mpfr r=%a+%a "
