@@ -29,13 +29,22 @@ static bool is_subnormal(double x) { return x != 0 && fabs(x) < UG_F32_MIN_NORMA
 
 /* ---- the norm of one head (both variants) ---------------------------------- */
 
+/* A number of at most 128 bits as the fast path (below) holds it: (-1)^neg m 2^e,
+ * m == 0 a zero of sign neg. Every operation on it is inline, so that the
+ * compiler keeps it in registers. */
+typedef struct fnum {
+    ug_u128 m;
+    int e;
+    bool neg;
+} fnum;
+
 /* y_i = x_i r w_i at UG_REF_PREC, with what the bound needs of the kernel's
  * f32 value of y_i: relative error eps_y, absolute allowance abs_y[i], and
  * |y_i| rounded up. */
 typedef struct {
     size_t head_dim;
     mpfr_t *y;
-    ug_xval *y_fast; /* the fast path's y (ug_ref_fast): the same 128-bit values as y */
+    fnum *y_fast;    /* the fast path's y (ug_ref_fast): the same 128-bit values as y */
     double *y_mag, *abs_y;
     double eps_y;
     mpfr_ptr *term_ptrs;
@@ -98,22 +107,21 @@ static ug_status norm_ws_init(norm_ws *ws, size_t head_dim)
  * does, so every intermediate is the MPFR path's value; signed zeros follow
  * IEEE's rules there as in MPFR. r itself, 1/sqrt, sin and cos stay MPFR. */
 
-static ug_xval xval_of_double(double x) /* x finite */
+static inline fnum fnum_of_double(double x) /* x finite */
 {
-    ug_xval v = {0};
+    fnum v;
     uint64_t m;
     ug_xsum_split(x, &v.neg, &m, &v.e);
     v.m = m;
-    v.zero = m == 0;
     return v;
 }
 
 /* Without the trailing zero bits of its significand (an f32 cache value
  * then multiplies as 24 bits, not 128); false for an infinity or a NaN. */
-static bool xval_of_mpfr(mpfr_srcptr x, ug_xval *out)
+static bool fnum_of_mpfr(mpfr_srcptr x, fnum *out)
 {
-    *out = (ug_xval){.zero = mpfr_zero_p(x), .neg = mpfr_signbit(x)};
-    if (out->zero) return true;
+    *out = (fnum){.neg = mpfr_signbit(x)};
+    if (mpfr_zero_p(x)) return true;
     if (!ug_xsum_split_mpfr(x, &out->neg, &out->m, &out->e)) return false;
     const uint64_t low = (uint64_t)out->m;
     const int zeros = low ? __builtin_ctzll(low) : 64 + __builtin_ctzll((uint64_t)(out->m >> 64));
@@ -122,23 +130,65 @@ static bool xval_of_mpfr(mpfr_srcptr x, ug_xval *out)
     return true;
 }
 
-/* RN_128 of an exact value as read (its round and sticky bits below a full
- * 128-bit m). */
-static ug_xval rn128(ug_xval v)
+static inline ug_xval xval_of(fnum v, bool round, bool sticky)
 {
-    if (!v.zero && v.m >> 127 && v.round && (v.sticky || (v.m & 1)) && ++v.m == 0) {
+    return (ug_xval){.neg = v.neg, .zero = v.m == 0, .m = v.m, .e = v.e, .round = round, .sticky = sticky};
+}
+
+/* The exact product |a b| as words w[0..4) (w[4] = 0). */
+static inline void product_words(ug_u128 a, ug_u128 b, uint64_t w[5])
+{
+    const uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
+    const ug_u128 ll = (ug_u128)a0 * b0, lh = (ug_u128)a0 * b1, hl = (ug_u128)a1 * b0, hh = (ug_u128)a1 * b1;
+    const ug_u128 mid = (ll >> 64) + (uint64_t)lh + (uint64_t)hl;
+    const ug_u128 high = (mid >> 64) + (lh >> 64) + (hl >> 64) + hh; /* < 2^128: the product is < 2^256 */
+    w[0] = (uint64_t)ll;
+    w[1] = (uint64_t)mid;
+    w[2] = (uint64_t)high;
+    w[3] = (uint64_t)(high >> 64);
+    w[4] = 0;
+}
+
+/* The nonnegative integer mag[0 .. n) times 2^e as its leading 128 bits
+ * (m == 0: zero), the bit after them and whether any bit below that is set,
+ * as ug_xwin_read reads a window. */
+static inline fnum read_words(const uint64_t *mag, int n, int e, bool *round, bool *sticky)
+{
+    int top = n - 1;
+    while (top > 0 && mag[top] == 0) top--;
+    *round = *sticky = false;
+    if (mag[top] == 0) return (fnum){0};
+    const int z = __builtin_clzll(mag[top]);
+    const uint64_t hi = mag[top], mid = top >= 1 ? mag[top - 1] : 0, lo = top >= 2 ? mag[top - 2] : 0;
+    const uint64_t w2 = z ? hi << z | mid >> (64 - z) : hi, w1 = z ? mid << z | lo >> (64 - z) : mid, w0 = lo << z;
+    *round = w0 >> 63;
+    *sticky = (w0 << 1) != 0;
+    for (int k = 0; k < top - 2; k++) *sticky |= mag[k] != 0;
+    return (fnum){.m = (ug_u128)w2 << 64 | w1, .e = e + 64 * top + 63 - z - 127};
+}
+
+/* RN_128 of a value read by read_words (ties to even, as MPFR). */
+static inline fnum rn128(fnum v, bool round, bool sticky)
+{
+    if (v.m >> 127 && round && (sticky || (v.m & 1)) && ++v.m == 0) {
         v.m = (ug_u128)1 << 127;
         v.e++;
     }
-    v.round = v.sticky = false;
     return v;
 }
 
 /* RN_128(a b) for b of at most 64 bits (a double), as mpfr_mul_d. */
-static ug_xval mul_rn128(const ug_xval *a, const ug_xval *b)
+static inline fnum mul_rn128(fnum a, fnum b)
 {
-    if (a->zero || b->zero) return (ug_xval){.zero = true, .neg = a->neg != b->neg};
-    return rn128(ug_xval_product(a->neg != b->neg, (uint64_t)b->m, a->m, a->e + b->e));
+    const bool neg = a.neg != b.neg;
+    if (a.m == 0 || b.m == 0) return (fnum){.neg = neg};
+    uint64_t words[5];
+    product_words(a.m, b.m, words);
+    bool round, sticky;
+    fnum p = read_words(words, 4, a.e + b.e, &round, &sticky);
+    p = rn128(p, round, sticky);
+    p.neg = neg;
+    return p;
 }
 
 /* x and w as doubles (exact: bf16 or f32); w NULL without a weight. The
@@ -167,8 +217,8 @@ static bool norm_head(const ug_f32_model *m, norm_ws *ws, const double *x, const
     mpfr_div_ui(ws->v, ws->v, d, MPFR_RNDN);
     mpfr_add_d(ws->v, ws->v, eps, MPFR_RNDN);
     mpfr_rec_sqrt(ws->r, ws->v, MPFR_RNDN);
-    ug_xval r;
-    fast = fast && xval_of_mpfr(ws->r, &r);
+    fnum r;
+    fast = fast && fnum_of_mpfr(ws->r, &r);
 
     const double mu = ug_f32_underflow(m), mu_half = ug_f32_underflow_half(m);
     const double v_low = mpfr_get_d(ws->v, MPFR_RNDD), v_high = mpfr_get_d(ws->v, MPFR_RNDU);
@@ -190,14 +240,11 @@ static bool norm_head(const ug_f32_model *m, norm_ws *ws, const double *x, const
     const bool flushes = ug_f32_flushes(m);
     for (size_t i = 0; i < d; i++) {
         if (fast) {
-            const ug_xval xi = xval_of_double(x[i]);
-            ug_xval y = mul_rn128(&r, &xi);
-            if (w) {
-                const ug_xval wi = xval_of_double(w[i]);
-                y = mul_rn128(&y, &wi);
-            }
+            fnum y = mul_rn128(r, fnum_of_double(x[i]));
+            if (w) y = mul_rn128(y, fnum_of_double(w[i]));
             ws->y_fast[i] = y;
-            ws->y_mag[i] = fabs(ug_xval_to_double(&y, MPFR_RNDA)) * UG_F32_SLACK;
+            const ug_xval exact = xval_of(y, false, false);
+            ws->y_mag[i] = fabs(ug_xval_to_double(&exact, MPFR_RNDA)) * UG_F32_SLACK;
         } else {
             mpfr_mul_d(ws->y[i], ws->r, x[i], MPFR_RNDN);
             if (w) mpfr_mul_d(ws->y[i], ws->y[i], w[i], MPFR_RNDN);
@@ -219,7 +266,7 @@ static bool norm_head(const ug_f32_model *m, norm_ws *ws, const double *x, const
  * reference's angle. */
 typedef struct {
     mpfr_t c, s;
-    ug_xval c_fast, s_fast;
+    fnum c_fast, s_fast;
     bool fast;
     double c_mag, s_mag;
     double eps_cs, zeta, d_angle;
@@ -237,88 +284,71 @@ static void finish(ug_ref_value *out, mpfr_srcptr r, const ug_xval *r_fast, doub
     else ug_ref_finish(out, r, e, abs_sum, 0, dtype);
 }
 
-/* The exact product |a b| (a and b of up to 128 bits) as words w[0..4). */
-static void product_words(ug_u128 a, ug_u128 b, uint64_t w[4])
-{
-    const uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
-    const ug_u128 ll = (ug_u128)a0 * b0, lh = (ug_u128)a0 * b1, hl = (ug_u128)a1 * b0, hh = (ug_u128)a1 * b1;
-    const ug_u128 mid = (ll >> 64) + (uint64_t)lh + (uint64_t)hl;
-    const ug_u128 high = (mid >> 64) + (lh >> 64) + (hl >> 64) + hh; /* < 2^128: the product is < 2^256 */
-    w[0] = (uint64_t)ll;
-    w[1] = (uint64_t)mid;
-    w[2] = (uint64_t)high;
-    w[3] = (uint64_t)(high >> 64);
-}
-
 /* A rotated output's exact sum: two's complement limbs on one grid, room
  * for a 256-bit product and a 128-bit term up to 192 bits apart. */
 enum { WIDE_LIMBS = 8 };
 
-/* window += (neg ? -1 : 1) m 2^e, m of n words on the window's grid 2^grid;
- * false when m does not fit the limbs below the top one (which keeps the
- * sign: two such terms cannot overflow). */
-static bool window_add(uint64_t *window, const uint64_t *m, int n, int e, int grid, bool neg)
+/* window += (neg ? -1 : 1) m 2^e, m of n words on the window's grid
+ * 2^grid; false when m does not fit the limbs below the top one (which
+ * keeps the sign: two such terms cannot overflow). */
+static inline bool window_add(uint64_t *window, const uint64_t *m, int n, int e, int grid, bool neg)
 {
-    uint64_t placed[WIDE_LIMBS] = {0};
-    if (!ug_xwin_place(m, n, e, grid, placed, WIDE_LIMBS - 1)) return false;
+    const int d = e - grid, q = d >> 6, r = d & 63;
+    int len = n;
+    while (len > 0 && m[len - 1] == 0) len--;
+    if (len == 0) return true;
+    if (64 * (q + len) - __builtin_clzll(m[len - 1]) + r > 64 * (WIDE_LIMBS - 1)) return false;
     const uint64_t flip = neg ? ~UINT64_C(0) : 0;
     uint64_t carry = neg;
     for (int k = 0; k < WIDE_LIMBS; k++) {
-        const ug_u128 sum = (ug_u128)window[k] + (placed[k] ^ flip) + carry;
+        const int j = k - q; /* the word of m whose low bits land in limb k */
+        const uint64_t cur = j >= 0 && j < len ? m[j] : 0, prev = j >= 1 && j - 1 < len ? m[j - 1] : 0;
+        const uint64_t word = (r ? cur << r | prev >> (64 - r) : cur) ^ flip;
+        const ug_u128 sum = (ug_u128)window[k] + word + carry;
         window[k] = (uint64_t)sum;
         carry = (uint64_t)(sum >> 64);
     }
     return true;
 }
 
-/* The window's value read as ug_xwin_read would: its top four limbs of
- * magnitude hold the leading 128 bits and the round bit, the limbs below
- * only the sticky part. A zero reads +0 (exact cancellation under RNDN). */
-static ug_xval window_read(const uint64_t *window, int grid)
-{
-    const bool neg = window[WIDE_LIMBS - 1] >> 63;
-    uint64_t mag[WIDE_LIMBS], carry = neg;
-    for (int k = 0; k < WIDE_LIMBS; k++) {
-        mag[k] = (neg ? ~window[k] : window[k]) + carry;
-        carry = carry && mag[k] == 0;
-    }
-    int top = WIDE_LIMBS - 1;
-    while (top > 0 && mag[top] == 0) top--;
-    const int low = top >= 3 ? top - 3 : 0;
-    uint64_t words[UG_XWIN_LIMBS] = {0}; /* the top limb stays 0: nonnegative */
-    for (int k = low; k <= top; k++) words[k - low] = mag[k];
-    ug_xval v = ug_xwin_read(words, UG_XWIN_LIMBS, grid + 64 * low);
-    v.neg = neg;
-    for (int k = 0; k < low; k++) v.sticky |= mag[k] != 0;
-    return v;
-}
-
 /* The fast path of a rotated output: y_self c + sign RN_128(y_other s)
  * exactly, as read before the MPFR path's last rounding (the fma's); false
  * when its terms do not fit one window. */
-static bool rotated_fast(const ug_xval *y_self, const ug_xval *y_other, const pair_trig *pt, int sign, ug_xval *out)
+static bool rotated_fast(fnum y_self, fnum y_other, const pair_trig *pt, int sign, ug_xval *out)
 {
-    ug_xval t = {.zero = true, .neg = (y_other->neg != pt->s_fast.neg) != (sign < 0)};
-    uint64_t words[UG_XWIN_LIMBS] = {0};
-    if (!y_other->zero && !pt->s_fast.zero) {
-        product_words(y_other->m, pt->s_fast.m, words);
+    fnum t = {.neg = (y_other.neg != pt->s_fast.neg) != (sign < 0)};
+    uint64_t words[5];
+    bool round, sticky;
+    if (y_other.m && pt->s_fast.m) {
+        product_words(y_other.m, pt->s_fast.m, words);
         const bool neg = t.neg;
-        t = rn128(ug_xwin_read(words, UG_XWIN_LIMBS, y_other->e + pt->s_fast.e)); /* top limb 0: nonnegative */
+        t = read_words(words, 4, y_other.e + pt->s_fast.e, &round, &sticky);
+        t = rn128(t, round, sticky);
         t.neg = neg;
     }
-    const bool p_neg = y_self->neg != pt->c_fast.neg;
-    if (y_self->zero || pt->c_fast.zero) { /* the sum is t, or a zero of IEEE's sign */
-        *out = t.zero ? (ug_xval){.zero = true, .neg = p_neg && t.neg} : t;
+    const bool p_neg = y_self.neg != pt->c_fast.neg;
+    if (y_self.m == 0 || pt->c_fast.m == 0) { /* the sum is t, or a zero of IEEE's sign */
+        if (t.m == 0) t.neg = p_neg && t.neg;
+        *out = xval_of(t, false, false);
         return true;
     }
-    const int p_e = y_self->e + pt->c_fast.e;
-    product_words(y_self->m, pt->c_fast.m, words);
+    const int p_e = y_self.e + pt->c_fast.e;
+    product_words(y_self.m, pt->c_fast.m, words);
     const uint64_t t_words[2] = {(uint64_t)t.m, (uint64_t)(t.m >> 64)};
-    const int grid = t.zero || p_e < t.e ? p_e : t.e;
+    const int grid = t.m == 0 || p_e < t.e ? p_e : t.e;
     uint64_t window[WIDE_LIMBS] = {0};
-    if (!window_add(window, words, 4, p_e, grid, p_neg)) return false;
-    if (!t.zero && !window_add(window, t_words, 2, t.e, grid, t.neg)) return false;
-    *out = window_read(window, grid);
+    if (!window_add(window, words, 4, p_e, grid, p_neg) || !window_add(window, t_words, 2, t.e, grid, t.neg))
+        return false;
+    /* the magnitude; an exact cancellation reads +0, as under RNDN */
+    const bool neg = window[WIDE_LIMBS - 1] >> 63;
+    uint64_t carry = neg;
+    for (int k = 0; k < WIDE_LIMBS; k++) {
+        window[k] = (neg ? ~window[k] : window[k]) + carry;
+        carry = carry && window[k] == 0;
+    }
+    fnum sum = read_words(window, WIDE_LIMBS, grid, &round, &sticky);
+    sum.neg = neg;
+    *out = xval_of(sum, round, sticky);
     return true;
 }
 
@@ -334,7 +364,7 @@ static bool rotated_element(const ug_f32_model *m, norm_ws *ws, const pair_trig 
                             int sign, bool fast, mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
 {
     ug_xval r_fast;
-    if (fast && !rotated_fast(&ws->y_fast[self], &ws->y_fast[other], pt, sign, &r_fast)) return false;
+    if (fast && !rotated_fast(ws->y_fast[self], ws->y_fast[other], pt, sign, &r_fast)) return false;
     if (!fast) {
         mpfr_mul(acc, ws->y[other], pt->s, MPFR_RNDN);
         if (sign < 0) mpfr_fms(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
@@ -359,7 +389,8 @@ static bool rotated_element(const ug_f32_model *m, norm_ws *ws, const pair_trig 
 
 static void passed_element(const norm_ws *ws, size_t i, bool fast, ug_dtype dtype, ug_ref_value *out)
 {
-    finish(out, ws->y[i], fast ? &ws->y_fast[i] : NULL, (ws->eps_y * ws->y_mag[i] + ws->abs_y[i]) * UG_F32_SLACK,
+    const ug_xval exact = fast ? xval_of(ws->y_fast[i], false, false) : (ug_xval){0};
+    finish(out, ws->y[i], fast ? &exact : NULL, (ws->eps_y * ws->y_mag[i] + ws->abs_y[i]) * UG_F32_SLACK,
            ws->y_mag[i], dtype);
 }
 
@@ -413,7 +444,7 @@ static void trig_magnitudes(pair_trig *t)
 {
     t->c_mag = abs_up(t->c);
     t->s_mag = abs_up(t->s);
-    t->fast = xval_of_mpfr(t->c, &t->c_fast) && xval_of_mpfr(t->s, &t->s_fast);
+    t->fast = fnum_of_mpfr(t->c, &t->c_fast) && fnum_of_mpfr(t->s, &t->s_fast);
 }
 
 /* ---- bf16 variant -------------------------------------------------------------- */
