@@ -251,6 +251,19 @@ static void norm_rope_nonfinite_inputs(void)
     free(c);
 }
 
+static void norm_rope_many_heads(void)
+{
+    /* An intermediate rounded wrongly at 2^-128 moves r_lo in only about one
+     * output in 10^5: enough heads of the family's realistic data to see it
+     * (a rounding that never went up was seen here). */
+    const char *const names[] = {"variant", "n_heads", "head_dim", "half_rope_dim", "seq_len", "has_weight",
+                                 "eps_exp10", "theta", "pos_max"};
+    const double scale = (double)ug_test_random_samples() / 1e6; /* a tenth under valgrind */
+    const double values[] = {0, 1536 * scale, 128, 32, 0, 1, 6, 10000, 4096,
+                             1, 24, 256, 32, 32 * scale, 1, 6, 10000000, 8192};
+    CU_ASSERT(ug_test_family_fast_equals_mpfr("head_norm_rope", names, 9, values, 2) > 3000000 * scale);
+}
+
 /* ---- attn_reduce_fwht on adversarial rows ------------------------------------ */
 
 enum { AR_ROWS = 6, AR_NWG = 8, AR_MAX_DV = 512 };
@@ -340,4 +353,5 @@ UG_TEST_SUITE(ref_fast_norm_reduce_cumsum_suite, "ref_fast_norm_reduce_cumsum",
               UG_TEST(norm_rope_extreme_exponents),
               UG_TEST(norm_rope_rounding_boundaries),
               UG_TEST(norm_rope_nonfinite_inputs),
+              UG_TEST(norm_rope_many_heads),
               UG_TEST(reduce_adversarial_rows));
