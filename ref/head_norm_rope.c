@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "exact_sum.h"
 
@@ -139,6 +140,16 @@ static inline ug_xval xval_of(fnum v, bool round, bool sticky)
 static inline void product_words(ug_u128 a, ug_u128 b, uint64_t w[5])
 {
     const uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
+    w[4] = 0;
+    if (b1 == 0) { /* a double or an f32 cache value: two products */
+        const ug_u128 low = (ug_u128)a0 * b0, high = (ug_u128)a1 * b0;
+        const ug_u128 mid = (low >> 64) + (uint64_t)high;
+        w[0] = (uint64_t)low;
+        w[1] = (uint64_t)mid;
+        w[2] = (uint64_t)(high >> 64) + (uint64_t)(mid >> 64);
+        w[3] = 0;
+        return;
+    }
     const ug_u128 ll = (ug_u128)a0 * b0, lh = (ug_u128)a0 * b1, hl = (ug_u128)a1 * b0, hh = (ug_u128)a1 * b1;
     const ug_u128 mid = (ll >> 64) + (uint64_t)lh + (uint64_t)hl;
     const ug_u128 high = (mid >> 64) + (lh >> 64) + (hl >> 64) + hh; /* < 2^128: the product is < 2^256 */
@@ -146,7 +157,6 @@ static inline void product_words(ug_u128 a, ug_u128 b, uint64_t w[5])
     w[1] = (uint64_t)mid;
     w[2] = (uint64_t)high;
     w[3] = (uint64_t)(high >> 64);
-    w[4] = 0;
 }
 
 /* The nonnegative integer mag[0 .. n) times 2^e as its leading 128 bits
@@ -175,6 +185,24 @@ static inline fnum rn128(fnum v, bool round, bool sticky)
         v.e++;
     }
     return v;
+}
+
+/* |v| rounded away from zero to a double, as fabs(mpfr_get_d(., MPFR_RNDA))
+ * of the MPFR path's value: inline where the result is a normal double. */
+static inline double abs_away(fnum v)
+{
+    const int len = v.m >> 64 ? 128 - __builtin_clzll((uint64_t)(v.m >> 64))
+                              : v.m ? 64 - __builtin_clzll((uint64_t)v.m) : 0;
+    const int cut = len > 53 ? len - 53 : 0, q = v.e + cut;
+    if (len == 0 || q < -1000 || q > 900) {
+        const ug_xval exact = xval_of(v, false, false);
+        return fabs(ug_xval_to_double(&exact, MPFR_RNDA));
+    }
+    const uint64_t n = (uint64_t)(v.m >> cut) + (cut && (v.m & (((ug_u128)1 << cut) - 1)) != 0); /* <= 2^53 */
+    double scale;
+    const uint64_t bits = (uint64_t)(q + 1023) << 52;
+    memcpy(&scale, &bits, sizeof scale);
+    return (double)n * scale; /* exact: n has at most 53 bits */
 }
 
 /* RN_128(a b) for b of at most 64 bits (a double), as mpfr_mul_d. */
@@ -243,8 +271,7 @@ static bool norm_head(const ug_f32_model *m, norm_ws *ws, const double *x, const
             fnum y = mul_rn128(r, fnum_of_double(x[i]));
             if (w) y = mul_rn128(y, fnum_of_double(w[i]));
             ws->y_fast[i] = y;
-            const ug_xval exact = xval_of(y, false, false);
-            ws->y_mag[i] = fabs(ug_xval_to_double(&exact, MPFR_RNDA)) * UG_F32_SLACK;
+            ws->y_mag[i] = abs_away(y) * UG_F32_SLACK;
         } else {
             mpfr_mul_d(ws->y[i], ws->r, x[i], MPFR_RNDN);
             if (w) mpfr_mul_d(ws->y[i], ws->y[i], w[i], MPFR_RNDN);
