@@ -431,9 +431,9 @@ static int norm_reduce_cumsum_speed(void)
         if (!ug_is_ok(&st)) printf("  %s %s: failed: %s\n", cases[i].family, cases[i].shape, st.msg);
         else {
             const double n = (double)c.elements;
-            printf("  %-16s %-92s %8zu el  fast %7.2f Mel/s  MPFR %6.3f Mel/s  %5.1fx  same %zu/%zu\n", cases[i].family,
-                   cases[i].shape, c.elements, n / seconds[1] * 1e-6, n / seconds[0] * 1e-6, seconds[0] / seconds[1],
-                   same, 2 * c.elements);
+            printf("  %s %s\n    %zu elements: fast %.2f Mel/s, MPFR %.3f Mel/s: %.1fx; same %zu of %zu\n",
+                   cases[i].family, cases[i].shape, c.elements, n / seconds[1] * 1e-6, n / seconds[0] * 1e-6,
+                   seconds[0] / seconds[1], same, 2 * c.elements);
         }
         if (!ug_is_ok(&st) || same != 2 * c.elements) rc = -1;
         case_close(&c);
