@@ -271,8 +271,7 @@ static ug_status softmax_sum(workspace *ws, const row_input *in, double *s_down,
 
 /* The fast path of the row's a_d: every partial finite and every weight a
  * regular number or zero, so that each term m_w P_w[d] is an exact product
- * within the accumulator's range (a 128-bit weight of exponent above
- * -2^30 times an f32). */
+ * (a 128-bit weight times an f32). */
 static bool fast_weights(workspace *ws, const row_input *in, size_t dv)
 {
     for (size_t k = 0; k < dv * ws->nwg; k++)
@@ -334,9 +333,16 @@ static ug_status reference_row(workspace *ws, const row_input *in, ug_ref_value 
             mag_up += fabs(p) * ws->m_up[w];
             mag += fabs(p) * ws->m_mag[w];
         }
-        /* both: the exact sum rounded once to SUM_PREC */
-        if (fast) ug_xsum_get_mpfr_wide(&ws->acc, ws->a, ws->scratch);
-        else mpfr_sum(ws->a, ws->term_ptrs, nwg, MPFR_RNDN);
+        /* both: the exact sum rounded once to SUM_PREC; a term beyond the
+         * accumulator's range (a weight below about 2^-2000) sends the
+         * entry back to MPFR */
+        if (fast && ug_xsum_in_range(&ws->acc)) {
+            ug_xsum_get_mpfr_wide(&ws->acc, ws->a, ws->scratch);
+        } else {
+            for (size_t w = 0; fast && w < nwg; w++)
+                mpfr_mul_d(ws->terms[w], ws->m[w], in->partials[(d / 4 * nwg + w) * 4 + d % 4], MPFR_RNDN);
+            mpfr_sum(ws->a, ws->term_ptrs, nwg, MPFR_RNDN);
+        }
         mpfr_div(ws->t[d], ws->a, ws->s, MPFR_RNDN);
         sum_e_a += dev + gamma * mag_up + (double)nwg * underflow;
         sum_a += (1 + gamma) * mag_up + (double)nwg * underflow;

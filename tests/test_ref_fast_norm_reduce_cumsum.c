@@ -300,8 +300,9 @@ static float *stats(float *htmp, size_t dv, size_t r, size_t w)
 
 /* Rows by kind: 0 signed zeros and exact cancellation, 1 subnormal
  * partials, 2 the whole f32 range, 3 masked workgroups (-inf and
- * -FLT_MAX/2) and weights down to exp(-100), 4 partials at f32 ties of
- * their sums, 5 a non-finite partial (when nonfinite). */
+ * -FLT_MAX/2) and weights down to exp(-84), 4 partials at f32 ties of
+ * their sums, 5 weights down to exp(-2800) and a non-finite partial (when
+ * nonfinite). */
 static void fill_reduce(float *htmp, size_t dv, uint64_t *state, bool nonfinite)
 {
     for (size_t r = 0; r < AR_ROWS; r++)
@@ -309,6 +310,7 @@ static void fill_reduce(float *htmp, size_t dv, uint64_t *state, bool nonfinite)
             float *st = stats(htmp, dv, r, w);
             st[0] = ug_test_uniform(state, 1, 4);
             st[1] = r == 3 ? (w % 3 == 0 ? -INFINITY : w % 3 == 1 ? -FLT_MAX / 2 : -(float)(w * 12)) : -(float)(w % 3);
+            if (r == 5 && w > 0) st[1] = -(float)(w * 400); /* weights down to e^-2800: beyond the accumulator */
             if (r == 3 && w % 3 < 2) st[0] = 0;
             for (size_t d = 0; d < dv; d++) {
                 float *p = partial(htmp, dv, r, w, d);
@@ -320,6 +322,7 @@ static void fill_reduce(float *htmp, size_t dv, uint64_t *state, bool nonfinite)
                 case 1: *p = ldexpf(w % 2 ? -1.0f : 1.0f, -149 + (int)((d + w) % 30)); break;
                 case 2: *p = spread(state, -149, 120); break;
                 case 4: *p = w == 0 ? 1.0f : ldexpf(1.0f, -24 - (int)(d % 3)); break;
+                case 5: *p = w >= 4 ? spread(state, -6, 6) : 0.0f; break; /* only weights below 2^-2300 */
                 default: *p = spread(state, -6, 6); break;
                 }
             }
