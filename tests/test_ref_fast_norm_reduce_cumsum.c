@@ -95,8 +95,9 @@ static void cumsum_adversarial_chunks(void)
             /* chunk 2: the window's limit (quanta 96 binades apart: 127 bits
              * with the carries of 64 terms) and one binade beyond it */
             *at(g, 2, i, h) = i == 0 ? ldexpf(1.0f, -149) : i == 1 ? ldexpf(1.5f, -30 + (int)h) : 0.0f;
-            /* chunk 3: the whole range (MPFR path) and sums beyond FLT_MAX (inf) */
-            *at(g, 3, i, h) = i < 8 ? FLT_MAX : spread(&state, -149, 127);
+            /* chunk 3: the whole range (MPFR path) and sums beyond FLT_MAX
+             * (inf), the latter also in one narrow window (h = 1) */
+            *at(g, 3, i, h) = i < 8 ? FLT_MAX : h ? (i % 5 ? 0x1p127f : -FLT_MAX) : spread(&state, -149, 127);
             /* chunk 4: f32 ties (1 + 2^-24 between 1 and 1 + 2^-23) and their neighbours */
             *at(g, 4, i, h) = i == 0 ? 1.0f : i % 2 ? ldexpf(1.0f, -24 - (int)(i % 5)) : ldexpf(1.0f, -23);
             /* chunk 5: prefixes of 2^53 to 2^54 quanta 2^-53 (doubles of 54
