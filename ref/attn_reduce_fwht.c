@@ -28,6 +28,156 @@ static const double bound_slack = 1 + 0x1p-30;
 
 static double up(double x) { return x * (1 + 0x1p-50); }
 
+/* ---- the transform's fast path -------------------------------------------
+ *
+ * The MPFR path rounds every butterfly output, the scaling and the sign to
+ * SUM_PREC = 192 bits. The fast path holds those 192-bit values as three
+ * limbs and rounds each add, subtract and product to nearest even as MPFR
+ * does (a guard limb and a sticky bit: an add cancels at most one bit when
+ * bits were shifted out), so every value is the MPFR path's; the finish
+ * reads r's leading 128 bits, its round and its sticky bit. */
+_Static_assert(SUM_PREC == 192 && GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0, "three 64-bit limbs");
+
+/* (-1)^neg m 2^e, m of three limbs with its top bit set, or a zero (m = 0)
+ * of sign neg. */
+typedef struct {
+    uint64_t m[3];
+    int e;
+    bool neg;
+} f192;
+
+/* x finite, of SUM_PREC bits: its significand in place (MPFR's custom interface). */
+static f192 f192_of_mpfr(mpfr_srcptr x)
+{
+    f192 v = {.neg = mpfr_signbit(x)};
+    if (mpfr_zero_p(x)) return v;
+    const mp_limb_t *d = mpfr_custom_get_significand(x);
+    for (int k = 0; k < 3; k++) v.m[k] = d[k];
+    v.e = (int)mpfr_custom_get_exp(x) - SUM_PREC;
+    return v;
+}
+
+static void mpfr_of_f192(const f192 *v, mpfr_ptr out, mpz_t scratch)
+{
+    if (!v->m[2]) {
+        mpfr_set_zero(out, v->neg ? -1 : 1);
+        return;
+    }
+    mpz_import(scratch, 3, -1, sizeof v->m[0], 0, 0, v->m);
+    mpfr_set_z_2exp(out, scratch, v->e, MPFR_RNDN); /* exact: 192 bits */
+    if (v->neg) mpfr_neg(out, out, MPFR_RNDN);
+}
+
+/* x (four limbs, the top one nonzero after normalize) 2^e rounded to 192
+ * bits to nearest even: x[1..3] kept, x[0] the guard limb, sticky the bits
+ * below it. */
+static f192 round192(uint64_t x[4], int e, bool sticky, bool neg)
+{
+    const int lz = __builtin_clzll(x[3]);
+    if (lz) {
+        for (int k = 3; k > 0; k--) x[k] = x[k] << lz | x[k - 1] >> (64 - lz);
+        x[0] <<= lz;
+        e -= lz;
+    }
+    const bool half = x[0] >> 63, rest = (x[0] << 1) != 0 || sticky;
+    f192 v = {{x[1], x[2], x[3]}, e + 64, neg};
+    if (half && (rest || (v.m[0] & 1)) && ++v.m[0] == 0 && ++v.m[1] == 0 && ++v.m[2] == 0) {
+        v.m[2] = UINT64_C(1) << 63; /* carried to 2^192 */
+        v.e++;
+    }
+    return v;
+}
+
+/* RN_192(a + (-1)^negate_b b), as mpfr_add / mpfr_sub. */
+static f192 f192_add(const f192 *a, const f192 *b, bool negate_b)
+{
+    const bool b_neg = b->neg != negate_b;
+    if (!a->m[2] || !b->m[2]) { /* a zero: the other operand, or IEEE's zero sum */
+        if (a->m[2]) return *a;
+        f192 v = *b;
+        v.neg = a->m[2] || b->m[2] ? b_neg : a->neg && b_neg;
+        return v;
+    }
+    int c = a->e > b->e ? 1 : a->e < b->e ? -1 : 0;
+    for (int k = 2; c == 0 && k >= 0; k--) c = a->m[k] > b->m[k] ? 1 : a->m[k] < b->m[k] ? -1 : 0;
+    const f192 *x = c >= 0 ? a : b, *y = c >= 0 ? b : a;
+    const bool x_neg = c >= 0 ? a->neg : b_neg, subtract = a->neg != b_neg;
+    if (c == 0 && subtract) return (f192){.neg = false}; /* exact cancellation: +0 */
+    /* X = x m 2^64 and Y = y m 2^64 >> d on one grid, the bits shifted out of Y as sticky */
+    const unsigned d = (unsigned)(x->e - y->e), q = d / 64, r = d % 64;
+    const uint64_t src[4] = {0, y->m[0], y->m[1], y->m[2]};
+    uint64_t big[5] = {0, x->m[0], x->m[1], x->m[2], 0}, small[4] = {0};
+    bool sticky = false;
+    for (unsigned k = 0; k < 4; k++) {
+        if (k < q) sticky |= src[k] != 0;
+        if (k + q < 4) small[k] = r ? src[k + q] >> r | (k + q + 1 < 4 ? src[k + q + 1] << (64 - r) : 0) : src[k + q];
+    }
+    if (q < 4 && r) sticky |= (src[q] & ((UINT64_C(1) << r) - 1)) != 0;
+    uint64_t carry = subtract && sticky; /* subtract: X - Y - 1, the rest of the unit in sticky */
+    for (int k = 0; k < 4; k++) {
+        const ug_u128 t = subtract ? (ug_u128)big[k] - small[k] - carry : (ug_u128)big[k] + small[k] + carry;
+        big[k] = (uint64_t)t;
+        carry = subtract ? (uint64_t)(t >> 64) & 1 : (uint64_t)(t >> 64);
+    }
+    int e = x->e - 64;
+    if (!subtract && carry) { /* 2^256 and up: one bit right */
+        sticky |= big[0] & 1;
+        for (int k = 0; k < 3; k++) big[k] = big[k] >> 1 | big[k + 1] << 63;
+        big[3] = big[3] >> 1 | UINT64_C(1) << 63;
+        e++;
+    }
+    /* a subtraction may cancel whole limbs (then nothing was shifted out) */
+    int shift_limbs = 0;
+    while (big[3] == 0 && shift_limbs < 4) {
+        for (int k = 3; k > 0; k--) big[k] = big[k - 1];
+        big[0] = 0;
+        shift_limbs++;
+    }
+    return round192(big, e - 64 * shift_limbs, sticky, x_neg);
+}
+
+/* RN_192(a b), as mpfr_mul; b nonzero and positive (1/sqrt(DV)). */
+static f192 f192_mul(const f192 *a, const f192 *b)
+{
+    if (!a->m[2]) return *a;
+    uint64_t p[6] = {0};
+    for (int i = 0; i < 3; i++) {
+        uint64_t carry = 0;
+        for (int j = 0; j < 3; j++) {
+            const ug_u128 t = (ug_u128)a->m[i] * b->m[j] + p[i + j] + carry;
+            p[i + j] = (uint64_t)t;
+            carry = (uint64_t)(t >> 64);
+        }
+        p[i + 3] = carry;
+    }
+    uint64_t top[4] = {p[2], p[3], p[4], p[5]};
+    return round192(top, a->e + b->e + 128, p[0] != 0 || p[1] != 0, a->neg);
+}
+
+/* ug_ref_finish(out, r) for r = v, without MPFR where r's roundings are
+ * normal numbers (ug_xval_distance tells: else false, nothing written);
+ * *magnitude = |RA_53(r)|, as mpfr_get_d(r, MPFR_RNDA). */
+static bool finish_f192(const f192 *v, double *magnitude, double relative, double constant, double abs_sum,
+                        ug_ref_value *out)
+{
+    if (!v->m[2]) return false;
+    const ug_xval x = {.neg = v->neg, .m = (ug_u128)v->m[2] << 64 | v->m[1], .e = v->e + 64,
+                       .round = v->m[0] >> 63, .sticky = (v->m[0] << 1) != 0};
+    const ug_xval_doubles d = ug_xval_to_doubles(&x);
+    ug_xval rest;
+    if (!isfinite(d.nearest) || !ug_xval_distance(&x, d.nearest, &rest)) return false;
+    double r_lo = 0.0;
+    if (!rest.zero) { /* r - r_hi has r's sign where r_hi is r truncated */
+        const bool truncated = ug_xval_to_double(&x, MPFR_RNDZ) == d.nearest;
+        r_lo = ug_xval_to_double(&rest, MPFR_RNDN);
+        if (truncated == x.neg) r_lo = -r_lo;
+    }
+    *magnitude = fabs(d.away);
+    const double pre_round = (relative * *magnitude + constant) * bound_slack;
+    ug_ref_fill(out, d.nearest, r_lo, ug_xval_rn_bits(&x, UG_F32), pre_round, abs_sum, 0, UG_F32);
+    return true;
+}
+
 /* ---- workspace -------------------------------------------------------- */
 
 typedef struct {
@@ -48,6 +198,9 @@ typedef struct {
     bool m_neg[MAX_NWG], m_zero[MAX_NWG];
     ug_xsum acc;
     mpz_t scratch;
+    /* the transform's fast path: t and 1/sqrt(DV) as f192 */
+    f192 t_fast[MAX_DV], inv_sqrt_dv_fast;
+    bool t_is_fast; /* t_fast holds the row (undo_in_place took the fast path) */
     mpfr_t s, a, butterfly, arg, scaled_arg, edge, diff;
 } workspace;
 
@@ -65,10 +218,12 @@ static void workspace_init(workspace *ws, size_t dv, size_t nwg)
     mpfr_inits2(ARG_PREC, ws->arg, ws->scaled_arg, (mpfr_ptr)0);
     mpfr_inits2(BOUND_PREC, ws->edge, ws->diff, (mpfr_ptr)0);
     ug_xsum_init(&ws->acc);
+    ws->t_is_fast = false;
     mpz_init(ws->scratch);
 
     mpfr_set_ui(ws->inv_sqrt_dv, (unsigned long)dv, MPFR_RNDN);
     mpfr_rec_sqrt(ws->inv_sqrt_dv, ws->inv_sqrt_dv, MPFR_RNDN);
+    ws->inv_sqrt_dv_fast = f192_of_mpfr(ws->inv_sqrt_dv);
     mpfr_t c;
     mpfr_init2(c, 24);
     mpfr_set(c, ws->inv_sqrt_dv, MPFR_RNDN); /* f32 has 24 bits; DV's range is normal */
@@ -131,6 +286,24 @@ int attn_reduce_fwht_reference_sign(size_t j)
 static void undo_in_place(workspace *ws)
 {
     const size_t dv = ws->dv;
+    ws->t_is_fast = ug_ref_fast();
+    for (size_t j = 0; ws->t_is_fast && j < dv; j++) ws->t_is_fast = mpfr_number_p(ws->t[j]);
+    if (ws->t_is_fast) {
+        f192 *t = ws->t_fast;
+        for (size_t j = 0; j < dv; j++) t[j] = f192_of_mpfr(ws->t[j]);
+        for (size_t h = 1; h < dv; h *= 2)
+            for (size_t base = 0; base < dv; base += 2 * h)
+                for (size_t j = base; j < base + h; j++) {
+                    const f192 sum = f192_add(&t[j], &t[j + h], false);
+                    t[j + h] = f192_add(&t[j], &t[j + h], true);
+                    t[j] = sum;
+                }
+        for (size_t j = 0; j < dv; j++) {
+            t[j] = f192_mul(&t[j], &ws->inv_sqrt_dv_fast);
+            t[j].neg ^= attn_reduce_fwht_reference_sign(j) < 0;
+        }
+        return;
+    }
     for (size_t h = 1; h < dv; h *= 2)
         for (size_t base = 0; base < dv; base += 2 * h)
             for (size_t j = base; j < base + h; j++) {
@@ -149,7 +322,12 @@ static void undo_in_place(workspace *ws)
 static void finish_row(workspace *ws, double relative, double constant, double abs_sum, ug_ref_value *out_row)
 {
     for (size_t j = 0; j < ws->dv; j++) {
-        double magnitude = fabs(mpfr_get_d(ws->t[j], MPFR_RNDA));
+        double magnitude;
+        if (ws->t_is_fast) {
+            if (finish_f192(&ws->t_fast[j], &magnitude, relative, constant, abs_sum, &out_row[j])) continue;
+            mpfr_of_f192(&ws->t_fast[j], ws->t[j], ws->scratch);
+        }
+        magnitude = fabs(mpfr_get_d(ws->t[j], MPFR_RNDA));
         double pre_round = (relative * magnitude + constant) * bound_slack;
         ug_ref_finish(&out_row[j], ws->t[j], pre_round, abs_sum, 0, UG_F32);
     }
@@ -307,6 +485,7 @@ static ug_status reference_row(workspace *ws, const row_input *in, ug_ref_value 
 
     if (softmax_sum_is_zero(in, nwg)) { /* y = 0: the spec's S == 0 case */
         for (size_t j = 0; j < dv; j++) mpfr_set_zero(ws->t[j], 1);
+        ws->t_is_fast = false;
         finish_row(ws, 0, 0, 0, out_row);
         return ug_ok();
     }
