@@ -68,10 +68,10 @@ static void mpfr_of_f192(const f192 *v, mpfr_ptr out, mpz_t scratch)
     if (v->neg) mpfr_neg(out, out, MPFR_RNDN);
 }
 
-/* x (four limbs, the top one nonzero after normalize) 2^e rounded to 192
- * bits to nearest even: x[1..3] kept, x[0] the guard limb, sticky the bits
- * below it. */
-static f192 round192(uint64_t x[4], int e, bool sticky, bool neg)
+/* x (four limbs, the top one nonzero) 2^e rounded to 192 bits to nearest
+ * even into *out: x[1..3] kept, x[0] the guard limb, sticky the bits below
+ * it. Written field by field: out may be an operand's place. */
+static inline void round192(uint64_t x[4], int e, bool sticky, bool neg, f192 *out)
 {
     const int lz = __builtin_clzll(x[3]);
     if (lz) {
@@ -80,60 +80,103 @@ static f192 round192(uint64_t x[4], int e, bool sticky, bool neg)
         e -= lz;
     }
     const bool half = x[0] >> 63, rest = (x[0] << 1) != 0 || sticky;
-    f192 v = {{x[1], x[2], x[3]}, e + 64, neg};
-    if (half && (rest || (v.m[0] & 1)) && ++v.m[0] == 0 && ++v.m[1] == 0 && ++v.m[2] == 0) {
-        v.m[2] = UINT64_C(1) << 63; /* carried to 2^192 */
-        v.e++;
+    if (half && (rest || (x[1] & 1)) && ++x[1] == 0 && ++x[2] == 0 && ++x[3] == 0) {
+        x[3] = UINT64_C(1) << 63; /* carried to 2^192 */
+        e++;
     }
-    return v;
+    out->m[0] = x[1];
+    out->m[1] = x[2];
+    out->m[2] = x[3];
+    out->e = e + 64;
+    out->neg = neg;
 }
 
-/* RN_192(a + (-1)^negate_b b), as mpfr_add / mpfr_sub. */
-static f192 f192_add(const f192 *a, const f192 *b, bool negate_b)
+static inline void set_zero(f192 *out, bool neg)
 {
-    const bool b_neg = b->neg != negate_b;
-    if (!a->m[2] || !b->m[2]) { /* a zero: the other operand, or IEEE's zero sum */
-        if (a->m[2]) return *a;
-        f192 v = *b;
-        v.neg = a->m[2] || b->m[2] ? b_neg : a->neg && b_neg;
-        return v;
+    out->m[0] = out->m[1] = out->m[2] = 0;
+    out->e = 0;
+    out->neg = neg;
+}
+
+/* RN_192 of X +- Y (X = big, Y = small on one grid 2^e, four limbs each,
+ * X > Y; sticky: bits of Y below the grid), of sign neg, into *out. */
+static inline void combine(const uint64_t *big, const uint64_t *small, bool sticky, bool subtract, int e, bool neg,
+                           f192 *out)
+{
+    uint64_t x[4];
+    bool carry = false;
+    if (subtract) { /* X - Y - 1 with sticky, the rest of the unit kept in sticky */
+        bool borrow = sticky;
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const bool b1 = __builtin_sub_overflow(big[k], small[k], &x[k]);
+            const bool b2 = __builtin_sub_overflow(x[k], (uint64_t)borrow, &x[k]);
+            borrow = b1 || b2;
+        }
+    } else {
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const bool c1 = __builtin_add_overflow(big[k], small[k], &x[k]);
+            const bool c2 = __builtin_add_overflow(x[k], (uint64_t)carry, &x[k]);
+            carry = c1 || c2;
+        }
+    }
+    if (!subtract && carry) { /* 2^256 and up: one bit right */
+        sticky |= x[0] & 1;
+        for (int k = 0; k < 3; k++) x[k] = x[k] >> 1 | x[k + 1] << 63;
+        x[3] = x[3] >> 1 | UINT64_C(1) << 63;
+        e++;
+    }
+    while (x[3] == 0) { /* whole limbs cancelled (then nothing was shifted out) */
+        x[3] = x[2];
+        x[2] = x[1];
+        x[1] = x[0];
+        x[0] = 0;
+        e -= 64;
+    }
+    round192(x, e, sticky, neg, out);
+}
+
+/* (a, b) <- (RN_192(a + b), RN_192(a - b)), as mpfr_add and mpfr_sub: one
+ * comparison and alignment for both. */
+static inline void f192_butterfly(f192 *a, f192 *b)
+{
+    const bool a_neg = a->neg, b_neg = b->neg, a_zero = !a->m[2], b_zero = !b->m[2];
+    if (a_zero || b_zero) { /* a zero: the other operand, or IEEE's zero sums */
+        if (a_zero && b_zero) {
+            set_zero(a, a_neg && b_neg);
+            set_zero(b, a_neg && !b_neg);
+        } else if (a_zero) {
+            *a = *b;
+            b->neg = !b_neg;
+        } else {
+            *b = *a;
+        }
+        return;
     }
     int c = a->e > b->e ? 1 : a->e < b->e ? -1 : 0;
     for (int k = 2; c == 0 && k >= 0; k--) c = a->m[k] > b->m[k] ? 1 : a->m[k] < b->m[k] ? -1 : 0;
     const f192 *x = c >= 0 ? a : b, *y = c >= 0 ? b : a;
-    const bool x_neg = c >= 0 ? a->neg : b_neg, subtract = a->neg != b_neg;
-    if (c == 0 && subtract) return (f192){.neg = false}; /* exact cancellation: +0 */
     /* X = x m 2^64 and Y = y m 2^64 >> d on one grid, the bits shifted out of Y as sticky */
     const unsigned d = (unsigned)(x->e - y->e), q = d / 64, r = d % 64;
-    const uint64_t src[4] = {0, y->m[0], y->m[1], y->m[2]};
-    uint64_t big[5] = {0, x->m[0], x->m[1], x->m[2], 0}, small[4] = {0};
+    const uint64_t src[4] = {0, y->m[0], y->m[1], y->m[2]}, big[4] = {0, x->m[0], x->m[1], x->m[2]};
+    uint64_t small[4] = {0};
     bool sticky = false;
     for (unsigned k = 0; k < 4; k++) {
         if (k < q) sticky |= src[k] != 0;
         if (k + q < 4) small[k] = r ? src[k + q] >> r | (k + q + 1 < 4 ? src[k + q + 1] << (64 - r) : 0) : src[k + q];
     }
     if (q < 4 && r) sticky |= (src[q] & ((UINT64_C(1) << r) - 1)) != 0;
-    uint64_t carry = subtract && sticky; /* subtract: X - Y - 1, the rest of the unit in sticky */
-    for (int k = 0; k < 4; k++) {
-        const ug_u128 t = subtract ? (ug_u128)big[k] - small[k] - carry : (ug_u128)big[k] + small[k] + carry;
-        big[k] = (uint64_t)t;
-        carry = subtract ? (uint64_t)(t >> 64) & 1 : (uint64_t)(t >> 64);
-    }
-    int e = x->e - 64;
-    if (!subtract && carry) { /* 2^256 and up: one bit right */
-        sticky |= big[0] & 1;
-        for (int k = 0; k < 3; k++) big[k] = big[k] >> 1 | big[k + 1] << 63;
-        big[3] = big[3] >> 1 | UINT64_C(1) << 63;
-        e++;
-    }
-    /* a subtraction may cancel whole limbs (then nothing was shifted out) */
-    int shift_limbs = 0;
-    while (big[3] == 0 && shift_limbs < 4) {
-        for (int k = 3; k > 0; k--) big[k] = big[k - 1];
-        big[0] = 0;
-        shift_limbs++;
-    }
-    return round192(big, e - 64 * shift_limbs, sticky, x_neg);
+    const int e = x->e - 64;
+    /* a + b: magnitudes add where the signs agree; a - b: where they differ.
+     * The larger magnitude gives the sign (b's negated in a - b); equal
+     * magnitudes that cancel give +0. */
+    const bool same = a_neg == b_neg;
+    const bool sum_neg = c >= 0 ? a_neg : b_neg, diff_neg = c >= 0 ? a_neg : !b_neg;
+    if (c == 0 && !same) set_zero(a, false);
+    else combine(big, small, sticky, !same, e, sum_neg, a);
+    if (c == 0 && same) set_zero(b, false);
+    else combine(big, small, sticky, same, e, diff_neg, b);
 }
 
 /* RN_192(a b), as mpfr_mul; b nonzero and positive (1/sqrt(DV)). */
@@ -151,7 +194,9 @@ static f192 f192_mul(const f192 *a, const f192 *b)
         p[i + 3] = carry;
     }
     uint64_t top[4] = {p[2], p[3], p[4], p[5]};
-    return round192(top, a->e + b->e + 128, p[0] != 0 || p[1] != 0, a->neg);
+    f192 v;
+    round192(top, a->e + b->e + 128, p[0] != 0 || p[1] != 0, a->neg, &v);
+    return v;
 }
 
 /* ug_ref_finish(out, r) for r = v, without MPFR where r's roundings are
@@ -293,11 +338,7 @@ static void undo_in_place(workspace *ws)
         for (size_t j = 0; j < dv; j++) t[j] = f192_of_mpfr(ws->t[j]);
         for (size_t h = 1; h < dv; h *= 2)
             for (size_t base = 0; base < dv; base += 2 * h)
-                for (size_t j = base; j < base + h; j++) {
-                    const f192 sum = f192_add(&t[j], &t[j + h], false);
-                    t[j + h] = f192_add(&t[j], &t[j + h], true);
-                    t[j] = sum;
-                }
+                for (size_t j = base; j < base + h; j++) f192_butterfly(&t[j], &t[j + h]);
         for (size_t j = 0; j < dv; j++) {
             t[j] = f192_mul(&t[j], &ws->inv_sqrt_dv_fast);
             t[j].neg ^= attn_reduce_fwht_reference_sign(j) < 0;
