@@ -344,6 +344,40 @@ static void reduce_adversarial_rows(void)
     free(htmp);
 }
 
+static void fwht_undo_192_bit_roundings(void)
+{
+    /* The transform's 192-bit roundings show in r_lo only at its ties: rows
+     * 2^127 + 2^20 (+ 2^-32) + 2^-33, a tie of r_lo's rounding whose even
+     * neighbour lies up (down without 2^-32), with every sign the transform
+     * gives the terms, plus a last term a butterfly must round away at 192
+     * bits (ulp 2^-64): exactly half an ulp, a quarter or less, of either
+     * sign, and a further 2^-140 that only a sticky bit keeps. */
+    enum { ROWS = 24, DV_MAX = 512 };
+    static float x[ROWS * DV_MAX];
+    static ug_ref_value fast[ROWS * DV_MAX], plain[ROWS * DV_MAX];
+    size_t mismatches = 0, differ = 0;
+    for (size_t dv = 256; dv <= DV_MAX; dv *= 2) {
+        memset(x, 0, sizeof x);
+        for (size_t r = 0; r < ROWS; r++) {
+            float *row = x + r * dv;
+            const float sign = r % 2 ? -1.0f : 1.0f;
+            row[0] = 0x1p127f;
+            row[1] = 0x1p20f;
+            row[2] = r / 2 % 2 ? 0.0f : 0x1p-32f;
+            row[3] = 0x1p-33f;
+            row[4] = sign * (r / 4 % 3 == 0 ? 0x1p-65f : r / 4 % 3 == 1 ? 0x1p-73f : 0x1p-66f);
+            row[5] = r >= 12 ? sign * 0x1p-140f : 0.0f;
+        }
+        for (int fast_path = 0; fast_path < 2; fast_path++) {
+            ug_ref_set_fast(fast_path);
+            CU_ASSERT_EQUAL(attn_fwht_undo_reference(ROWS, dv, x, CPU, fast_path ? fast : plain).code, UG_OK);
+        }
+        ug_ref_set_fast(true);
+        differ += ug_test_count_ref_differences(fast, plain, ROWS * dv, &mismatches);
+    }
+    CU_ASSERT_EQUAL(differ, 0);
+}
+
 /* The regime sweeps run the MPFR path on every regime: a suite apart, as
  * make memcheck runs the long suites each in its own process. */
 UG_TEST_SUITE(ref_fast_norm_reduce_cumsum_regimes_suite, "ref_fast_norm_reduce_cumsum_regimes",
@@ -358,4 +392,5 @@ UG_TEST_SUITE(ref_fast_norm_reduce_cumsum_suite, "ref_fast_norm_reduce_cumsum",
               UG_TEST(norm_rope_rounding_boundaries),
               UG_TEST(norm_rope_nonfinite_inputs),
               UG_TEST(norm_rope_many_heads),
-              UG_TEST(reduce_adversarial_rows));
+              UG_TEST(reduce_adversarial_rows),
+              UG_TEST(fwht_undo_192_bit_roundings));
