@@ -376,15 +376,33 @@ static double thread_cpu_seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* gdn_chunk_o and gdn_chunk_state: each reference on its fast path (best
- * of REPEATS) and on its MPFR path (one run), both modes, in output
- * elements per second on one core, by wall time and by the thread's CPU
- * time; the two paths' values must be equal in every field. */
-static int chunk_o_state_speed(void)
+/* Each reference on its fast path (best of REPEATS) and on its MPFR path
+ * (one run), both modes, in output elements per second on one core, by wall
+ * time and by the thread's CPU time; the two paths' values must be equal in
+ * every field. gdn_chunk_o and gdn_chunk_state at a GQA shape; the
+ * elementwise references at production shapes: head_norm_rope with
+ * head_dim 128 (partial rotary 1/2) and 256 (1/4, as Qwen3-Next), many bf16
+ * heads or an f32 sequence; attn_reduce_fwht decode rows at head_dim 256
+ * and 512, split-K widths 4 to 32 (the kernel's limit); cumsum at T = 8192,
+ * H = 32. */
+static int elements_speed(void)
 {
     static const char *const cases[][2] = {
         {"gdn_chunk_o", "B=1 T=1024 Hg=2 H=4 K=128 V=128 BT=64 scale_bits=1035273459"},
         {"gdn_chunk_state", "B=1 T=1024 Hg=2 H=4 K=128 V=128 BT=64 has_h0=1"},
+        {"head_norm_rope", "variant=0 n_heads=2048 head_dim=128 half_rope_dim=32 has_weight=1 eps_exp10=6 theta=10000 "
+                           "pos_max=4096"},
+        {"head_norm_rope", "variant=0 n_heads=1024 head_dim=256 half_rope_dim=32 has_weight=1 eps_exp10=6 "
+                           "theta=10000000 pos_max=4096"},
+        {"head_norm_rope", "variant=1 n_heads=32 head_dim=128 half_rope_dim=32 seq_len=64 has_weight=1 eps_exp10=6 "
+                           "theta=10000 pos_max=8192"},
+        {"head_norm_rope", "variant=1 n_heads=16 head_dim=256 half_rope_dim=32 seq_len=64 has_weight=1 eps_exp10=6 "
+                           "theta=10000000 pos_max=8192"},
+        {"attn_reduce_fwht", "nrows=64 head_dim=256 nwg=4 fused=1"},
+        {"attn_reduce_fwht", "nrows=32 head_dim=256 nwg=32 fused=1"},
+        {"attn_reduce_fwht", "nrows=32 head_dim=512 nwg=8 fused=1"},
+        {"attn_reduce_fwht", "nrows=16 head_dim=512 nwg=32 fused=1"},
+        {"gdn_chunk_cumsum", "B=1 T=8192 H=32 BT=64"},
     };
     int rc = 0;
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -446,6 +464,6 @@ int bench_reference_speed(void)
     const int kkt = paths_speed("gdn_chunk_scaled_kkt", "B=1 T=256 Hg=2 H=4 K=128 BT=64", true);
     const int e2e = paths_speed("gdn_e2e", "B=1 T=1024 Hg=2 H=4 K=128 V=128 BT=64 has_h0=1", false);
     const int solve = paths_speed("gdn_solve_tril", "B=1 T=1024 H=4 BT=64", false);
-    const int chunk_o_state = chunk_o_state_speed();
-    return wu != 0 || kkt != 0 || e2e != 0 || solve != 0 || chunk_o_state != 0 ? -1 : 0;
+    const int elements = elements_speed();
+    return wu != 0 || kkt != 0 || e2e != 0 || solve != 0 || elements != 0 ? -1 : 0;
 }

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "exact_sum.h"
 
 /* Precisions (bits), see docs/error-model-attn_reduce_fwht.md §4. M_w - M*
  * of two f32 needs at most 277 bits, times (1 +- 2^-24) at most 302: both
@@ -27,6 +28,201 @@ static const double bound_slack = 1 + 0x1p-30;
 
 static double up(double x) { return x * (1 + 0x1p-50); }
 
+/* ---- the transform's fast path -------------------------------------------
+ *
+ * The MPFR path rounds every butterfly output, the scaling and the sign to
+ * SUM_PREC = 192 bits. The fast path holds those 192-bit values as three
+ * limbs and rounds each add, subtract and product to nearest even as MPFR
+ * does (a guard limb and a sticky bit: an add cancels at most one bit when
+ * bits were shifted out), so every value is the MPFR path's; the finish
+ * reads r's leading 128 bits, its round and its sticky bit. */
+_Static_assert(SUM_PREC == 192 && GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0, "three 64-bit limbs");
+
+/* (-1)^neg m 2^e, m of three limbs with its top bit set, or a zero (m = 0)
+ * of sign neg. */
+typedef struct {
+    uint64_t m[3];
+    int e;
+    bool neg;
+} f192;
+
+/* x finite, of SUM_PREC bits: its significand in place (MPFR's custom interface). */
+static f192 f192_of_mpfr(mpfr_srcptr x)
+{
+    f192 v = {.neg = mpfr_signbit(x)};
+    if (mpfr_zero_p(x)) return v;
+    const mp_limb_t *d = mpfr_custom_get_significand(x);
+    for (int k = 0; k < 3; k++) v.m[k] = d[k];
+    v.e = (int)mpfr_custom_get_exp(x) - SUM_PREC;
+    return v;
+}
+
+static void mpfr_of_f192(const f192 *v, mpfr_ptr out, mpz_t scratch)
+{
+    if (!v->m[2]) {
+        mpfr_set_zero(out, v->neg ? -1 : 1);
+        return;
+    }
+    mpz_import(scratch, 3, -1, sizeof v->m[0], 0, 0, v->m);
+    mpfr_set_z_2exp(out, scratch, v->e, MPFR_RNDN); /* exact: 192 bits */
+    if (v->neg) mpfr_neg(out, out, MPFR_RNDN);
+}
+
+/* x (four limbs, the top one nonzero) 2^e rounded to 192 bits to nearest
+ * even into *out: x[1..3] kept, x[0] the guard limb, sticky the bits below
+ * it. Written field by field: out may be an operand's place. */
+static inline void round192(uint64_t x[4], int e, bool sticky, bool neg, f192 *out)
+{
+    const int lz = __builtin_clzll(x[3]);
+    if (lz) {
+        for (int k = 3; k > 0; k--) x[k] = x[k] << lz | x[k - 1] >> (64 - lz);
+        x[0] <<= lz;
+        e -= lz;
+    }
+    const bool half = x[0] >> 63, rest = (x[0] << 1) != 0 || sticky;
+    if (half && (rest || (x[1] & 1)) && ++x[1] == 0 && ++x[2] == 0 && ++x[3] == 0) {
+        x[3] = UINT64_C(1) << 63; /* carried to 2^192 */
+        e++;
+    }
+    out->m[0] = x[1];
+    out->m[1] = x[2];
+    out->m[2] = x[3];
+    out->e = e + 64;
+    out->neg = neg;
+}
+
+static inline void set_zero(f192 *out, bool neg)
+{
+    out->m[0] = out->m[1] = out->m[2] = 0;
+    out->e = 0;
+    out->neg = neg;
+}
+
+/* RN_192 of X +- Y (X = big, Y = small on one grid 2^e, four limbs each,
+ * X > Y; sticky: bits of Y below the grid), of sign neg, into *out. */
+static inline void combine(const uint64_t *big, const uint64_t *small, bool sticky, bool subtract, int e, bool neg,
+                           f192 *out)
+{
+    uint64_t x[4];
+    bool carry = false;
+    if (subtract) { /* X - Y - 1 with sticky, the rest of the unit kept in sticky */
+        bool borrow = sticky;
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const bool b1 = __builtin_sub_overflow(big[k], small[k], &x[k]);
+            const bool b2 = __builtin_sub_overflow(x[k], (uint64_t)borrow, &x[k]);
+            borrow = b1 || b2;
+        }
+    } else {
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const bool c1 = __builtin_add_overflow(big[k], small[k], &x[k]);
+            const bool c2 = __builtin_add_overflow(x[k], (uint64_t)carry, &x[k]);
+            carry = c1 || c2;
+        }
+    }
+    if (!subtract && carry) { /* 2^256 and up: one bit right */
+        sticky |= x[0] & 1;
+        for (int k = 0; k < 3; k++) x[k] = x[k] >> 1 | x[k + 1] << 63;
+        x[3] = x[3] >> 1 | UINT64_C(1) << 63;
+        e++;
+    }
+    while (x[3] == 0) { /* whole limbs cancelled (then nothing was shifted out) */
+        x[3] = x[2];
+        x[2] = x[1];
+        x[1] = x[0];
+        x[0] = 0;
+        e -= 64;
+    }
+    round192(x, e, sticky, neg, out);
+}
+
+/* (a, b) <- (RN_192(a + b), RN_192(a - b)), as mpfr_add and mpfr_sub: one
+ * comparison and alignment for both. */
+static inline void f192_butterfly(f192 *a, f192 *b)
+{
+    const bool a_neg = a->neg, b_neg = b->neg, a_zero = !a->m[2], b_zero = !b->m[2];
+    if (a_zero || b_zero) { /* a zero: the other operand, or IEEE's zero sums */
+        if (a_zero && b_zero) {
+            set_zero(a, a_neg && b_neg);
+            set_zero(b, a_neg && !b_neg);
+        } else if (a_zero) {
+            *a = *b;
+            b->neg = !b_neg;
+        } else {
+            *b = *a;
+        }
+        return;
+    }
+    int c = a->e > b->e ? 1 : a->e < b->e ? -1 : 0;
+    for (int k = 2; c == 0 && k >= 0; k--) c = a->m[k] > b->m[k] ? 1 : a->m[k] < b->m[k] ? -1 : 0;
+    const f192 *x = c >= 0 ? a : b, *y = c >= 0 ? b : a;
+    /* X = x m 2^64 and Y = y m 2^64 >> d on one grid, the bits shifted out of Y as sticky */
+    const unsigned d = (unsigned)(x->e - y->e), q = d / 64, r = d % 64;
+    const uint64_t src[4] = {0, y->m[0], y->m[1], y->m[2]}, big[4] = {0, x->m[0], x->m[1], x->m[2]};
+    uint64_t small[4] = {0};
+    bool sticky = false;
+    for (unsigned k = 0; k < 4; k++) {
+        if (k < q) sticky |= src[k] != 0;
+        if (k + q < 4) small[k] = r ? src[k + q] >> r | (k + q + 1 < 4 ? src[k + q + 1] << (64 - r) : 0) : src[k + q];
+    }
+    if (q < 4 && r) sticky |= (src[q] & ((UINT64_C(1) << r) - 1)) != 0;
+    const int e = x->e - 64;
+    /* a + b: magnitudes add where the signs agree; a - b: where they differ.
+     * The larger magnitude gives the sign (b's negated in a - b); equal
+     * magnitudes that cancel give +0. */
+    const bool same = a_neg == b_neg;
+    const bool sum_neg = c >= 0 ? a_neg : b_neg, diff_neg = c >= 0 ? a_neg : !b_neg;
+    if (c == 0 && !same) set_zero(a, false);
+    else combine(big, small, sticky, !same, e, sum_neg, a);
+    if (c == 0 && same) set_zero(b, false);
+    else combine(big, small, sticky, same, e, diff_neg, b);
+}
+
+/* RN_192(a b), as mpfr_mul; b nonzero and positive (1/sqrt(DV)). */
+static f192 f192_mul(const f192 *a, const f192 *b)
+{
+    if (!a->m[2]) return *a;
+    uint64_t p[6] = {0};
+    for (int i = 0; i < 3; i++) {
+        uint64_t carry = 0;
+        for (int j = 0; j < 3; j++) {
+            const ug_u128 t = (ug_u128)a->m[i] * b->m[j] + p[i + j] + carry;
+            p[i + j] = (uint64_t)t;
+            carry = (uint64_t)(t >> 64);
+        }
+        p[i + 3] = carry;
+    }
+    uint64_t top[4] = {p[2], p[3], p[4], p[5]};
+    f192 v;
+    round192(top, a->e + b->e + 128, p[0] != 0 || p[1] != 0, a->neg, &v);
+    return v;
+}
+
+/* ug_ref_finish(out, r) for r = v, without MPFR where r's roundings are
+ * normal numbers (ug_xval_distance tells: else false, nothing written);
+ * *magnitude = |RA_53(r)|, as mpfr_get_d(r, MPFR_RNDA). */
+static bool finish_f192(const f192 *v, double *magnitude, double relative, double constant, double abs_sum,
+                        ug_ref_value *out)
+{
+    if (!v->m[2]) return false;
+    const ug_xval x = {.neg = v->neg, .m = (ug_u128)v->m[2] << 64 | v->m[1], .e = v->e + 64,
+                       .round = v->m[0] >> 63, .sticky = (v->m[0] << 1) != 0};
+    const ug_xval_doubles d = ug_xval_to_doubles(&x);
+    ug_xval rest;
+    if (!isfinite(d.nearest) || !ug_xval_distance(&x, d.nearest, &rest)) return false;
+    double r_lo = 0.0;
+    if (!rest.zero) { /* r - r_hi has r's sign where r_hi is r truncated */
+        const bool truncated = ug_xval_to_double(&x, MPFR_RNDZ) == d.nearest;
+        r_lo = ug_xval_to_double(&rest, MPFR_RNDN);
+        if (truncated == x.neg) r_lo = -r_lo;
+    }
+    *magnitude = fabs(d.away);
+    const double pre_round = (relative * *magnitude + constant) * bound_slack;
+    ug_ref_fill(out, d.nearest, r_lo, ug_xval_rn_bits(&x, UG_F32), pre_round, abs_sum, 0, UG_F32);
+    return true;
+}
+
 /* ---- workspace -------------------------------------------------------- */
 
 typedef struct {
@@ -40,6 +236,16 @@ typedef struct {
     double m_up[MAX_NWG], m_dev[MAX_NWG], m_mag[MAX_NWG];
     mpfr_t terms[MAX_NWG];
     mpfr_ptr term_ptrs[MAX_NWG];
+    /* the fast path (ug_ref_fast): the weights as ±m 2^e (m_zero: exactly
+     * 0), and the exact sum of a row entry's terms */
+    ug_u128 m_sig[MAX_NWG];
+    int m_exp[MAX_NWG];
+    bool m_neg[MAX_NWG], m_zero[MAX_NWG];
+    ug_xsum acc;
+    mpz_t scratch;
+    /* the transform's fast path: t and 1/sqrt(DV) as f192 */
+    f192 t_fast[MAX_DV], inv_sqrt_dv_fast;
+    bool t_is_fast; /* t_fast holds the row (undo_in_place took the fast path) */
     mpfr_t s, a, butterfly, arg, scaled_arg, edge, diff;
 } workspace;
 
@@ -56,9 +262,13 @@ static void workspace_init(workspace *ws, size_t dv, size_t nwg)
     mpfr_inits2(SUM_PREC, ws->inv_sqrt_dv, ws->s, ws->a, ws->butterfly, (mpfr_ptr)0);
     mpfr_inits2(ARG_PREC, ws->arg, ws->scaled_arg, (mpfr_ptr)0);
     mpfr_inits2(BOUND_PREC, ws->edge, ws->diff, (mpfr_ptr)0);
+    ug_xsum_init(&ws->acc);
+    ws->t_is_fast = false;
+    mpz_init(ws->scratch);
 
     mpfr_set_ui(ws->inv_sqrt_dv, (unsigned long)dv, MPFR_RNDN);
     mpfr_rec_sqrt(ws->inv_sqrt_dv, ws->inv_sqrt_dv, MPFR_RNDN);
+    ws->inv_sqrt_dv_fast = f192_of_mpfr(ws->inv_sqrt_dv);
     mpfr_t c;
     mpfr_init2(c, 24);
     mpfr_set(c, ws->inv_sqrt_dv, MPFR_RNDN); /* f32 has 24 bits; DV's range is normal */
@@ -81,6 +291,7 @@ static void workspace_clear(workspace *ws)
     for (size_t w = 0; w < MAX_NWG; w++) mpfr_clears(ws->m[w], ws->terms[w], (mpfr_ptr)0);
     mpfr_clears(ws->inv_sqrt_dv, ws->s, ws->a, ws->butterfly, ws->arg, ws->scaled_arg, ws->edge, ws->diff,
                 (mpfr_ptr)0);
+    mpz_clear(ws->scratch);
 }
 
 static workspace *workspace_new(const ug_f32_model *model, size_t dv, size_t nwg)
@@ -120,6 +331,20 @@ int attn_reduce_fwht_reference_sign(size_t j)
 static void undo_in_place(workspace *ws)
 {
     const size_t dv = ws->dv;
+    ws->t_is_fast = ug_ref_fast();
+    for (size_t j = 0; ws->t_is_fast && j < dv; j++) ws->t_is_fast = mpfr_number_p(ws->t[j]);
+    if (ws->t_is_fast) {
+        f192 *t = ws->t_fast;
+        for (size_t j = 0; j < dv; j++) t[j] = f192_of_mpfr(ws->t[j]);
+        for (size_t h = 1; h < dv; h *= 2)
+            for (size_t base = 0; base < dv; base += 2 * h)
+                for (size_t j = base; j < base + h; j++) f192_butterfly(&t[j], &t[j + h]);
+        for (size_t j = 0; j < dv; j++) {
+            t[j] = f192_mul(&t[j], &ws->inv_sqrt_dv_fast);
+            t[j].neg ^= attn_reduce_fwht_reference_sign(j) < 0;
+        }
+        return;
+    }
     for (size_t h = 1; h < dv; h *= 2)
         for (size_t base = 0; base < dv; base += 2 * h)
             for (size_t j = base; j < base + h; j++) {
@@ -138,7 +363,12 @@ static void undo_in_place(workspace *ws)
 static void finish_row(workspace *ws, double relative, double constant, double abs_sum, ug_ref_value *out_row)
 {
     for (size_t j = 0; j < ws->dv; j++) {
-        double magnitude = fabs(mpfr_get_d(ws->t[j], MPFR_RNDA));
+        double magnitude;
+        if (ws->t_is_fast) {
+            if (finish_f192(&ws->t_fast[j], &magnitude, relative, constant, abs_sum, &out_row[j])) continue;
+            mpfr_of_f192(&ws->t_fast[j], ws->t[j], ws->scratch);
+        }
+        magnitude = fabs(mpfr_get_d(ws->t[j], MPFR_RNDA));
         double pre_round = (relative * magnitude + constant) * bound_slack;
         ug_ref_finish(&out_row[j], ws->t[j], pre_round, abs_sum, 0, UG_F32);
     }
@@ -258,6 +488,35 @@ static ug_status softmax_sum(workspace *ws, const row_input *in, double *s_down,
     return ug_ok();
 }
 
+/* The fast path of the row's a_d: every partial finite and every weight a
+ * regular number or zero, so that each term m_w P_w[d] is an exact product
+ * (a 128-bit weight times an f32). */
+static bool fast_weights(workspace *ws, const row_input *in, size_t dv)
+{
+    for (size_t k = 0; k < dv * ws->nwg; k++)
+        if (!isfinite(in->partials[k])) return false;
+    for (size_t w = 0; w < ws->nwg; w++) {
+        ws->m_zero[w] = mpfr_zero_p(ws->m[w]);
+        ws->m_neg[w] = mpfr_signbit(ws->m[w]);
+        if (!ws->m_zero[w] && !ug_xsum_split_mpfr(ws->m[w], &ws->m_neg[w], &ws->m_sig[w], &ws->m_exp[w]))
+            return false;
+    }
+    return true;
+}
+
+/* acc += m_w p exactly (p an f32 value); a zero term keeps its sign, as
+ * mpfr_mul_d's and mpfr_sum's do. */
+static void add_term(workspace *ws, size_t w, double p)
+{
+    bool neg;
+    uint64_t m;
+    int e;
+    ug_xsum_split(p, &neg, &m, &e);
+    neg = neg != ws->m_neg[w];
+    if (ws->m_zero[w]) ug_xsum_add_zero(&ws->acc, neg);
+    else ug_xsum_add_mul(&ws->acc, neg, m, ws->m_sig[w], ws->m_exp[w] + e);
+}
+
 static ug_status reference_row(workspace *ws, const row_input *in, ug_ref_value *out_row)
 {
     const size_t dv = ws->dv, nwg = ws->nwg;
@@ -267,6 +526,7 @@ static ug_status reference_row(workspace *ws, const row_input *in, ug_ref_value 
 
     if (softmax_sum_is_zero(in, nwg)) { /* y = 0: the spec's S == 0 case */
         for (size_t j = 0; j < dv; j++) mpfr_set_zero(ws->t[j], 1);
+        ws->t_is_fast = false;
         finish_row(ws, 0, 0, 0, out_row);
         return ug_ok();
     }
@@ -277,20 +537,32 @@ static ug_status reference_row(workspace *ws, const row_input *in, ug_ref_value 
     const double gamma = ug_f32_gamma(nwg), underflow = ug_f32_underflow(ws->model);
     double sum_e_a = 0, sum_a = 0, sum_mag = 0;
     bool finite_partials = true;
+    const bool fast = ug_ref_fast() && fast_weights(ws, in, dv);
     for (size_t d = 0; d < dv; d++) {
         double dev = 0, mag_up = 0, mag = 0;
+        if (fast) ug_xsum_clear(&ws->acc);
         for (size_t w = 0; w < nwg; w++) {
             double p = in->partials[(d / 4 * nwg + w) * 4 + d % 4];
             /* A NaN or +-inf partial is carried in MPFR's extended reals (a
              * weight 0 times inf is NaN) through the quotient and the
              * transform, which spreads it over the whole row; no bound. */
             finite_partials &= isfinite(p);
-            mpfr_mul_d(ws->terms[w], ws->m[w], p, MPFR_RNDN); /* exact */
+            if (fast) add_term(ws, w, p);
+            else mpfr_mul_d(ws->terms[w], ws->m[w], p, MPFR_RNDN); /* exact */
             dev += fabs(p) * ws->m_dev[w];
             mag_up += fabs(p) * ws->m_up[w];
             mag += fabs(p) * ws->m_mag[w];
         }
-        mpfr_sum(ws->a, ws->term_ptrs, nwg, MPFR_RNDN);
+        /* both: the exact sum rounded once to SUM_PREC; a term beyond the
+         * accumulator's range (a weight below about 2^-2000) sends the
+         * entry back to MPFR */
+        if (fast && ug_xsum_in_range(&ws->acc)) {
+            ug_xsum_get_mpfr_wide(&ws->acc, ws->a, ws->scratch);
+        } else {
+            for (size_t w = 0; fast && w < nwg; w++)
+                mpfr_mul_d(ws->terms[w], ws->m[w], in->partials[(d / 4 * nwg + w) * 4 + d % 4], MPFR_RNDN);
+            mpfr_sum(ws->a, ws->term_ptrs, nwg, MPFR_RNDN);
+        }
         mpfr_div(ws->t[d], ws->a, ws->s, MPFR_RNDN);
         sum_e_a += dev + gamma * mag_up + (double)nwg * underflow;
         sum_a += (1 + gamma) * mag_up + (double)nwg * underflow;

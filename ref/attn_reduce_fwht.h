@@ -17,7 +17,10 @@
  * (finite inputs; at least one finite M_w per row; S_w >= 0, and S == 0 only
  * through masked workgroups); a row outside it, or one whose S is too close
  * to zero for the bound to be derived, is refused with UG_EREF naming the
- * row. Shapes must satisfy the kernel's validation (the caller checks). */
+ * row. Shapes must satisfy the kernel's validation (the caller checks).
+ * With ug_ref_fast(), a row's sums sum_w P_w[d] m_w go through the exact
+ * accumulator and its transform runs on 192-bit integers (the same values,
+ * bit for bit: docs/error-model.md §2.1). */
 #ifndef UG_REF_ATTN_REDUCE_FWHT_H
 #define UG_REF_ATTN_REDUCE_FWHT_H
 

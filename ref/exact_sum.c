@@ -637,6 +637,24 @@ void ug_xsum_get_mpfr(ug_xsum *a, mpfr_ptr out, mpz_t scratch)
     mpfr_set_z_2exp(out, scratch, q, MPFR_RNDN); /* exact: n <= 2^prec */
 }
 
+void ug_xsum_get_mpfr_wide(ug_xsum *a, mpfr_ptr out, mpz_t scratch)
+{
+    const ug_xval w = ug_xsum_read(a); /* carries propagated; a negative S is left as negated digits */
+    if (w.zero) {
+        mpfr_set_zero(out, w.neg ? -1 : 1);
+        return;
+    }
+    const size_t n = (size_t)(a->hi - a->lo + 1);
+    uint32_t digits[UG_XSUM_LIMBS];
+    for (size_t k = 0; k < n; k++) {
+        const int64_t limb = a->limb[a->lo + (int)k];
+        digits[k] = (uint32_t)(w.neg ? -limb : limb);
+    }
+    mpz_import(scratch, n, -1, sizeof digits[0], 0, 0, digits);
+    if (w.neg) mpz_neg(scratch, scratch);
+    mpfr_set_z_2exp(out, scratch, a->lo * DIGIT_BITS + UG_XSUM_EMIN, MPFR_RNDN);
+}
+
 /* MPFR's custom interface reads the significand's limbs in place: x =
  * 0.d[n-1]...d[0] * 2^exp with the leading bit set and the bits below the
  * precision zero, as the MPFR manual's "Custom Interface" specifies. */

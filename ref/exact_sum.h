@@ -339,6 +339,10 @@ void ug_xsum_add_xwin(ug_xsum *a, const uint64_t *acc, int limbs, int e);
  * ug_xsum_in_range(a). scratch is reused (one allocation per caller). */
 void ug_xsum_get_mpfr(ug_xsum *a, mpfr_ptr out, mpz_t scratch);
 
+/* The same at any precision of out (MPFR rounds the exact sum once, as
+ * mpfr_sum does at out's precision); requires ug_xsum_in_range(a). */
+void ug_xsum_get_mpfr_wide(ug_xsum *a, mpfr_ptr out, mpz_t scratch);
+
 /* An MPFR number (regular, precision <= 128 bits, exponent within int) as
  * ±m·2^e, m the significand as an integer of the precision's bits; false
  * (nothing written) otherwise. Reads the limbs in place (no allocation). */

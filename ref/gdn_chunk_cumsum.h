@@ -9,7 +9,9 @@
  * so the staged mode is the exact mode. Per element: the bound of an f32
  * running sum of i + 1 terms in any order (docs/error-model-gdn_stages.md §1)
  * and sum |g_raw| for the condition number. Shapes must satisfy the kernel's
- * validation (the caller checks). */
+ * validation (the caller checks). With ug_ref_fast(), a chunk whose terms
+ * fit one 128-bit integer is summed there (the same values, bit for bit:
+ * docs/error-model.md §2.1). */
 #ifndef UG_REF_GDN_CHUNK_CUMSUM_H
 #define UG_REF_GDN_CHUNK_CUMSUM_H
 

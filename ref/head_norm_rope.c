@@ -3,6 +3,9 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "exact_sum.h"
 
 /* Angles carry ANGLE_PREC bits: an angle below 2^32 is then known to 2^-220
  * absolutely, far below the 2^-128 relative error of its cos and sin. */
@@ -27,17 +30,29 @@ static bool is_subnormal(double x) { return x != 0 && fabs(x) < UG_F32_MIN_NORMA
 
 /* ---- the norm of one head (both variants) ---------------------------------- */
 
+/* A number of at most 128 bits as the fast path (below) holds it: (-1)^neg m 2^e,
+ * m == 0 a zero of sign neg. Every operation on it is inline, so that the
+ * compiler keeps it in registers. */
+typedef struct fnum {
+    ug_u128 m;
+    int e;
+    bool neg;
+} fnum;
+
 /* y_i = x_i r w_i at UG_REF_PREC, with what the bound needs of the kernel's
  * f32 value of y_i: relative error eps_y, absolute allowance abs_y[i], and
  * |y_i| rounded up. */
 typedef struct {
     size_t head_dim;
     mpfr_t *y;
+    fnum *y_fast;    /* the fast path's y (ug_ref_fast): the same 128-bit values as y */
     double *y_mag, *abs_y;
     double eps_y;
     mpfr_ptr *term_ptrs;
     mpfr_t *terms;
     mpfr_t v, r;
+    ug_xsum acc; /* the fast path's exact sums */
+    mpz_t scratch;
 } norm_ws;
 
 static void norm_ws_free(norm_ws *ws)
@@ -47,23 +62,28 @@ static void norm_ws_free(norm_ws *ws)
     if (ws->terms)
         for (size_t i = 0; i < ws->head_dim; i++) mpfr_clear(ws->terms[i]);
     free(ws->y);
+    free(ws->y_fast);
     free(ws->terms);
     free(ws->term_ptrs);
     free(ws->y_mag);
     free(ws->abs_y);
     mpfr_clears(ws->v, ws->r, (mpfr_ptr)0);
+    mpz_clear(ws->scratch);
 }
 
 static ug_status norm_ws_init(norm_ws *ws, size_t head_dim)
 {
     *ws = (norm_ws){.head_dim = head_dim};
     mpfr_inits2(UG_REF_PREC, ws->v, ws->r, (mpfr_ptr)0);
+    mpz_init(ws->scratch);
+    ug_xsum_init(&ws->acc);
     ws->y = calloc(head_dim, sizeof *ws->y);
+    ws->y_fast = calloc(head_dim, sizeof *ws->y_fast);
     ws->terms = calloc(head_dim, sizeof *ws->terms);
     ws->term_ptrs = calloc(head_dim, sizeof *ws->term_ptrs);
     ws->y_mag = calloc(head_dim, sizeof *ws->y_mag);
     ws->abs_y = calloc(head_dim, sizeof *ws->abs_y);
-    if (!ws->y || !ws->terms || !ws->term_ptrs || !ws->y_mag || !ws->abs_y) {
+    if (!ws->y || !ws->y_fast || !ws->terms || !ws->term_ptrs || !ws->y_mag || !ws->abs_y) {
         free(ws->y);
         free(ws->terms);
         ws->y = NULL;
@@ -79,6 +99,126 @@ static ug_status norm_ws_init(norm_ws *ws, size_t head_dim)
     return ug_ok();
 }
 
+/* ---- the fast path's arithmetic (ref/exact_sum.h) ----------------------------
+ *
+ * The MPFR path rounds y_i = RN(RN(r x_i) w_i) and each rotated output
+ * RN(y_self c +- RN(y_other s)) to UG_REF_PREC = 128 bits. The fast path
+ * forms the same exact products and sums in integers (ug_xval_product, the
+ * exact accumulator) and rounds them to 128 bits to nearest even, as MPFR
+ * does, so every intermediate is the MPFR path's value; signed zeros follow
+ * IEEE's rules there as in MPFR. r itself, 1/sqrt, sin and cos stay MPFR. */
+
+static inline fnum fnum_of_double(double x) /* x finite */
+{
+    fnum v;
+    uint64_t m;
+    ug_xsum_split(x, &v.neg, &m, &v.e);
+    v.m = m;
+    return v;
+}
+
+/* Without the trailing zero bits of its significand (an f32 cache value
+ * then multiplies as 24 bits, not 128); false for an infinity or a NaN. */
+static bool fnum_of_mpfr(mpfr_srcptr x, fnum *out)
+{
+    *out = (fnum){.neg = mpfr_signbit(x)};
+    if (mpfr_zero_p(x)) return true;
+    if (!ug_xsum_split_mpfr(x, &out->neg, &out->m, &out->e)) return false;
+    const uint64_t low = (uint64_t)out->m;
+    const int zeros = low ? __builtin_ctzll(low) : 64 + __builtin_ctzll((uint64_t)(out->m >> 64));
+    out->m >>= zeros;
+    out->e += zeros;
+    return true;
+}
+
+static inline ug_xval xval_of(fnum v, bool round, bool sticky)
+{
+    return (ug_xval){.neg = v.neg, .zero = v.m == 0, .m = v.m, .e = v.e, .round = round, .sticky = sticky};
+}
+
+/* The exact product |a b| as words w[0..4) (w[4] = 0). */
+static inline void product_words(ug_u128 a, ug_u128 b, uint64_t w[5])
+{
+    const uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
+    w[4] = 0;
+    if (b1 == 0) { /* a double or an f32 cache value: two products */
+        const ug_u128 low = (ug_u128)a0 * b0, high = (ug_u128)a1 * b0;
+        const ug_u128 mid = (low >> 64) + (uint64_t)high;
+        w[0] = (uint64_t)low;
+        w[1] = (uint64_t)mid;
+        w[2] = (uint64_t)(high >> 64) + (uint64_t)(mid >> 64);
+        w[3] = 0;
+        return;
+    }
+    const ug_u128 ll = (ug_u128)a0 * b0, lh = (ug_u128)a0 * b1, hl = (ug_u128)a1 * b0, hh = (ug_u128)a1 * b1;
+    const ug_u128 mid = (ll >> 64) + (uint64_t)lh + (uint64_t)hl;
+    const ug_u128 high = (mid >> 64) + (lh >> 64) + (hl >> 64) + hh; /* < 2^128: the product is < 2^256 */
+    w[0] = (uint64_t)ll;
+    w[1] = (uint64_t)mid;
+    w[2] = (uint64_t)high;
+    w[3] = (uint64_t)(high >> 64);
+}
+
+/* The nonnegative integer mag[0 .. n) times 2^e as its leading 128 bits
+ * (m == 0: zero), the bit after them and whether any bit below that is set,
+ * as ug_xwin_read reads a window. */
+static inline fnum read_words(const uint64_t *mag, int n, int e, bool *round, bool *sticky)
+{
+    int top = n - 1;
+    while (top > 0 && mag[top] == 0) top--;
+    *round = *sticky = false;
+    if (mag[top] == 0) return (fnum){0};
+    const int z = __builtin_clzll(mag[top]);
+    const uint64_t hi = mag[top], mid = top >= 1 ? mag[top - 1] : 0, lo = top >= 2 ? mag[top - 2] : 0;
+    const uint64_t w2 = z ? hi << z | mid >> (64 - z) : hi, w1 = z ? mid << z | lo >> (64 - z) : mid, w0 = lo << z;
+    *round = w0 >> 63;
+    *sticky = (w0 << 1) != 0;
+    for (int k = 0; k < top - 2; k++) *sticky |= mag[k] != 0;
+    return (fnum){.m = (ug_u128)w2 << 64 | w1, .e = e + 64 * top + 63 - z - 127};
+}
+
+/* RN_128 of a value read by read_words (ties to even, as MPFR). */
+static inline fnum rn128(fnum v, bool round, bool sticky)
+{
+    if (v.m >> 127 && round && (sticky || (v.m & 1)) && ++v.m == 0) {
+        v.m = (ug_u128)1 << 127;
+        v.e++;
+    }
+    return v;
+}
+
+/* |v| rounded away from zero to a double, as fabs(mpfr_get_d(., MPFR_RNDA))
+ * of the MPFR path's value: inline where the result is a normal double. */
+static inline double abs_away(fnum v)
+{
+    const int len = v.m >> 64 ? 128 - __builtin_clzll((uint64_t)(v.m >> 64))
+                              : v.m ? 64 - __builtin_clzll((uint64_t)v.m) : 0;
+    const int cut = len > 53 ? len - 53 : 0, q = v.e + cut;
+    if (len == 0 || q < -1000 || q > 900) {
+        const ug_xval exact = xval_of(v, false, false);
+        return fabs(ug_xval_to_double(&exact, MPFR_RNDA));
+    }
+    const uint64_t n = (uint64_t)(v.m >> cut) + (cut && (v.m & (((ug_u128)1 << cut) - 1)) != 0); /* <= 2^53 */
+    double scale;
+    const uint64_t bits = (uint64_t)(q + 1023) << 52;
+    memcpy(&scale, &bits, sizeof scale);
+    return (double)n * scale; /* exact: n has at most 53 bits */
+}
+
+/* RN_128(a b) for b of at most 64 bits (a double), as mpfr_mul_d. */
+static inline fnum mul_rn128(fnum a, fnum b)
+{
+    const bool neg = a.neg != b.neg;
+    if (a.m == 0 || b.m == 0) return (fnum){.neg = neg};
+    uint64_t words[5];
+    product_words(a.m, b.m, words);
+    bool round, sticky;
+    fnum p = read_words(words, 4, a.e + b.e, &round, &sticky);
+    p = rn128(p, round, sticky);
+    p.neg = neg;
+    return p;
+}
+
 /* x and w as doubles (exact: bf16 or f32); w NULL without a weight. The
  * kernel's y_i under the profile m (docs/error-model-head_norm_rope.md §2):
  *   ss^ within gamma_d ss + d mu of ss (any order, FMA or not),
@@ -86,15 +226,27 @@ static ug_status norm_ws_init(norm_ws *ws, size_t head_dim)
  *   r^ = 1/sqrt(v^) as fl(1 / sqrtf) or rsqrtf:
  *        |r^/r - 1| <= (1 - |t|)^-1/2 max((1 + eps_div')/(1 - eps_sqrt), 1 + eps_rsqrt) - 1,
  *   y^ = fl(fl(x r^) w): relative (1 + eps_r)(1 + u)^k - 1, absolute (mu/2)(1 + |w|)(1 + 2u),
- *        or all of |y| where the profile flushes a subnormal x_i or w_i. */
-static void norm_head(const ug_f32_model *m, norm_ws *ws, const double *x, const double *w, float eps)
+ *        or all of |y| where the profile flushes a subnormal x_i or w_i.
+ * With fast (every x_i and w_i finite) the sum of squares and the y_i take
+ * the fast path, y_i into y_fast; returns whether they did (false: r is
+ * infinite, y in MPFR). */
+static bool norm_head(const ug_f32_model *m, norm_ws *ws, const double *x, const double *w, float eps, bool fast)
 {
     const size_t d = ws->head_dim;
-    for (size_t i = 0; i < d; i++) mpfr_set_d(ws->terms[i], x[i] * x[i], MPFR_RNDN); /* exact */
-    mpfr_sum(ws->v, ws->term_ptrs, d, MPFR_RNDN);
+    if (fast) {
+        /* squares of bf16 or f32 values lie far inside the accumulator's range */
+        ug_xsum_clear(&ws->acc);
+        for (size_t i = 0; i < d; i++) ug_xsum_add_double(&ws->acc, x[i] * x[i]);
+        ug_xsum_get_mpfr(&ws->acc, ws->v, ws->scratch);
+    } else {
+        for (size_t i = 0; i < d; i++) mpfr_set_d(ws->terms[i], x[i] * x[i], MPFR_RNDN); /* exact */
+        mpfr_sum(ws->v, ws->term_ptrs, d, MPFR_RNDN);
+    }
     mpfr_div_ui(ws->v, ws->v, d, MPFR_RNDN);
     mpfr_add_d(ws->v, ws->v, eps, MPFR_RNDN);
     mpfr_rec_sqrt(ws->r, ws->v, MPFR_RNDN);
+    fnum r;
+    fast = fast && fnum_of_mpfr(ws->r, &r);
 
     const double mu = ug_f32_underflow(m), mu_half = ug_f32_underflow_half(m);
     const double v_low = mpfr_get_d(ws->v, MPFR_RNDD), v_high = mpfr_get_d(ws->v, MPFR_RNDU);
@@ -115,33 +267,116 @@ static void norm_head(const ug_f32_model *m, norm_ws *ws, const double *x, const
     ws->eps_y = compose(eps_r, k_u(w ? 2 : 1));
     const bool flushes = ug_f32_flushes(m);
     for (size_t i = 0; i < d; i++) {
-        mpfr_mul_d(ws->y[i], ws->r, x[i], MPFR_RNDN);
-        if (w) mpfr_mul_d(ws->y[i], ws->y[i], w[i], MPFR_RNDN);
-        ws->y_mag[i] = abs_up(ws->y[i]) * UG_F32_SLACK;
+        if (fast) {
+            fnum y = mul_rn128(r, fnum_of_double(x[i]));
+            if (w) y = mul_rn128(y, fnum_of_double(w[i]));
+            ws->y_fast[i] = y;
+            ws->y_mag[i] = abs_away(y) * UG_F32_SLACK;
+        } else {
+            mpfr_mul_d(ws->y[i], ws->r, x[i], MPFR_RNDN);
+            if (w) mpfr_mul_d(ws->y[i], ws->y[i], w[i], MPFR_RNDN);
+            ws->y_mag[i] = abs_up(ws->y[i]) * UG_F32_SLACK;
+        }
         ws->abs_y[i] = mu_half * (1 + (w ? fabs(w[i]) : 0)) * (1 + 2 * UG_F32_U);
         if (flushes && (is_subnormal(x[i]) || (w && is_subnormal(w[i]))))
             ws->abs_y[i] = (ws->abs_y[i] + ws->y_mag[i]) * UG_F32_SLACK; /* the kernel's y_i may be 0 */
     }
+    return fast;
 }
 
 /* ---- the rotation of one element -------------------------------------------- */
 
-/* cos and sin of a pair as the reference uses them, the kernel's error in
- * them for the angle it holds (relative eps_cs, absolute zeta, both infinite
- * where the profile states nothing) and that angle's deviation d_angle from
- * the reference's angle. */
+/* cos and sin of a pair as the reference uses them (and as the fast path
+ * holds them, where `fast`: both finite), the kernel's error in them for
+ * the angle it holds (relative eps_cs, absolute zeta, both infinite where
+ * the profile states nothing) and that angle's deviation d_angle from the
+ * reference's angle. */
 typedef struct {
     mpfr_t c, s;
+    fnum c_fast, s_fast;
+    bool fast;
     double c_mag, s_mag;
     double eps_cs, zeta, d_angle;
 } pair_trig;
 
 /* Nothing is rounded on purpose before the output: no flags. An allowance
  * the profile does not state (inf) times a zero magnitude is no bound
- * either: NaN becomes inf. */
-static void finish(ug_ref_value *out, mpfr_srcptr r, double e, double abs_sum, ug_dtype dtype)
+ * either: NaN becomes inf. r is the MPFR value, or with r_fast the fast
+ * path's exact value before its rounding to 128 bits (ug_xval_finish rounds
+ * it as the MPFR path's last operation did). */
+static void finish(ug_ref_value *out, mpfr_srcptr r, const ug_xval *r_fast, double e, double abs_sum, ug_dtype dtype)
 {
-    ug_ref_finish(out, r, isnan(e) ? INFINITY : e, abs_sum, 0, dtype);
+    if (isnan(e)) e = INFINITY;
+    if (r_fast) ug_xval_finish(r_fast, out, e, abs_sum, 0, dtype);
+    else ug_ref_finish(out, r, e, abs_sum, 0, dtype);
+}
+
+/* A rotated output's exact sum: two's complement limbs on one grid, room
+ * for a 256-bit product and a 128-bit term up to 192 bits apart. */
+enum { WIDE_LIMBS = 8 };
+
+/* window += (neg ? -1 : 1) m 2^e, m of n words on the window's grid
+ * 2^grid; false when m does not fit the limbs below the top one (which
+ * keeps the sign: two such terms cannot overflow). */
+static inline bool window_add(uint64_t *window, const uint64_t *m, int n, int e, int grid, bool neg)
+{
+    const int d = e - grid, q = d >> 6, r = d & 63;
+    int len = n;
+    while (len > 0 && m[len - 1] == 0) len--;
+    if (len == 0) return true;
+    if (64 * (q + len) - __builtin_clzll(m[len - 1]) + r > 64 * (WIDE_LIMBS - 1)) return false;
+    const uint64_t flip = neg ? ~UINT64_C(0) : 0;
+    uint64_t carry = neg;
+    for (int k = 0; k < WIDE_LIMBS; k++) {
+        const int j = k - q; /* the word of m whose low bits land in limb k */
+        const uint64_t cur = j >= 0 && j < len ? m[j] : 0, prev = j >= 1 && j - 1 < len ? m[j - 1] : 0;
+        const uint64_t word = (r ? cur << r | prev >> (64 - r) : cur) ^ flip;
+        const ug_u128 sum = (ug_u128)window[k] + word + carry;
+        window[k] = (uint64_t)sum;
+        carry = (uint64_t)(sum >> 64);
+    }
+    return true;
+}
+
+/* The fast path of a rotated output: y_self c + sign RN_128(y_other s)
+ * exactly, as read before the MPFR path's last rounding (the fma's); false
+ * when its terms do not fit one window. */
+static bool rotated_fast(fnum y_self, fnum y_other, const pair_trig *pt, int sign, ug_xval *out)
+{
+    fnum t = {.neg = (y_other.neg != pt->s_fast.neg) != (sign < 0)};
+    uint64_t words[5];
+    bool round, sticky;
+    if (y_other.m && pt->s_fast.m) {
+        product_words(y_other.m, pt->s_fast.m, words);
+        const bool neg = t.neg;
+        t = read_words(words, 4, y_other.e + pt->s_fast.e, &round, &sticky);
+        t = rn128(t, round, sticky);
+        t.neg = neg;
+    }
+    const bool p_neg = y_self.neg != pt->c_fast.neg;
+    if (y_self.m == 0 || pt->c_fast.m == 0) { /* the sum is t, or a zero of IEEE's sign */
+        if (t.m == 0) t.neg = p_neg && t.neg;
+        *out = xval_of(t, false, false);
+        return true;
+    }
+    const int p_e = y_self.e + pt->c_fast.e;
+    product_words(y_self.m, pt->c_fast.m, words);
+    const uint64_t t_words[2] = {(uint64_t)t.m, (uint64_t)(t.m >> 64)};
+    const int grid = t.m == 0 || p_e < t.e ? p_e : t.e;
+    uint64_t window[WIDE_LIMBS] = {0};
+    if (!window_add(window, words, 4, p_e, grid, p_neg) || !window_add(window, t_words, 2, t.e, grid, t.neg))
+        return false;
+    /* the magnitude; an exact cancellation reads +0, as under RNDN */
+    const bool neg = window[WIDE_LIMBS - 1] >> 63;
+    uint64_t carry = neg;
+    for (int k = 0; k < WIDE_LIMBS; k++) {
+        window[k] = (neg ? ~window[k] : window[k]) + carry;
+        carry = carry && window[k] == 0;
+    }
+    fnum sum = read_words(window, WIDE_LIMBS, grid, &round, &sticky);
+    sum.neg = neg;
+    *out = xval_of(sum, round, sticky);
+    return true;
 }
 
 /* out_lo = y_lo c - y_hi s (sign = -1) or out_hi = y_hi c + y_lo s (sign = +1),
@@ -149,13 +384,19 @@ static void finish(ug_ref_value *out, mpfr_srcptr r, double e, double abs_sum, u
  *   E = k1 T' + min(da, 2) |y|_2 + (1+gamma_2)[(a_lo+a_hi)(C (1+eps_cs) + zeta) + Y (1+eps_y) zeta] + mu,
  *   k1 = (1+eps_y)(1+eps_cs)(1+gamma_2) - 1, T' = |y_self| C_c + |y_other| C_s,
  *   C_c = min(|c| + da, 1), C_s = min(|s| + da, 1), C = max(C_c, C_s),
- *   Y = |y_lo| + |y_hi|, |y|_2 = hypot(y_lo, y_hi). */
-static void rotated_element(const ug_f32_model *m, const norm_ws *ws, const pair_trig *pt, size_t self,
-                            size_t other, int sign, mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
+ *   Y = |y_lo| + |y_hi|, |y|_2 = hypot(y_lo, y_hi). With fast, y and the
+ * trig are the fast path's; false (nothing written) when it cannot hold
+ * the element. */
+static bool rotated_element(const ug_f32_model *m, norm_ws *ws, const pair_trig *pt, size_t self, size_t other,
+                            int sign, bool fast, mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
 {
-    mpfr_mul(acc, ws->y[other], pt->s, MPFR_RNDN);
-    if (sign < 0) mpfr_fms(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
-    else mpfr_fma(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
+    ug_xval r_fast;
+    if (fast && !rotated_fast(ws->y_fast[self], ws->y_fast[other], pt, sign, &r_fast)) return false;
+    if (!fast) {
+        mpfr_mul(acc, ws->y[other], pt->s, MPFR_RNDN);
+        if (sign < 0) mpfr_fms(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
+        else mpfr_fma(acc, ws->y[self], pt->c, acc, MPFR_RNDN);
+    }
 
     const double slack = UG_F32_SLACK, gamma2 = ug_f32_gamma(2), da = pt->d_angle;
     const double big_t = (ws->y_mag[self] * pt->c_mag + ws->y_mag[other] * pt->s_mag) * slack;
@@ -169,25 +410,47 @@ static void rotated_element(const ug_f32_model *m, const norm_ws *ws, const pair
                                         big_y * (1 + ws->eps_y) * pt->zeta) +
                         2 * ug_f32_underflow_half(m);
     const double e = (k1 * t_kernel + fmin(da, 2) * norm2 + tiny) * slack * slack;
-    finish(out, acc, e, big_t, dtype);
+    finish(out, acc, fast ? &r_fast : NULL, e, big_t, dtype);
+    return true;
 }
 
-static void passed_element(const norm_ws *ws, size_t i, ug_dtype dtype, ug_ref_value *out)
+static void passed_element(const norm_ws *ws, size_t i, bool fast, ug_dtype dtype, ug_ref_value *out)
 {
-    finish(out, ws->y[i], (ws->eps_y * ws->y_mag[i] + ws->abs_y[i]) * UG_F32_SLACK, ws->y_mag[i], dtype);
+    const ug_xval exact = fast ? xval_of(ws->y_fast[i], false, false) : (ug_xval){0};
+    finish(out, ws->y[i], fast ? &exact : NULL, (ws->eps_y * ws->y_mag[i] + ws->abs_y[i]) * UG_F32_SLACK,
+           ws->y_mag[i], dtype);
 }
 
 /* One head's outputs: pairs (i, i + span) for i < pairs rotated with trig[i],
- * the rest passed through. */
-static void finish_head(const ug_f32_model *m, const norm_ws *ws, const pair_trig *trig, size_t pairs, size_t span,
-                        mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
+ * the rest passed through; with fast, from the fast path's y (and trig
+ * where it holds them). False when the fast path cannot finish the head
+ * (then its outputs are to be redone on the MPFR path). */
+static bool finish_head(const ug_f32_model *m, norm_ws *ws, const pair_trig *trig, size_t pairs, size_t span,
+                        bool fast, mpfr_ptr acc, ug_dtype dtype, ug_ref_value *out)
 {
     for (size_t i = 0; i < ws->head_dim; i++) {
         bool lo = i < pairs, hi = i >= span && i < span + pairs;
-        if (lo) rotated_element(m, ws, &trig[i], i, i + span, -1, acc, dtype, &out[i]);
-        else if (hi) rotated_element(m, ws, &trig[i - span], i, i - span, +1, acc, dtype, &out[i]);
-        else passed_element(ws, i, dtype, &out[i]);
+        const pair_trig *pt = lo ? &trig[i] : hi ? &trig[i - span] : NULL;
+        if (pt && fast && !pt->fast) return false;
+        if (lo && !rotated_element(m, ws, pt, i, i + span, -1, fast, acc, dtype, &out[i])) return false;
+        if (hi && !rotated_element(m, ws, pt, i, i - span, +1, fast, acc, dtype, &out[i])) return false;
+        if (!pt) passed_element(ws, i, fast, dtype, &out[i]);
     }
+    return true;
+}
+
+/* One head: the fast path where it holds (finite x and w, a finite r, terms
+ * in the accumulator's range), else the MPFR path. */
+static void reference_head(const ug_f32_model *m, norm_ws *ws, const double *x, const double *w, float eps,
+                           const pair_trig *trig, size_t pairs, size_t span, mpfr_ptr acc, ug_dtype dtype,
+                           ug_ref_value *out)
+{
+    bool fast = ug_ref_fast();
+    for (size_t i = 0; fast && i < ws->head_dim; i++) fast = isfinite(x[i]) && (!w || isfinite(w[i]));
+    if (fast && norm_head(m, ws, x, w, eps, true) && finish_head(m, ws, trig, pairs, span, true, acc, dtype, out))
+        return;
+    (void)norm_head(m, ws, x, w, eps, false);
+    (void)finish_head(m, ws, trig, pairs, span, false, acc, dtype, out);
 }
 
 static pair_trig *trig_alloc(size_t pairs)
@@ -203,10 +466,12 @@ static void trig_free(pair_trig *t, size_t pairs)
     free(t);
 }
 
+/* The magnitudes, and the fast path's copies of c and s. */
 static void trig_magnitudes(pair_trig *t)
 {
     t->c_mag = abs_up(t->c);
     t->s_mag = abs_up(t->s);
+    t->fast = fnum_of_mpfr(t->c, &t->c_fast) && fnum_of_mpfr(t->s, &t->s_fast);
 }
 
 /* ---- bf16 variant -------------------------------------------------------------- */
@@ -233,8 +498,7 @@ ug_status head_norm_rope_bf16_reference(const ug_f32_model *model, const head_no
     for (size_t i = 0; w && wd && i < d; i++) wd[i] = ug_bf16_to_f32(w[i]);
     for (size_t h = 0; h < s->n_heads && ug_is_ok(&st); h++) {
         for (size_t i = 0; i < d; i++) xd[i] = ug_bf16_to_f32(x[h * d + i]);
-        norm_head(model, &ws, xd, w ? wd : NULL, s->eps);
-        finish_head(model, &ws, trig, pairs, pairs, acc, UG_BF16, out + h * d);
+        reference_head(model, &ws, xd, w ? wd : NULL, s->eps, trig, pairs, pairs, acc, UG_BF16, out + h * d);
     }
     mpfr_clear(acc);
     free(xd);
@@ -440,8 +704,7 @@ ug_status head_norm_rope_f32_reference(const ug_f32_model *model, const head_nor
         for (size_t h = 0; h < s->n_heads; h++) {
             const size_t offset = (t * s->n_heads + h) * d;
             for (size_t i = 0; i < d; i++) xd[i] = x[offset + i];
-            norm_head(model, &ws, xd, w ? wd : NULL, s->eps);
-            finish_head(model, &ws, trig, pairs, d / 2, acc, UG_F32, out + offset);
+            reference_head(model, &ws, xd, w ? wd : NULL, s->eps, trig, pairs, d / 2, acc, UG_F32, out + offset);
         }
     }
     mpfr_clears(acc, angle, (mpfr_ptr)0);

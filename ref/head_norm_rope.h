@@ -17,9 +17,11 @@
  * Per element it reports r, its correct rounding to the output dtype, the
  * bound derived in docs/error-model-head_norm_rope.md (infinite where the
  * profile states no accuracy for the kernel's sin/cos arguments) and the
- * magnitude sum. Shapes must satisfy the kernel's validation (the caller
- * checks). Assumed (not checked) by the bounds: eps >= 0; theta and
- * freq_factors positive and finite. */
+ * magnitude sum; with ug_ref_fast(), the roundings to UG_REF_PREC bits of
+ * the products and the rotation are done in integers where they fit (the
+ * same values, bit for bit: docs/error-model.md §2.1). Shapes must satisfy
+ * the kernel's validation (the caller checks). Assumed (not checked) by the
+ * bounds: eps >= 0; theta and freq_factors positive and finite. */
 #ifndef UG_REF_HEAD_NORM_ROPE_H
 #define UG_REF_HEAD_NORM_ROPE_H
 

@@ -500,10 +500,10 @@ static void distances_round_like_mpfr(void)
 
 static void mpfr_results_equal_mpfr_sum(void)
 {
-    /* ug_xsum_get_mpfr at 8 to 128 bits against mpfr_sum of the same
-     * doubles, zero signs included. */
+    /* ug_xsum_get_mpfr at 8 to 128 bits, and ug_xsum_get_mpfr_wide at up
+     * to 320, against mpfr_sum of the same doubles, zero signs included. */
     uint64_t state = 10;
-    const mpfr_prec_t precs[] = {8, 24, 53, 64, 100, UG_REF_PREC};
+    const mpfr_prec_t precs[] = {8, 24, 53, 64, 100, UG_REF_PREC, 192, 320};
     mpfr_t m[MAX_TERMS], want, got;
     mpfr_ptr p[MAX_TERMS];
     mpz_t scratch;
@@ -516,6 +516,7 @@ static void mpfr_results_equal_mpfr_sum(void)
     size_t mismatches = 0;
     for (unsigned long s = 0; s < ug_test_random_samples(); s++) {
         const size_t n = ug_test_next_u32(&state) % 12;
+        const bool wide = s % 3 == 0;
         ug_xsum_init(&acc);
         for (size_t i = 0; i < n; i++) {
             double x = random_double(&state, s % 2 ? 900 : 30);
@@ -528,10 +529,12 @@ static void mpfr_results_equal_mpfr_sum(void)
         mpfr_set_prec(want, prec);
         mpfr_set_prec(got, prec);
         mpfr_sum(want, p, n, MPFR_RNDN);
-        ug_xsum_get_mpfr(&acc, got, scratch);
+        if (wide) ug_xsum_get_mpfr_wide(&acc, got, scratch);
+        else if (prec <= UG_REF_PREC) ug_xsum_get_mpfr(&acc, got, scratch);
+        else continue;
         if (!mpfr_equal_p(want, got) || mpfr_signbit(want) != mpfr_signbit(got))
-            UG_TEST_MISMATCH(mismatches, "n=%zu prec %ld: mpfr_sum %a, exact_sum %a", n, (long)prec,
-                             mpfr_get_d(want, MPFR_RNDN), mpfr_get_d(got, MPFR_RNDN));
+            UG_TEST_MISMATCH(mismatches, "n=%zu prec %ld%s: mpfr_sum %a, exact_sum %a", n, (long)prec,
+                             wide ? " (wide)" : "", mpfr_get_d(want, MPFR_RNDN), mpfr_get_d(got, MPFR_RNDN));
     }
     CU_ASSERT_EQUAL(mismatches, 0);
     for (size_t i = 0; i < MAX_TERMS; i++) mpfr_clear(m[i]);

@@ -14,6 +14,7 @@
 #include "../ref/gdn_e2e.h"
 #include "../ref/gdn_recompute_wu.h"
 #include "../ref/rowsimd.h"
+#include "ref_fast.h"
 #include "tests.h"
 
 static uint64_t bits_of(double x)
@@ -34,13 +35,17 @@ static uint32_t class_bits(uint32_t bits)
 static bool same_double(double a, double b) { return bits_of(a) == bits_of(b) || (isnan(a) && isnan(b)); }
 
 /* Counts the elements of two reference outputs that differ in any field. */
-static size_t count_differences(const ug_ref_value *a, const ug_ref_value *b, size_t n, size_t *mismatches)
+size_t ug_test_count_ref_differences(const ug_ref_value *a, const ug_ref_value *b, size_t n, size_t *mismatches)
 {
     size_t differ = 0;
     for (size_t i = 0; i < n; i++) {
+        const bool both_nan = isnan(a[i].r_hi) && isnan(b[i].r_hi); /* then RN_T is a NaN of either sign */
         const bool same = same_double(a[i].r_hi, b[i].r_hi) && bits_of(a[i].r_lo) == bits_of(b[i].r_lo) &&
-                          class_bits(a[i].rn_bits) == class_bits(b[i].rn_bits) && a[i].flagged == b[i].flagged &&
-                          bits_of(a[i].bound) == bits_of(b[i].bound) && bits_of(a[i].abs_sum) == bits_of(b[i].abs_sum);
+                          (class_bits(a[i].rn_bits) == class_bits(b[i].rn_bits) || both_nan) &&
+                          a[i].flagged == b[i].flagged &&
+                          bits_of(a[i].bound) == bits_of(b[i].bound) &&
+                          bits_of(a[i].abs_sum) == bits_of(b[i].abs_sum) && a[i].wild == b[i].wild &&
+                          a[i].no_bound == b[i].no_bound;
         if (!same) {
             differ++;
             UG_TEST_MISMATCH(*mismatches, "element %zu: fast r=%a+%a rn=%#x bound=%a abs=%a flagged=%u, mpfr r=%a+%a "
@@ -65,7 +70,7 @@ static int row_loop_paths(void)
 /* Every regime of a family on the given shapes (parameter values in the
  * order of names), both modes: fast and MPFR path bit for bit. Returns the
  * elements compared. */
-static size_t family_fast_equals_mpfr(const char *family, const char *const *names, size_t n_names,
+size_t ug_test_family_fast_equals_mpfr(const char *family, const char *const *names, size_t n_names,
                                       const double *values, size_t n_shapes)
 {
     const ug_family *f = ug_family_find(family);
@@ -101,7 +106,7 @@ static size_t family_fast_equals_mpfr(const char *family, const char *const *nam
                     ug_ref_simd_set_enabled(simd);
                     CU_ASSERT_EQUAL(f->reference(&p, bufs, ug_test_cpu_model(), (ug_ref_mode)mode, fast).code, UG_OK);
                     for (size_t o = 0; o < n_out; o++) {
-                        CU_ASSERT_EQUAL(count_differences(fast[o], plain[o], counts[o], &mismatches), 0);
+                        CU_ASSERT_EQUAL(ug_test_count_ref_differences(fast[o], plain[o], counts[o], &mismatches), 0);
                         elements += counts[o];
                     }
                 }
@@ -121,21 +126,21 @@ static void recompute_wu_fast_equals_mpfr_on_every_regime(void)
 {
     const char *const names[] = {"B", "T", "Hg", "H", "K", "V", "BT"};
     const double values[] = {1, 64, 1, 2, 64, 128, 64, /**/ 1, 64, 2, 4, 128, 64, 64};
-    CU_ASSERT(family_fast_equals_mpfr("gdn_recompute_wu", names, 7, values, 2) > 50000);
+    CU_ASSERT(ug_test_family_fast_equals_mpfr("gdn_recompute_wu", names, 7, values, 2) > 50000);
 }
 
 static void scaled_kkt_fast_equals_mpfr_on_every_regime(void)
 {
     const char *const names[] = {"B", "T", "Hg", "H", "K", "BT"};
     const double values[] = {1, 128, 1, 2, 64, 64, /**/ 1, 64, 2, 4, 128, 64};
-    CU_ASSERT(family_fast_equals_mpfr("gdn_chunk_scaled_kkt", names, 6, values, 2) > 50000);
+    CU_ASSERT(ug_test_family_fast_equals_mpfr("gdn_chunk_scaled_kkt", names, 6, values, 2) > 50000);
 }
 
 static void e2e_fast_equals_mpfr_on_every_regime(void)
 {
     const char *const names[] = {"B", "T", "Hg", "H", "K", "V", "BT", "has_h0"};
     const double values[] = {1, 128, 1, 2, 128, 64, 64, 1, /**/ 2, 64, 2, 4, 128, 64, 64, 0};
-    CU_ASSERT(family_fast_equals_mpfr("gdn_e2e", names, 8, values, 2) > 50000);
+    CU_ASSERT(ug_test_family_fast_equals_mpfr("gdn_e2e", names, 8, values, 2) > 50000);
 }
 
 /* ---- gdn_recompute_wu on adversarial chunks ------------------------------------ */
@@ -164,8 +169,8 @@ static size_t fast_vs_plain(chunk *c)
             ug_ref_simd_set_enabled(simd);
             CU_ASSERT_EQUAL(gdn_recompute_wu_reference(&c->s, c->k, c->v, c->beta, c->g, c->a, ug_test_cpu_model(), (ug_ref_mode)mode,
                                                        c->w[0], c->u[0]).code, UG_OK);
-            differ += count_differences(c->w[0], c->w[1], T * K, &mismatches);
-            differ += count_differences(c->u[0], c->u[1], T * V, &mismatches);
+            differ += ug_test_count_ref_differences(c->w[0], c->w[1], T * K, &mismatches);
+            differ += ug_test_count_ref_differences(c->u[0], c->u[1], T * V, &mismatches);
         }
         ug_ref_simd_set_enabled(true);
     }
@@ -362,8 +367,8 @@ static size_t e2e_fast_vs_plain(e2e_case *c)
                                           c->o[fast], c->final[fast]).code, UG_OK);
     }
     ug_ref_set_fast(true);
-    differ += count_differences(c->o[1], c->o[0], E2E_T * E2E_H * E2E_V, &mismatches);
-    differ += count_differences(c->final[1], c->final[0], E2E_H * E2E_K * E2E_V, &mismatches);
+    differ += ug_test_count_ref_differences(c->o[1], c->o[0], E2E_T * E2E_H * E2E_V, &mismatches);
+    differ += ug_test_count_ref_differences(c->final[1], c->final[0], E2E_H * E2E_K * E2E_V, &mismatches);
     for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i++)
         differ += c->final[1][i].no_bound != c->final[0][i].no_bound || c->final[1][i].wild != c->final[0][i].wild;
     return differ;
