@@ -30,7 +30,7 @@ JOBS     ?= $(shell nproc)
 VALGRIND := valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all test verify verify-large baseline memcheck mutants clean deps screenshot sanitize fuzz interop lint
+.PHONY: all test verify verify-large verify-production baseline memcheck mutants clean deps screenshot sanitize fuzz interop lint
 # $(call timed,WHAT,COMMAND): runs COMMAND, prints its wall time, keeps its status.
 timed = start=$$(date +%s%N); $(2); rc=$$?; \
 	echo "make: $(1): $$(( ($$(date +%s%N) - start) / 1000000 )) ms wall (exit $$rc)"; exit $$rc
@@ -150,6 +150,11 @@ verify: $(BUILD)/ulpgate
 verify-large: $(BUILD)/ulpgate
 	@$(call timed,verify-large,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/large --budgets $(BUDGETS) \
 	    --reports $(REPORTS)-large --jobs $(JOBS))
+
+# The shapes of published model configurations (docs/production.md): opt-in, a nightly CI job.
+verify-production: $(BUILD)/ulpgate
+	@$(call timed,verify-production,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/production --budgets $(BUDGETS) \
+	    --reports $(REPORTS)-production --jobs $(JOBS))
 
 # Accepting a new baseline is deliberate: it rewrites fixtures/baseline.json
 # from a full verify run; review and commit the diff.
