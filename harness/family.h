@@ -92,7 +92,8 @@ typedef struct {
  * those parameters (harness/slice.h): the runner then computes and measures
  * the reference one (b, h) sub-case at a time, in parallel, with memory
  * bounded by one slice. key_head: the parameter of the key heads a value
- * head shares (h reads key head h / (H / Hg)), or -1. */
+ * head shares (h reads key head h / (H / Hg)), or -1; batch or head may be
+ * -1 too (none). */
 typedef struct {
     bool on;
     int batch, head, key_head;

@@ -1,7 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 #include "slice.h"
 
+#include <limits.h>
 #include <string.h>
+
+/* How many slices a slicing parameter makes: its value; 1 for none (-1),
+ * and for 0 (a variant without that dimension). */
+static size_t extent(const ug_params *p, int param)
+{
+    return param >= 0 && p->v[param] > 1 ? (size_t)p->v[param] : 1;
+}
+
+/* The parameter's value in a slice: 1, or 0 where the case has 0. */
+static void set_one(ug_params *p, int param)
+{
+    if (param >= 0 && p->v[param] > 1) p->v[param] = 1;
+}
 
 void ug_slice_plan(const ug_family *f, const ug_params *p, ug_slicing_plan *out)
 {
@@ -14,9 +28,9 @@ void ug_slice_plan(const ug_family *f, const ug_params *p, ug_slicing_plan *out)
     for (size_t i = 0; i < f->n_buffers; i++)
         if (f->buffers[i].layout_words) return;
     const ug_slicing *sl = &f->slicing;
-    out->heads = (size_t)p->v[sl->head];
-    out->group = sl->key_head >= 0 ? out->heads / (size_t)p->v[sl->key_head] : 1;
-    out->n = (size_t)p->v[sl->batch] * out->heads;
+    out->heads = extent(p, sl->head);
+    out->group = sl->key_head >= 0 ? out->heads / extent(p, sl->key_head) : 1;
+    out->n = extent(p, sl->batch) * out->heads;
     out->whole = false;
 }
 
@@ -25,9 +39,9 @@ void ug_slice_params(const ug_slicing_plan *sp, size_t s __attribute__((unused))
     *sub = sp->params;
     if (sp->whole) return;
     const ug_slicing *sl = &sp->f->slicing;
-    sub->v[sl->batch] = 1;
-    sub->v[sl->head] = 1;
-    if (sl->key_head >= 0) sub->v[sl->key_head] = 1;
+    set_one(sub, sl->batch);
+    set_one(sub, sl->head);
+    set_one(sub, sl->key_head);
 }
 
 /* Per dimension of buffer i: its size in the case, and the index it is
@@ -44,8 +58,13 @@ static size_t dims_of(const ug_slicing_plan *sp, size_t s, size_t i, size_t size
     ug_family_buffer_shape(f, &sp->params, i, 0, shape, &rank);
     for (size_t d = 0; d < rank; d++) {
         size[d] = (size_t)shape[d];
-        const int dim = d < b->rank ? b->dims[d] : -1;
-        fixed[d] = dim == sl->batch ? batch : dim == sl->head ? head : dim == sl->key_head ? head / sp->group : SIZE_MAX;
+        /* a parameter's index, or a derived dim (negative), which no slicing parameter is */
+        const int dim = d < b->rank ? b->dims[d] : INT_MIN;
+        fixed[d] = dim < 0 ? SIZE_MAX
+                   : dim == sl->batch ? batch
+                   : dim == sl->head ? head
+                   : dim == sl->key_head ? head / sp->group
+                   : SIZE_MAX;
     }
     return rank;
 }

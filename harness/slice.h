@@ -11,8 +11,10 @@
  * references, slices on every core, figures merged in slice order (the same
  * at any thread count).
  *
- * A family without slicing, or a buffer declared in words (no dims), makes
- * the whole case one slice: the identity. */
+ * Either parameter may be -1 (none): head_norm_rope slices by token alone.
+ * A slicing parameter of value 0 (a variant without that dimension) makes
+ * one slice and stays 0. A family without slicing, or a buffer declared in
+ * words (no dims), makes the whole case one slice: the identity. */
 #ifndef UG_SLICE_H
 #define UG_SLICE_H
 

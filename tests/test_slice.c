@@ -164,14 +164,14 @@ static void test_slices_give_the_case_reference(void)
         check_family(&sw, f);
         families++;
     }
-    CU_ASSERT(families >= 7);
+    CU_ASSERT(families >= 8);
     ug_sweep_free(&sw);
 }
 
 /* A family without slicing is one slice: the case itself. */
 static void test_no_slicing_is_the_whole_case(void)
 {
-    const ug_family *f = ug_family_find("head_norm_rope");
+    const ug_family *f = ug_family_find("attn_reduce_fwht");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     const ug_params p = {{0}};
     ug_slicing_plan sp;

@@ -244,6 +244,7 @@ static const ug_family head_norm_rope_family = {
     .name = "head_norm_rope",
     .spec_section = "SPEC 1.5",
     UG_FAMILY_COMMON_FIELDS,
+    UG_SLICE_BY(P_SEQ_LEN, -1, -1), /* token by token: each one's heads and positions are its own */
     UG_FAMILY_DERIVED_DIM_FIELDS,
     .check_params = check_params,
     .n_regimes = N_REGIMES,
