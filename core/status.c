@@ -4,12 +4,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-ug_status ug_ok(void)
-{
-    ug_status s = {UG_OK, ""};
-    return s;
-}
-
 ug_status ug_fail(ug_code code, const char *fmt, ...)
 {
     ug_status s;

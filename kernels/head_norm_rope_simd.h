@@ -145,7 +145,48 @@ static void scale_rotate_store_f32(const float *x, const float *w, float r, cons
             vec_store(out + half + k, hi);
         }
     }
-    head_norm_rope_scale_rotate_pairs(x, w, r, c, s, k, half, out);
+    head_norm_rope_scale_rotate_pairs(x, w, r, c, s, k, half, out, true);
+}
+
+static void scale_rotate_round_bf16(const ug_bf16 *x, const ug_bf16 *w, float r, const float *c, const float *s,
+                                    size_t half, ug_bf16 *out)
+{
+    const vec rv = vec_set1(r);
+    size_t k = 0;
+    /* Two vectors a step, split into even- and odd-indexed elements: a bf16
+     * pair is one 32-bit lane, so the widening is a shift and a mask and the
+     * rounded halves merge back into lanes without a narrowing shuffle. */
+    for (; k + 2 * LANES <= half; k += 2 * LANES) {
+        vec l_even, l_odd, h_even, h_odd, c_even, c_odd, s_even, s_odd;
+        vec_load_bf16_split(x + k, &l_even, &l_odd);
+        vec_load_bf16_split(x + half + k, &h_even, &h_odd);
+        l_even = vec_mul(l_even, rv), l_odd = vec_mul(l_odd, rv);
+        h_even = vec_mul(h_even, rv), h_odd = vec_mul(h_odd, rv);
+        if (w) {
+            vec wl_even, wl_odd, wh_even, wh_odd;
+            vec_load_bf16_split(w + k, &wl_even, &wl_odd);
+            vec_load_bf16_split(w + half + k, &wh_even, &wh_odd);
+            l_even = vec_mul(l_even, wl_even), l_odd = vec_mul(l_odd, wl_odd);
+            h_even = vec_mul(h_even, wh_even), h_odd = vec_mul(h_odd, wh_odd);
+        }
+        vec_load_split(c + k, &c_even, &c_odd);
+        vec_load_split(s + k, &s_even, &s_odd);
+        vec_store_bf16_merge(out + k, vec_fmsub(l_even, c_even, vec_mul(h_even, s_even)),
+                             vec_fmsub(l_odd, c_odd, vec_mul(h_odd, s_odd)));
+        vec_store_bf16_merge(out + half + k, vec_fmadd(h_even, c_even, vec_mul(l_even, s_even)),
+                             vec_fmadd(h_odd, c_odd, vec_mul(l_odd, s_odd)));
+    }
+    for (; k + LANES <= half; k += LANES) {
+        vec l = vec_mul(vec_load_bf16(x + k), rv), h = vec_mul(vec_load_bf16(x + half + k), rv);
+        if (w) {
+            l = vec_mul(l, vec_load_bf16(w + k));
+            h = vec_mul(h, vec_load_bf16(w + half + k));
+        }
+        const vec cv = vec_load(c + k), sv = vec_load(s + k);
+        vec_store_bf16(out + k, vec_round_bf16(vec_fmsub(l, cv, vec_mul(h, sv))));
+        vec_store_bf16(out + half + k, vec_round_bf16(vec_fmadd(h, cv, vec_mul(l, sv))));
+    }
+    head_norm_rope_scale_rotate_pairs(x, w, r, c, s, k, half, out, false);
 }
 
 static void store_f32(float *out, const float *y, size_t n, bool stream)
@@ -159,6 +200,7 @@ static void store_f32(float *out, const float *y, size_t n, bool stream)
 }
 
 static const head_norm_rope_paths paths = {
-    sum_squares_bf16, sum_squares_f32, scale_bf16, scale_f32, rotate, scale_rotate_store_f32, store_f32, vec_stream_fence,
+    sum_squares_bf16,        sum_squares_f32, scale_bf16, scale_f32, rotate, scale_rotate_store_f32,
+    scale_rotate_round_bf16, store_f32,       vec_stream_fence,
 };
 UG_ISA_PATHS(head_norm_rope, UG_VEC_ISA, paths);
