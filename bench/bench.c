@@ -410,7 +410,8 @@ static void format_time(double s, char *out, size_t size)
 {
     if (s >= 1) snprintf(out, size, "%.3f s", s);
     else if (s >= 1e-3) snprintf(out, size, "%.2f ms", s * 1e3);
-    else snprintf(out, size, "%.1f us", s * 1e6);
+    else if (s >= 1e-5) snprintf(out, size, "%.1f us", s * 1e6);
+    else snprintf(out, size, "%.2f us", s * 1e6);
 }
 
 static void print_header(void)
