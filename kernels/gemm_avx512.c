@@ -76,18 +76,22 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
         }
         return;
     }
-    if (g->b_row == 1 && g->b_col > 0 && nc == NR) { /* B stored by columns: 16 terms at a time */
+    if (g->b_row == 1 && g->b_col > 0 && nc % 8 == 0) { /* B stored by columns: 16 terms at a time */
+        /* A partial panel (nc of 8, 16 or 24 columns: gdn_chunk_o's
+         * triangular bands) is transposed as far as it goes, the rest zero. */
         ug_bf16 terms[LANES][NR] __attribute__((aligned(64)));
+        const __mmask16 low = vec_first(nc), high = nc > LANES ? vec_first(nc - LANES) : 0;
         size_t p = 0;
         for (; p + LANES <= kc; p += LANES) {
-            ug_transpose_terms_avx2(g->b + (ptrdiff_t)j0 * g->b_col + (ptrdiff_t)(p0 + p), (size_t)g->b_col, NR, terms[0]);
+            ug_transpose_terms_avx2(g->b + (ptrdiff_t)j0 * g->b_col + (ptrdiff_t)(p0 + p), (size_t)g->b_col, nc,
+                                    terms[0], NR);
             for (size_t q = 0; q < LANES; q++) {
-                _mm512_store_ps(panel[p + q], vec_load_bf16_first(terms[q], all_lanes));
-                _mm512_store_ps(panel[p + q] + LANES, vec_load_bf16_first(terms[q] + LANES, all_lanes));
+                _mm512_store_ps(panel[p + q], vec_load_bf16_first(terms[q], low));
+                _mm512_store_ps(panel[p + q] + LANES, vec_load_bf16_first(terms[q] + LANES, high));
             }
         }
         for (; p < kc; p++)
-            for (size_t j = 0; j < NR; j++) panel[p][j] = ug_gemm_b(g, p0 + p, j0 + j);
+            for (size_t j = 0; j < NR; j++) panel[p][j] = j < nc ? ug_gemm_b(g, p0 + p, j0 + j) : 0.0f;
         return;
     }
     /* Other strides, partial panels: one element at a time. */
