@@ -208,11 +208,13 @@ static inline __mmask16 exp_special(__m512 x, __mmask16 lanes)
 }
 
 /* exp(a - x) or, with x_minus_a, exp(x - a): each its own subtraction, as a
- * negated operand could flip a NaN's sign. Arguments with |x| >= 88 or NaN
- * are rare: they are redone by ug_expf after the vector loop, which has no
- * call in it (a call would move its constants out of the registers). */
-static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, const float *x, bool x_minus_a,
-                                                           float *out)
+ * negated operand could flip a NaN's sign; with y, s * exp(a - x) * y (the
+ * decays and their products in one pass, without storing the decays).
+ * Arguments with |x| >= 88 or NaN are rare: they are redone by ug_expf after
+ * the vector loop, which has no call in it (a call would move its constants
+ * out of the registers). */
+static inline __attribute__((always_inline)) void exp_rows_times(size_t n, float a, const float *x, bool x_minus_a,
+                                                                 float s, const float *y, float *out)
 {
     const __m512d table[4] = {_mm512_loadu_pd(ug_expf_data.tab), _mm512_loadu_pd(ug_expf_data.tab + 8),
                               _mm512_loadu_pd(ug_expf_data.tab + 16), _mm512_loadu_pd(ug_expf_data.tab + 24)};
@@ -223,13 +225,27 @@ static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, co
         const __m512 xv = _mm512_maskz_loadu_ps(lanes, x + i);
         const __m512 diff = x_minus_a ? _mm512_sub_ps(xv, av) : _mm512_sub_ps(av, xv);
         special |= exp_special(diff, lanes);
-        _mm512_mask_storeu_ps(out + i, lanes, expf16(diff, table));
+        __m512 e = expf16(diff, table);
+        if (y) e = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(s), e), _mm512_maskz_loadu_ps(lanes, y + i));
+        _mm512_mask_storeu_ps(out + i, lanes, e);
     }
     if (special)
         for (size_t i = 0; i < n; i++) {
             const float diff = x_minus_a ? x[i] - a : a - x[i];
-            if (ug_expf_special(ug_f32_bits(diff))) out[i] = ug_expf(diff);
+            if (ug_expf_special(ug_f32_bits(diff))) out[i] = y ? s * ug_expf(diff) * y[i] : ug_expf(diff);
         }
+}
+
+static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, const float *x, bool x_minus_a,
+                                                           float *out)
+{
+    exp_rows_times(n, a, x, x_minus_a, 1.0f, NULL, out);
+}
+
+static inline __attribute__((always_inline)) void decay_rows(size_t n, float a, const float *x, float s,
+                                                             const float *y, float *out)
+{
+    exp_rows_times(n, a, x, false, s, y, out);
 }
 
 #include "gemm_simd.h"
