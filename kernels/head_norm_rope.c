@@ -242,15 +242,17 @@ static float sum_of_squares(const head_job *job, const void *x, float *partial)
     return job->path->sum_squares_bf16(x, job->head_dim, job->tg_size, partial);
 }
 
-/* r = 1/sqrt(ss/head_dim + eps): an f32 division, addition, sqrtf and
- * reciprocal (the bound in docs/error-model-head_norm_rope.md §2). */
+/* The count ss is divided by: head_dim (the mutant's half_rope_dim). */
+static float mean_count(const head_job *job)
+{
+    return UG_MUTANT == HEAD_NORM_ROPE_MUT_MEAN_OVER_HALF_ROPE ? (float)job->half_rope_dim : (float)job->head_dim;
+}
+
+/* r = 1/sqrt(ss/head_dim + eps) (head_norm_rope_inverse_rms). */
 static float inverse_rms(const head_job *job, float ss)
 {
-    float count = UG_MUTANT == HEAD_NORM_ROPE_MUT_MEAN_OVER_HALF_ROPE ? (float)job->half_rope_dim
-                                                                      : (float)job->head_dim;
-    float mean = ss / count;
-    if (UG_MUTANT == HEAD_NORM_ROPE_MUT_EPS_OUTSIDE_SQRT) return 1.0f / (sqrtf(mean) + job->eps);
-    return 1.0f / sqrtf(mean + job->eps);
+    if (UG_MUTANT == HEAD_NORM_ROPE_MUT_EPS_OUTSIDE_SQRT) return 1.0f / (sqrtf(ss / mean_count(job)) + job->eps);
+    return head_norm_rope_inverse_rms(ss, mean_count(job), job->eps);
 }
 
 /* y[i] = fl(fl(x_i * r) * w_i), or fl(x_i * r) without a weight; x and w of
@@ -313,14 +315,13 @@ static head_job job_for(uint32_t head_dim, uint32_t half_rope_dim, uint32_t span
     (UG_MUTANT == HEAD_NORM_ROPE_MUT_ONE_PLUS_WEIGHT || UG_MUTANT == HEAD_NORM_ROPE_MUT_NEIGHBOUR_PAIRS ||           \
      UG_MUTANT == HEAD_NORM_ROPE_MUT_PASS_THROUGH_OFF_BY_ONE || UG_MUTANT == HEAD_NORM_ROPE_MUT_SIN_SIGN_FLIPPED)
 
-
 /* A head whose every element is in a pair goes from its sum of squares to
  * the output in registers (scale_rotate_round_bf16), as the f32 kernel's do;
- * any other is finished in threadgroup memory as in the shader. The heads'
- * inverse RMS are computed a block of heads at a time before any of them is
- * scaled: each r ends in a serial chain (the tree's last steps, a division,
- * a square root and a division), and the block's chains overlap in the
- * pipeline instead of each stalling its head's scaling. */
+ * any other is finished in threadgroup memory as in the shader. A block of
+ * heads is taken one step at a time: the sums of squares, then the inverse
+ * RMS side by side (each a serial division, square root and division: one
+ * vector of them on the SIMD paths instead of a stall per head), then the
+ * scaling, rotation and rounding, one path call per step for the block. */
 enum { RMS_BLOCK_HEADS = 16 };
 
 static void bf16_heads_whole(const head_job *job, size_t n_heads, const ug_bf16 *in, const ug_bf16 *w,
@@ -331,10 +332,10 @@ static void bf16_heads_whole(const head_job *job, size_t n_heads, const ug_bf16 
         const size_t heads = n_heads - first < RMS_BLOCK_HEADS ? n_heads - first : RMS_BLOCK_HEADS;
         float r[RMS_BLOCK_HEADS];
         for (size_t h = 0; h < heads; h++) r[h] = sum_of_squares(job, in + (first + h) * d, threadgroup);
-        for (size_t h = 0; h < heads; h++) r[h] = inverse_rms(job, r[h]);
-        for (size_t h = 0; h < heads; h++)
-            job->path->scale_rotate_round_bf16(in + (first + h) * d, w, r[h], c, s, job->half_rope_dim,
-                                               out + (first + h) * d);
+        if (UG_MUTANT == HEAD_NORM_ROPE_MUT_EPS_OUTSIDE_SQRT)
+            for (size_t h = 0; h < heads; h++) r[h] = inverse_rms(job, r[h]);
+        else job->path->inverse_rms(r, heads, mean_count(job), job->eps, r);
+        job->path->scale_rotate_round_bf16(in + first * d, heads, w, r, c, s, job->half_rope_dim, out + first * d);
     }
 }
 
@@ -556,10 +557,16 @@ static void scale_rotate_store_f32_portable(const float *x, const float *w, floa
     head_norm_rope_scale_rotate_pairs(x, w, r, c, s, 0, half, out, true);
 }
 
-static void scale_rotate_round_bf16_portable(const ug_bf16 *x, const ug_bf16 *w, float r, const float *c,
-                                             const float *s, size_t half, ug_bf16 *out)
+static void inverse_rms_portable(const float *ss, size_t n, float count, float eps, float *r)
 {
-    head_norm_rope_scale_rotate_pairs(x, w, r, c, s, 0, half, out, false);
+    for (size_t i = 0; i < n; i++) r[i] = head_norm_rope_inverse_rms(ss[i], count, eps);
+}
+
+static void scale_rotate_round_bf16_portable(const ug_bf16 *x, size_t heads, const ug_bf16 *w, const float *r,
+                                             const float *c, const float *s, size_t half, ug_bf16 *out)
+{
+    for (size_t h = 0; h < heads; h++)
+        head_norm_rope_scale_rotate_pairs(x + h * 2 * half, w, r[h], c, s, 0, half, out + h * 2 * half, false);
 }
 
 /* Ordinary stores: the portable path is the statement the others are
@@ -573,6 +580,7 @@ static void end_stream_portable(void) {}
 
 static const head_norm_rope_paths path_portable = {
     sum_squares_bf16_portable,       sum_squares_f32_portable, scale_bf16_portable, scale_f32_portable, rotate_portable,
-    scale_rotate_store_f32_portable, scale_rotate_round_bf16_portable, store_f32_portable, end_stream_portable,
+    scale_rotate_store_f32_portable, scale_rotate_round_bf16_portable, inverse_rms_portable, store_f32_portable,
+    end_stream_portable,
 };
 UG_ISA_PATHS(head_norm_rope, UG_ISA_PORTABLE, path_portable);

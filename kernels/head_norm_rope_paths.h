@@ -39,10 +39,14 @@ typedef struct {
      * together with their partners. */
     void (*scale_rotate_store_f32)(const float *x, const float *w, float r, const float *c, const float *s,
                                    size_t half, float *out, bool stream);
-    /* The same for a bf16 head: out = bf16 of rotate of scale_bf16(x, w, r),
-     * each element rounded once (ug_bf16_from_f32) as it leaves registers. */
-    void (*scale_rotate_round_bf16)(const ug_bf16 *x, const ug_bf16 *w, float r, const float *c, const float *s,
-                                    size_t half, ug_bf16 *out);
+    /* The same for `heads` consecutive bf16 heads of 2 * half elements, head
+     * h with r[h]: out = bf16 of rotate of scale_bf16(x, w, r[h]), each
+     * element rounded once (ug_bf16_from_f32) as it leaves registers. */
+    void (*scale_rotate_round_bf16)(const ug_bf16 *x, size_t heads, const ug_bf16 *w, const float *r, const float *c,
+                                    const float *s, size_t half, ug_bf16 *out);
+    /* r[i] = head_norm_rope_inverse_rms(ss[i], count, eps) for i < n: the
+     * heads' independent division, square root and division side by side. */
+    void (*inverse_rms)(const float *ss, size_t n, float count, float eps, float *r);
     /* out[i] = y[i] for i < n. stream: the whole vectors that are aligned in
      * out are written with non-temporal stores, which skip the
      * read-for-ownership of out's lines and leave the caches to the input;
@@ -56,6 +60,13 @@ typedef struct {
 static inline void head_norm_rope_fold(float *partial, size_t stride)
 {
     for (size_t t = 0; t < stride; t++) partial[t] = partial[t] + partial[t + stride];
+}
+
+/* r = 1/sqrt(ss/count + eps): an f32 division, addition, square root and
+ * reciprocal (the bound in docs/error-model-head_norm_rope.md §2). */
+static inline float head_norm_rope_inverse_rms(float ss, float count, float eps)
+{
+    return 1.0f / sqrtf(ss / count + eps);
 }
 
 /* One normalized element: fl(x * r), then fl(that * w) when weighted. */

@@ -148,8 +148,10 @@ static void scale_rotate_store_f32(const float *x, const float *w, float r, cons
     head_norm_rope_scale_rotate_pairs(x, w, r, c, s, k, half, out, true);
 }
 
-static void scale_rotate_round_bf16(const ug_bf16 *x, const ug_bf16 *w, float r, const float *c, const float *s,
-                                    size_t half, ug_bf16 *out)
+/* One head of scale_rotate_round_bf16. */
+static inline __attribute__((always_inline)) void scale_rotate_round_head(const ug_bf16 *x, const ug_bf16 *w, float r,
+                                                                          const float *c, const float *s, size_t half,
+                                                                          ug_bf16 *out)
 {
     const vec rv = vec_set1(r);
     size_t k = 0;
@@ -189,6 +191,21 @@ static void scale_rotate_round_bf16(const ug_bf16 *x, const ug_bf16 *w, float r,
     head_norm_rope_scale_rotate_pairs(x, w, r, c, s, k, half, out, false);
 }
 
+static void scale_rotate_round_bf16(const ug_bf16 *x, size_t heads, const ug_bf16 *w, const float *r, const float *c,
+                                    const float *s, size_t half, ug_bf16 *out)
+{
+    for (size_t h = 0; h < heads; h++) scale_rotate_round_head(x + h * 2 * half, w, r[h], c, s, half, out + h * 2 * half);
+}
+
+static void inverse_rms(const float *ss, size_t n, float count, float eps, float *r)
+{
+    const vec one = vec_set1(1.0f), cv = vec_set1(count), ev = vec_set1(eps);
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        vec_store(r + i, vec_div(one, vec_sqrt(vec_add(vec_div(vec_load(ss + i), cv), ev))));
+    for (; i < n; i++) r[i] = head_norm_rope_inverse_rms(ss[i], count, eps);
+}
+
 static void store_f32(float *out, const float *y, size_t n, bool stream)
 {
     size_t i = 0;
@@ -201,6 +218,6 @@ static void store_f32(float *out, const float *y, size_t n, bool stream)
 
 static const head_norm_rope_paths paths = {
     sum_squares_bf16,        sum_squares_f32, scale_bf16, scale_f32, rotate, scale_rotate_store_f32,
-    scale_rotate_round_bf16, store_f32,       vec_stream_fence,
+    scale_rotate_round_bf16, inverse_rms,     store_f32,  vec_stream_fence,
 };
 UG_ISA_PATHS(head_norm_rope, UG_VEC_ISA, paths);

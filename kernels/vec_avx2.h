@@ -6,7 +6,7 @@
  * once (its *_simd.h) over these names: vec (LANES f32 lanes) and vec_mask
  * (a set of lanes); vec_zero, vec_set1, vec_load, vec_store, vec_stream (a
  * non-temporal store to a vector-aligned address), vec_add, vec_sub,
- * vec_mul, vec_fmadd(a, b, c) = fl(a*b + c), vec_fmsub(a, b, c) = fl(a*b -
+ * vec_mul, vec_div, vec_sqrt, vec_fmadd(a, b, c) = fl(a*b + c), vec_fmsub(a, b, c) = fl(a*b -
  * c), vec_neg (the sign flipped, NaNs too), vec_load_bf16 (LANES bf16
  * widened exactly: a bf16 is the upper half of its f32), vec_first(n) (the
  * lanes below n, all for n >= LANES), vec_stream_fence (orders this
@@ -50,6 +50,8 @@ static inline void vec_stream_fence(void) { _mm_sfence(); }
 static inline vec vec_add(vec a, vec b) { return _mm256_add_ps(a, b); }
 static inline vec vec_sub(vec a, vec b) { return _mm256_sub_ps(a, b); }
 static inline vec vec_mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
+static inline vec vec_div(vec a, vec b) { return _mm256_div_ps(a, b); }
+static inline vec vec_sqrt(vec v) { return _mm256_sqrt_ps(v); }
 static inline vec vec_fmadd(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vec vec_fmsub(vec a, vec b, vec c) { return _mm256_fmsub_ps(a, b, c); }
 static inline vec vec_neg(vec v) { return _mm256_xor_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN))); }

@@ -30,6 +30,8 @@ static inline void vec_stream_fence(void) { _mm_sfence(); }
 static inline vec vec_add(vec a, vec b) { return _mm512_add_ps(a, b); }
 static inline vec vec_sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
 static inline vec vec_mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
+static inline vec vec_div(vec a, vec b) { return _mm512_div_ps(a, b); }
+static inline vec vec_sqrt(vec v) { return _mm512_sqrt_ps(v); }
 static inline vec vec_fmadd(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vec vec_fmsub(vec a, vec b, vec c) { return _mm512_fmsub_ps(a, b, c); }
 static inline vec vec_neg(vec v)
