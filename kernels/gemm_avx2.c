@@ -70,7 +70,8 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
         ug_bf16 terms[16][NR] __attribute__((aligned(32)));
         size_t p = 0;
         for (; p + 16 <= kc; p += 16) {
-            ug_transpose_terms_avx2(g->b + (ptrdiff_t)j0 * g->b_col + (ptrdiff_t)(p0 + p), (size_t)g->b_col, NR, terms[0], NR);
+            ug_transpose_terms_avx2(g->b + (ptrdiff_t)j0 * g->b_col + (ptrdiff_t)(p0 + p), (size_t)g->b_col, NR, terms[0],
+                                    NR);
             for (size_t q = 0; q < 16; q++) {
                 _mm256_store_ps(panel[p + q], vec_load_bf16(terms[q]));
                 _mm256_store_ps(panel[p + q] + LANES, vec_load_bf16(terms[q] + LANES));

@@ -157,7 +157,10 @@ static inline __attribute__((always_inline)) void scale_rotate_round_head(const 
     size_t k = 0;
     /* Two vectors a step, split into even- and odd-indexed elements: a bf16
      * pair is one 32-bit lane, so the widening is a shift and a mask and the
-     * rounded halves merge back into lanes without a narrowing shuffle. */
+     * rounded halves merge back into lanes without a narrowing shuffle. NaNs
+     * are rare: the rounding skips their case, and a head that has one is
+     * redone element by element. */
+    vec_mask nan = vec_no_lanes();
     for (; k + 2 * LANES <= half; k += 2 * LANES) {
         vec l_even, l_odd, h_even, h_odd, c_even, c_odd, s_even, s_odd;
         vec_load_bf16_split(x + k, &l_even, &l_odd);
@@ -173,11 +176,14 @@ static inline __attribute__((always_inline)) void scale_rotate_round_head(const 
         }
         vec_load_split(c + k, &c_even, &c_odd);
         vec_load_split(s + k, &s_even, &s_odd);
-        vec_store_bf16_merge(out + k, vec_fmsub(l_even, c_even, vec_mul(h_even, s_even)),
-                             vec_fmsub(l_odd, c_odd, vec_mul(h_odd, s_odd)));
-        vec_store_bf16_merge(out + half + k, vec_fmadd(h_even, c_even, vec_mul(l_even, s_even)),
-                             vec_fmadd(h_odd, c_odd, vec_mul(l_odd, s_odd)));
+        nan = vec_mask_or(nan, vec_store_bf16_merge_numbers(out + k,
+                                                            vec_fmsub(l_even, c_even, vec_mul(h_even, s_even)),
+                                                            vec_fmsub(l_odd, c_odd, vec_mul(h_odd, s_odd))));
+        nan = vec_mask_or(nan, vec_store_bf16_merge_numbers(out + half + k,
+                                                            vec_fmadd(h_even, c_even, vec_mul(l_even, s_even)),
+                                                            vec_fmadd(h_odd, c_odd, vec_mul(l_odd, s_odd))));
     }
+    if (vec_mask_any(nan)) k = 0;
     for (; k + LANES <= half; k += LANES) {
         vec l = vec_mul(vec_load_bf16(x + k), rv), h = vec_mul(vec_load_bf16(x + half + k), rv);
         if (w) {
@@ -194,7 +200,8 @@ static inline __attribute__((always_inline)) void scale_rotate_round_head(const 
 static void scale_rotate_round_bf16(const ug_bf16 *x, size_t heads, const ug_bf16 *w, const float *r, const float *c,
                                     const float *s, size_t half, ug_bf16 *out)
 {
-    for (size_t h = 0; h < heads; h++) scale_rotate_round_head(x + h * 2 * half, w, r[h], c, s, half, out + h * 2 * half);
+    for (size_t h = 0; h < heads; h++)
+        scale_rotate_round_head(x + h * 2 * half, w, r[h], c, s, half, out + h * 2 * half);
 }
 
 static void inverse_rms(const float *ss, size_t n, float count, float eps, float *r)

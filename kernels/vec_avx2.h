@@ -16,8 +16,10 @@
  * others, NaN or not), vec_round_bf16 (ug_bf16_from_f32 on every lane, as a
  * vec_bf16), vec_load_bf16_split / vec_load_split (2 * LANES bf16 or f32,
  * the even-indexed elements in one vec and the odd in another),
- * vec_store_bf16_merge (their inverse, each lane rounded as vec_round_bf16
- * does), vec_xor_bits(v, bits) (each lane's bits XORed with LANES
+ * vec_store_bf16_merge_numbers (their inverse, each lane rounded as
+ * vec_round_bf16 does where no lane is NaN; returns the NaN lanes),
+ * vec_no_lanes / vec_mask_or / vec_mask_any (sets
+ * of lanes), vec_xor_bits(v, bits) (each lane's bits XORed with LANES
  * uint32 read from bits), vec_tree_sum(lo, hi) (the 2*LANES sums folded as a tree: hi
  * onto lo, then the upper half of the lanes onto the lower, down to one;
  * lane t + stride added to lane t, as head_norm_rope_fold does); and
@@ -28,6 +30,7 @@
 #define UG_VEC_AVX2_H
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,11 +83,16 @@ static inline vec vec_fma_first(vec w, vec x, vec acc, vec_mask lanes)
 
 /* bf16(x) in the upper half of each lane (the lower half is left over):
  * NaN -> sign | 0x7FC0, otherwise add 0x7FFF plus the lowest kept bit. */
-static inline __m256i vec_round_bf16_high(vec x)
+static inline __m256i vec_round_bf16_high_number(vec x)
 {
     const __m256i u = _mm256_castps_si256(x);
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+    return _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+}
+
+static inline __m256i vec_round_bf16_high(vec x)
+{
+    const __m256i u = _mm256_castps_si256(x), rounded = vec_round_bf16_high_number(x);
     const __m256i quiet =
         _mm256_or_si256(_mm256_and_si256(u, _mm256_set1_epi32(INT32_MIN)), _mm256_set1_epi32(0x7FC00000));
     const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
@@ -116,12 +124,25 @@ static inline void vec_load_split(const float *p, vec *even, vec *odd)
     *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
 }
 
-/* The inverse: bf16(even[i]) to p[2i], bf16(odd[i]) to p[2i + 1]. */
-static inline void vec_store_bf16_merge(ug_bf16 *p, vec even, vec odd)
+static inline void store_bf16_halves(ug_bf16 *p, __m256i even_high, __m256i odd_high)
 {
-    const __m256i high = _mm256_and_si256(vec_round_bf16_high(odd), _mm256_set1_epi32((int)0xFFFF0000u));
-    _mm256_storeu_si256((__m256i *)p, _mm256_or_si256(high, _mm256_srli_epi32(vec_round_bf16_high(even), 16)));
+    const __m256i high = _mm256_and_si256(odd_high, _mm256_set1_epi32((int)0xFFFF0000u));
+    _mm256_storeu_si256((__m256i *)p, _mm256_or_si256(high, _mm256_srli_epi32(even_high, 16)));
 }
+
+/* The inverse of the split: bf16(even[i]) to p[2i], bf16(odd[i]) to
+ * p[2i + 1], rounded as vec_round_bf16 rounds every lane that is not NaN;
+ * returns the lanes where even or odd is NaN, whose stored values are wrong. */
+static inline vec_mask vec_store_bf16_merge_numbers(ug_bf16 *p, vec even, vec odd)
+{
+    store_bf16_halves(p, vec_round_bf16_high_number(even), vec_round_bf16_high_number(odd));
+    const __m256 nan = _mm256_or_ps(_mm256_cmp_ps(even, even, _CMP_UNORD_Q), _mm256_cmp_ps(odd, odd, _CMP_UNORD_Q));
+    return _mm256_castps_si256(nan);
+}
+
+static inline vec_mask vec_no_lanes(void) { return _mm256_setzero_si256(); }
+static inline vec_mask vec_mask_or(vec_mask a, vec_mask b) { return _mm256_or_si256(a, b); }
+static inline bool vec_mask_any(vec_mask m) { return !_mm256_testz_si256(m, m); }
 
 static inline void vec_store_bf16(ug_bf16 *p, vec_bf16 x) { _mm_storeu_si128((__m128i *)p, x); }
 

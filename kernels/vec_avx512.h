@@ -8,6 +8,7 @@
 #define UG_VEC_AVX512_H
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,12 +65,17 @@ static inline vec vec_fma_first(vec w, vec x, vec acc, vec_mask lanes)
 /* bf16(x) in the upper half of each lane (the lower half is left over):
  * NaN -> sign | 0x7FC0, otherwise add 0x7FFF plus the lowest kept bit
  * (vcvtneps2bf16 would flush subnormals). */
-static inline __m512i vec_round_bf16_high(vec x)
+static inline __m512i vec_round_bf16_high_number(vec x)
 {
     const __m512i u = _mm512_castps_si512(x);
     const __mmask16 odd = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x10000));
     const __m512i half_down = _mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF));
-    const __m512i rounded = _mm512_mask_add_epi32(half_down, odd, half_down, _mm512_set1_epi32(1));
+    return _mm512_mask_add_epi32(half_down, odd, half_down, _mm512_set1_epi32(1));
+}
+
+static inline __m512i vec_round_bf16_high(vec x)
+{
+    const __m512i u = _mm512_castps_si512(x), rounded = vec_round_bf16_high_number(x);
     /* (u & sign) | quiet NaN: ternary-logic table A & B | C. */
     const __m512i quiet =
         _mm512_ternarylogic_epi32(u, _mm512_set1_epi32(INT32_MIN), _mm512_set1_epi32(0x7FC00000), 0xEA);
@@ -99,14 +105,26 @@ static inline void vec_load_split(const float *p, vec *even, vec *odd)
     *odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(index, _mm512_set1_epi32(1)), b);
 }
 
-/* The inverse: bf16(even[i]) to p[2i], bf16(odd[i]) to p[2i + 1]. */
-static inline void vec_store_bf16_merge(ug_bf16 *p, vec even, vec odd)
+/* (odd & 0xFFFF0000) | (even >> 16): ternary-logic table A & C | B. */
+static inline void store_bf16_halves(ug_bf16 *p, __m512i even_high, __m512i odd_high)
 {
-    /* (odd & 0xFFFF0000) | (even >> 16): ternary-logic table A & C | B. */
-    const __m512i low = _mm512_srli_epi32(vec_round_bf16_high(even), 16);
-    const __m512i merged = _mm512_ternarylogic_epi32(vec_round_bf16_high(odd), low, _mm512_set1_epi32((int)0xFFFF0000u), 0xEC);
+    const __m512i merged = _mm512_ternarylogic_epi32(odd_high, _mm512_srli_epi32(even_high, 16),
+                                                     _mm512_set1_epi32((int)0xFFFF0000u), 0xEC);
     _mm512_storeu_si512(p, merged);
 }
+
+/* The inverse of the split: bf16(even[i]) to p[2i], bf16(odd[i]) to
+ * p[2i + 1], rounded as vec_round_bf16 rounds every lane that is not NaN;
+ * returns the lanes where even or odd is NaN, whose stored values are wrong. */
+static inline vec_mask vec_store_bf16_merge_numbers(ug_bf16 *p, vec even, vec odd)
+{
+    store_bf16_halves(p, vec_round_bf16_high_number(even), vec_round_bf16_high_number(odd));
+    return _mm512_cmp_ps_mask(even, even, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(odd, odd, _CMP_UNORD_Q);
+}
+
+static inline vec_mask vec_no_lanes(void) { return 0; }
+static inline vec_mask vec_mask_or(vec_mask a, vec_mask b) { return a | b; }
+static inline bool vec_mask_any(vec_mask m) { return m != 0; }
 
 static inline void vec_store_bf16(ug_bf16 *p, vec_bf16 x) { _mm256_storeu_si256((__m256i *)p, x); }
 static inline void vec_store_bf16_first(ug_bf16 *p, vec_mask lanes, vec_bf16 x)
