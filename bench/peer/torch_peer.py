@@ -16,7 +16,10 @@ ulpgate's times come from one run of build/bench/bench (--bench, run now:
 its 1-thread rows on a pinned CPU and its 2-thread column) or from a saved
 bench output (--bench-output FILE); the torch side is timed with 1 and 2
 intra-op threads, so the ratios pair 1-thread with 1-thread and 2-thread
-with 2-thread figures. Usage (docs/performance.md):
+with 2-thread figures. A bench run with --cpu-time has its 1-thread rows in
+thread CPU time; torch's 1-thread calls are then timed the same way (on a
+shared machine the wall-clock of either side includes other processes).
+Usage (docs/performance.md):
 
     build/torchvenv/bin/python bench/peer/torch_peer.py [--bench build/bench/bench | --bench-output FILE]
 """
@@ -33,20 +36,20 @@ import torch
 BT = 64
 
 
-def timed(fn, budget_s=1.0, max_samples=7):
-    """Median seconds per call of fn(): warm-up, then samples of >= 2 ms."""
+def timed(fn, clock=time.perf_counter, budget_s=1.0, max_samples=7):
+    """Median seconds per call of fn() on `clock`: warm-up, then samples of >= 2 ms."""
     fn()
-    t0 = time.perf_counter()
+    t0 = clock()
     fn()
-    one = max(time.perf_counter() - t0, 1e-7)
+    one = max(clock() - t0, 1e-7)
     calls = max(1, math.ceil(2e-3 / one))
     samples = []
     start = time.perf_counter()
     while len(samples) < max_samples and (len(samples) < 3 or time.perf_counter() - start < budget_s):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(calls):
             fn()
-        samples.append((time.perf_counter() - t0) / calls)
+        samples.append((clock() - t0) / calls)
     return statistics.median(samples)
 
 
@@ -272,15 +275,20 @@ def main():
     if args.bench_output:
         text = open(args.bench_output).read()
     else:
-        cmd = [args.bench, "--no-naive", "--no-verify", "--no-ref", "--isa", "avx512,avx2"]
+        cmd = [args.bench, "--no-naive", "--no-verify", "--no-ref", "--isa", "avx512,avx2", "--cpu-time"]
         if args.filter:
             cmd += ["--filter", args.filter]
         text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     rows = bench_rows(text)
     if not rows:
         sys.exit("torch_peer: no kernel rows in the bench output")
+    # A bench run with --cpu-time gives its 1-thread rows in thread CPU time:
+    # torch's 1-thread calls (on the calling thread) are timed the same way.
+    cpu_time = "--cpu-time:" in text
+    clock1 = time.thread_time if cpu_time else time.perf_counter
     print(f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}); ulpgate: the best path of one bench "
-          "run; ratio = torch time / ulpgate time (> 1: ulpgate faster)")
+          "run; ratio = torch time / ulpgate time (> 1: ulpgate faster); 1T: "
+          + ("thread CPU time (the bench ran with --cpu-time)" if cpu_time else "wall-clock") + ", 2T: wall-clock")
     print(f"{'family':21s} {'size':26s} {'path':7s} {'ulpgate 1T':>11s} {'torch 1T':>11s} {'ratio':>7s}  "
           f"{'ulpgate 2T':>11s} {'torch 2T':>11s} {'ratio':>7s}")
     with torch.inference_mode():
@@ -292,7 +300,7 @@ def main():
                 print(f"{family:21s} {size:26s} no torch peer")
                 continue
             torch.set_num_threads(1)
-            p1 = timed(fn)
+            p1 = timed(fn, clock1)
             torch.set_num_threads(2)
             p2 = timed(fn)
             fmt = lambda s: f"{s * 1e3:8.3f} ms" if s >= 1e-3 else f"{s * 1e6:8.2f} us"
