@@ -236,16 +236,4 @@ static inline __attribute__((always_inline)) void exp_rows_times(size_t n, float
         }
 }
 
-static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, const float *x, bool x_minus_a,
-                                                           float *out)
-{
-    exp_rows_times(n, a, x, x_minus_a, 1.0f, NULL, out);
-}
-
-static inline __attribute__((always_inline)) void decay_rows(size_t n, float a, const float *x, float s,
-                                                             const float *y, float *out)
-{
-    exp_rows_times(n, a, x, false, s, y, out);
-}
-
 #include "gemm_simd.h"

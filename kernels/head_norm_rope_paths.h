@@ -95,9 +95,14 @@ static inline float head_norm_rope_element(const void *v, size_t i, bool f32)
 /* scale_rotate_store_f32 (f32: out is float) or scale_rotate_round_bf16
  * (x, w and out bf16) on pairs k = from .. half-1 of a head, one element at
  * a time: the portable path's whole loop and the SIMD paths' elements left
- * over. */
-static inline void head_norm_rope_scale_rotate_pairs(const void *x, const void *w, float r, const float *c,
-                                                     const float *s, size_t from, size_t half, void *out, bool f32)
+ * over. Always inlined: called out of line at the end of a SIMD function,
+ * it became a tail call that left the vector registers' upper halves dirty
+ * (no vzeroupper), and the caller's SSE code (sincosf, the angles) ran 35 %
+ * slower on Zen 4 (docs/performance.md). */
+static inline __attribute__((always_inline)) void head_norm_rope_scale_rotate_pairs(const void *x, const void *w, float r,
+                                                                                    const float *c, const float *s,
+                                                                                    size_t from, size_t half, void *out,
+                                                                                    bool f32)
 {
     for (size_t k = from; k < half; k++) {
         float wl = w ? head_norm_rope_element(w, k, f32) : 0.0f;

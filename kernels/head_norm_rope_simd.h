@@ -123,6 +123,22 @@ static void rotate(float *lo, float *hi, const float *c, const float *s, size_t 
     for (; k < n; k++) head_norm_rope_rotate_pair(lo + k, hi + k, c[k], s[k]);
 }
 
+/* Pairs k .. k + LANES - 1 of a head whose every element is in a pair:
+ * scaled (x r, times w when given) and rotated, into *lo and *hi. */
+static inline __attribute__((always_inline)) void scale_rotate_lanes(const void *x, const void *w, size_t k,
+                                                                     size_t half, vec rv, const float *c,
+                                                                     const float *s, bool bf16, vec *lo, vec *hi)
+{
+    vec l = vec_mul(load_as_f32(x, k, bf16), rv), h = vec_mul(load_as_f32(x, half + k, bf16), rv);
+    if (w) {
+        l = vec_mul(l, load_as_f32(w, k, bf16));
+        h = vec_mul(h, load_as_f32(w, half + k, bf16));
+    }
+    const vec cv = vec_load(c + k), sv = vec_load(s + k);
+    *lo = vec_fmsub(l, cv, vec_mul(h, sv));
+    *hi = vec_fmadd(h, cv, vec_mul(l, sv));
+}
+
 static void scale_rotate_store_f32(const float *x, const float *w, float r, const float *c, const float *s,
                                    size_t half, float *out, bool stream)
 {
@@ -130,13 +146,8 @@ static void scale_rotate_store_f32(const float *x, const float *w, float r, cons
     const bool aligned = (uintptr_t)out % sizeof(vec) == 0 && half % LANES == 0;
     size_t k = 0;
     for (; k + LANES <= half; k += LANES) {
-        vec l = vec_mul(vec_load(x + k), rv), h = vec_mul(vec_load(x + half + k), rv);
-        if (w) {
-            l = vec_mul(l, vec_load(w + k));
-            h = vec_mul(h, vec_load(w + half + k));
-        }
-        const vec cv = vec_load(c + k), sv = vec_load(s + k);
-        const vec lo = vec_fmsub(l, cv, vec_mul(h, sv)), hi = vec_fmadd(h, cv, vec_mul(l, sv));
+        vec lo, hi;
+        scale_rotate_lanes(x, w, k, half, rv, c, s, false, &lo, &hi);
         if (stream && aligned) {
             vec_stream(out + k, lo);
             vec_stream(out + half + k, hi);
@@ -185,14 +196,10 @@ static inline __attribute__((always_inline)) void scale_rotate_round_head(const 
     }
     if (vec_mask_any(nan)) k = 0;
     for (; k + LANES <= half; k += LANES) {
-        vec l = vec_mul(vec_load_bf16(x + k), rv), h = vec_mul(vec_load_bf16(x + half + k), rv);
-        if (w) {
-            l = vec_mul(l, vec_load_bf16(w + k));
-            h = vec_mul(h, vec_load_bf16(w + half + k));
-        }
-        const vec cv = vec_load(c + k), sv = vec_load(s + k);
-        vec_store_bf16(out + k, vec_round_bf16(vec_fmsub(l, cv, vec_mul(h, sv))));
-        vec_store_bf16(out + half + k, vec_round_bf16(vec_fmadd(h, cv, vec_mul(l, sv))));
+        vec lo, hi;
+        scale_rotate_lanes(x, w, k, half, rv, c, s, true, &lo, &hi);
+        vec_store_bf16(out + k, vec_round_bf16(lo));
+        vec_store_bf16(out + half + k, vec_round_bf16(hi));
     }
     head_norm_rope_scale_rotate_pairs(x, w, r, c, s, k, half, out, false);
 }
