@@ -271,6 +271,8 @@ def main():
     src.add_argument("--bench", default="build/bench/bench", help="the bench binary, run now (default)")
     src.add_argument("--bench-output", help="a saved bench output instead of a run")
     ap.add_argument("--filter", default="", help="only rows whose family or size contains this text")
+    ap.add_argument("--one-thread", action="store_true",
+                    help="skip torch's 2-thread timing (on a loaded machine its OpenMP threads wait for each other)")
     args = ap.parse_args()
     if args.bench_output:
         text = open(args.bench_output).read()
@@ -301,12 +303,14 @@ def main():
                 continue
             torch.set_num_threads(1)
             p1 = timed(fn, clock1)
-            torch.set_num_threads(2)
-            p2 = timed(fn)
-            fmt = lambda s: f"{s * 1e3:8.3f} ms" if s >= 1e-3 else f"{s * 1e6:8.2f} us"
-            r2 = f"{p2 / t2:6.2f}x" if t2 else "      -"
+            p2 = None
+            if not args.one_thread:
+                torch.set_num_threads(2)
+                p2 = timed(fn)
+            fmt = lambda s: "-" if s is None else f"{s * 1e3:8.3f} ms" if s >= 1e-3 else f"{s * 1e6:8.2f} us"
+            r2 = f"{p2 / t2:6.2f}x" if t2 and p2 else "      -"
             print(f"{family:21s} {size:26s} {path:7s} {fmt(t1):>11s} {fmt(p1):>11s} {p1 / t1:6.2f}x  "
-                  f"{fmt(t2) if t2 else '-':>11s} {fmt(p2):>11s} {r2}")
+                  f"{fmt(t2):>11s} {fmt(p2):>11s} {r2}")
 
 
 if __name__ == "__main__":
