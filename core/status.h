@@ -43,16 +43,7 @@ typedef struct UG_NODISCARD_TYPE {
     char msg[UG_MSG_MAX];
 } ug_status;
 
-/* Inline, and only the code and the terminating NUL written: msg is a C
- * string, and filling (then copying) all its bytes on every successful call
- * cost a measurable part of a microsecond kernel (docs/performance.md). */
-static inline ug_status ug_ok(void)
-{
-    ug_status s;
-    s.code = UG_OK;
-    s.msg[0] = '\0';
-    return s;
-}
+ug_status ug_ok(void);
 ug_status ug_fail(ug_code code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static inline bool ug_is_ok(const ug_status *s) { return s->code == UG_OK; }
