@@ -9,7 +9,8 @@
  * generate (regime 0, a seeded mt19937), the kernel through run. The table
  * below only names parameter values, by parameter name.
  *
- * usage: bench [--ulpgate PATH] [--filter TEXT] [--isa LIST] [--no-naive] [--no-verify] [--no-ref] */
+ * usage: bench [--ulpgate PATH] [--filter TEXT] [--isa LIST] [--no-naive] [--no-verify] [--no-ref]
+ *              [--cpu-time] */
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
@@ -321,9 +322,9 @@ static timing measure(call_ctx *x, int max_samples, double budget)
 {
     enum { MAX_SAMPLES = 15 };
     timing t = {0, 0, 1};
-    double t0 = bench_now();
+    double t0 = bench_clock();
     call_once(x);
-    double first = fmax(bench_now() - t0, 1e-9);
+    double first = fmax(bench_clock() - t0, 1e-9);
     if (first >= slow_call) {
         t.per_call = first;
         t.samples = 1;
@@ -335,9 +336,9 @@ static timing measure(call_ctx *x, int max_samples, double budget)
     if (t.samples > MAX_SAMPLES) t.samples = MAX_SAMPLES;
     double samples[MAX_SAMPLES];
     for (int s = 0; s < t.samples; s++) {
-        double s0 = bench_now();
+        double s0 = bench_clock();
         for (int i = 0; i < t.inner; i++) call_once(x);
-        samples[s] = (bench_now() - s0) / t.inner;
+        samples[s] = (bench_clock() - s0) / t.inner;
     }
     qsort(samples, (size_t)t.samples, sizeof *samples, cmp_double);
     t.per_call = t.samples % 2 ? samples[t.samples / 2]
@@ -386,7 +387,10 @@ static two_threads measure_two_threads(call_ctx *x, int max_samples, double budg
     (void)ug_kernel_threads_set(2);
     bench_unpin();
     double busy0 = machine_busy_seconds(), cpu0 = own_cpu_seconds(), wall0 = bench_now();
+    const bool cpu_time = bench_cpu_time;
+    bench_cpu_time = false; /* one thread's CPU time is not the call's time */
     r.t = measure(x, max_samples, budget);
+    bench_cpu_time = cpu_time;
     /* /proc/stat counts in clock ticks (10 ms): a short timing is extended
      * with more calls until the window is long enough to read. */
     while (bench_now() - wall0 < min_busy_window) call_once(x);
@@ -410,7 +414,8 @@ static void format_time(double s, char *out, size_t size)
 {
     if (s >= 1) snprintf(out, size, "%.3f s", s);
     else if (s >= 1e-3) snprintf(out, size, "%.2f ms", s * 1e3);
-    else snprintf(out, size, "%.1f us", s * 1e6);
+    else if (s >= 1e-5) snprintf(out, size, "%.1f us", s * 1e6);
+    else snprintf(out, size, "%.2f us", s * 1e6);
 }
 
 static void print_header(void)
@@ -640,7 +645,8 @@ static void print_machine(void)
 static void measure_peaks(peaks *pk)
 {
     memset(pk, 0, sizeof *pk);
-    printf("\n== peaks of this machine (one core, measured now; best of 5 passes) ==\n");
+    printf("\n== peaks of this machine (one core, measured now; best of 5 passes%s) ==\n",
+           bench_cpu_time ? "; thread CPU time" : "");
     pk->fma[UG_ISA_AVX512] = bench_fma_peak_avx512();
     pk->fma[UG_ISA_AVX2] = bench_fma_peak_avx2();
     pk->fma[UG_ISA_PORTABLE] = bench_fma_peak_scalar();
@@ -680,6 +686,7 @@ int main(int argc, char **argv)
                                          {"no-ref", no_argument, 0, 'R'},
                                          {"isa", required_argument, 0, 'i'},
                                          {"no-naive", no_argument, 0, 'N'},
+                                         {"cpu-time", no_argument, 0, 'C'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -689,6 +696,7 @@ int main(int argc, char **argv)
         case 'V': do_verify = false; break;
         case 'R': do_ref = false; break;
         case 'N': naive_enabled = false; break;
+        case 'C': bench_cpu_time = true; break;
         case 'i':
             for (int isa = 0; isa < UG_ISA_COUNT; isa++) isa_enabled[isa] = false;
             for (char *save = NULL, *tok = strtok_r(optarg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -703,12 +711,15 @@ int main(int argc, char **argv)
         default:
             fprintf(ch == 'h' ? stdout : stderr,
                     "usage: bench [--ulpgate PATH] [--filter TEXT] [--isa LIST] [--no-naive] [--no-verify] [--no-ref]\n"
+                    "             [--cpu-time]\n"
                     "  --ulpgate PATH  the ulpgate binary timed with verify --jobs 1 and 2 (build/ulpgate)\n"
                     "  --filter TEXT   only the table rows whose family or size contains TEXT\n"
                     "  --isa LIST      comma-separated paths to time (portable,avx2,avx512; default all supported)\n"
                     "  --no-naive      skip the naive baselines (the x naive column stays empty)\n"
                     "  --no-verify     skip the verify --jobs 1 vs 2 timing\n"
-                    "  --no-ref        skip the MPFR reference speed\n");
+                    "  --no-ref        skip the MPFR reference speed\n"
+                    "  --cpu-time      time the peaks and the one-thread rows in this thread's CPU time, not\n"
+                    "                  wall-clock (a shared machine: time other processes held the CPU left out)\n");
             return ch == 'h' ? 0 : 2;
         }
     }
@@ -723,11 +734,12 @@ int main(int argc, char **argv)
 
     printf("\n== kernels ==\n"
            "  time/call: median of n samples after a warm-up call (n = 1: a call of >= 0.5 s, timed once, no "
-           "warm-up)\n"
+           "warm-up)%s\n"
            "  rate: 2 x multiply-adds / time (GFLOP/s), or bytes of every buffer once / time (GB/s)\n"
            "  x naive: the naive loops' time / this time; check: bits = P: output bits identical to path P's\n"
            "  2 threads, x 2/1: the best path again at 2 kernel threads, and 1-thread time / 2-thread time;\n"
-           "  others: CPUs kept busy by other processes meanwhile (/proc/stat less this process)\n");
+           "  others: CPUs kept busy by other processes meanwhile (/proc/stat less this process)\n",
+           bench_cpu_time ? "; --cpu-time: the peaks and 1-thread rows in thread CPU time, 2 threads wall-clock" : "");
     print_header();
     for (size_t i = 0; i < N_CASES; i++) {
         const bench_case *bc = &cases[i];

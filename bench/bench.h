@@ -14,6 +14,7 @@
 #ifndef UG_BENCH_H
 #define UG_BENCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,15 @@
 /* ---- time ---------------------------------------------------------------- */
 
 double bench_now(void); /* CLOCK_MONOTONIC seconds */
+
+/* The clock of the one-thread timings and of the peaks: bench_now(), or,
+ * with --cpu-time (bench_cpu_time set), the calling thread's CPU time, which
+ * leaves out the time other processes held its CPU: on a shared machine the
+ * ratios of kernels to peaks then hold while the wall-clock figures move.
+ * Time the CPU loses to other processes' cache and memory traffic still
+ * counts. The 2-thread timings are wall-clock either way. */
+extern bool bench_cpu_time;
+double bench_clock(void);
 
 /* ---- where it runs -------------------------------------------------------- */
 

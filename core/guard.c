@@ -6,7 +6,7 @@
 #include <string.h>
 #include <valgrind/memcheck.h>
 
-static const unsigned char guard_pattern = 0xA5;
+enum { guard_pattern = 0xA5 };
 
 static unsigned char *tail_guard(const ug_guarded *g)
 {
@@ -44,11 +44,17 @@ ug_status ug_guarded_alloc(ug_guarded *g, size_t bytes)
     if (allocations_left > 0) allocations_left--;
     /* Round the data up to the alignment so the tail guard starts aligned. */
     size_t padded = (bytes + UG_GUARD_BYTES - 1) / UG_GUARD_BYTES * UG_GUARD_BYTES;
-    if (padded < bytes || padded > SIZE_MAX - 2 * UG_GUARD_BYTES)
+    if (padded < bytes || padded > SIZE_MAX - 3 * UG_GUARD_BYTES)
         return ug_fail(UG_ENOMEM, "allocation of %zu bytes exceeds the address space", bytes);
-    void *p = NULL;
-    if (posix_memalign(&p, UG_GUARD_BYTES, padded + 2 * UG_GUARD_BYTES) != 0)
-        return ug_fail(UG_ENOMEM, "cannot allocate %zu bytes", bytes);
+    /* malloc, aligned by hand, rather than posix_memalign, which bypasses
+     * glibc's per-thread cache: a kernel that lasts a microsecond allocates
+     * its scratch on every call (docs/performance.md). The malloc'd start
+     * is kept in the word before the block, outside the guards. */
+    unsigned char *raw = malloc(padded + 3 * UG_GUARD_BYTES);
+    if (!raw) return ug_fail(UG_ENOMEM, "cannot allocate %zu bytes", bytes);
+    const uintptr_t after_word = (uintptr_t)(raw + sizeof raw);
+    unsigned char *p = raw + sizeof raw + (UG_GUARD_BYTES - after_word % UG_GUARD_BYTES) % UG_GUARD_BYTES;
+    memcpy(p - sizeof raw, &raw, sizeof raw);
     g->block = p;
     g->bytes = bytes;
     memset(g->block, guard_pattern, UG_GUARD_BYTES);
@@ -57,11 +63,13 @@ ug_status ug_guarded_alloc(ug_guarded *g, size_t bytes)
     return ug_ok();
 }
 
+/* A guard zone is at most 2 * UG_GUARD_BYTES - 1 bytes (the tail's padding
+ * and one zone): compared with memcmp, not a byte loop, since the check runs
+ * on every call of kernels that last a microsecond. */
 static bool all_pattern(const unsigned char *p, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != guard_pattern) return false;
-    return true;
+    static const unsigned char pattern[2 * UG_GUARD_BYTES] = {[0 ... 2 * UG_GUARD_BYTES - 1] = guard_pattern};
+    return memcmp(p, pattern, n) == 0;
 }
 
 bool ug_guarded_intact(const ug_guarded *g)
@@ -78,7 +86,9 @@ ug_status ug_guarded_free(ug_guarded *g, const char *what)
     if (!g->block) return ug_ok();
     bool intact = ug_guarded_intact(g);
     guards_set_access(g, true);
-    free(g->block);
+    unsigned char *raw;
+    memcpy(&raw, g->block - sizeof raw, sizeof raw);
+    free(raw);
     size_t bytes = g->bytes;
     g->block = NULL;
     g->bytes = 0;

@@ -200,19 +200,6 @@ static float state_decay(const chunk_job *job, size_t t)
     return UG_MUTANT == GDN_CHUNK_O_MUT_STATE_DECAY_MISSING ? 1.0f : expf(gate(job, t));
 }
 
-/* The decays of row i's attention to the rows s < n: expf(g[t] - g[s]) as
- * the ISA path's ug_expf (libm's expf, expf.h), one per causal entry (each
- * has its own argument). */
-static void intra_decays(const chunk_job *job, size_t i, size_t n)
-{
-    registers *reg = job->reg;
-    if (UG_MUTANT != GDN_CHUNK_O_MUT_DECAY_SIGN) {
-        ug_rows_exp_diff(n, reg->gates[i], reg->gates, reg->intra_decay);
-        return;
-    }
-    for (size_t j = 0; j < n; j++) reg->intra_decay[j] = ug_expf(reg->gates[j] - reg->gates[i]);
-}
-
 /* Q = bf16(mask * decay * q k^T) into the threadgroup tile, and its f32 copy
  * as the A operand of Q v. The decays, the products (1 * decay * qk = decay
  * * qk exactly), the rounding and the widening by row on the ISA path. */
@@ -228,8 +215,15 @@ static void attention_tile(const chunk_job *job)
     for (size_t i = 0; i < BT; i++) {
         const size_t n = causal_columns(i);
         reg->decay[i] = state_decay(job, job->t0 + i);
-        intra_decays(job, i, n);
-        ug_rows_mul3(n, 1.0f, reg->intra_decay, reg->qk[i], reg->masked);
+        /* Row i's decays to the rows s < n, expf(g[t] - g[s]) as the ISA
+         * path's ug_expf (libm's expf, expf.h), one per causal entry (each
+         * has its own argument), times 1 and q k^T in one pass. */
+        if (UG_MUTANT != GDN_CHUNK_O_MUT_DECAY_SIGN) {
+            ug_rows_decay_mul(n, reg->gates[i], reg->gates, 1.0f, reg->qk[i], reg->masked);
+        } else {
+            for (size_t j = 0; j < n; j++) reg->intra_decay[j] = ug_expf(reg->gates[j] - reg->gates[i]);
+            ug_rows_mul3(n, 1.0f, reg->intra_decay, reg->qk[i], reg->masked);
+        }
         for (size_t j = n; j < BT; j++) reg->masked[j] = 0.0f;
         ug_rows_round(BT, reg->masked, job->tile[i]);
         if (attention_rounded) ug_rows_widen(BT, job->tile[i], reg->att[i]);

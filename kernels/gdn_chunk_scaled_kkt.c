@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "../core/bf16.h"
 #include "../core/guard.h"
@@ -134,16 +135,21 @@ static void scale_rows(const gdn_chunk_scaled_kkt_params *p, const float *beta, 
     for (size_t i = 0; i < BT; i++) gates[i] = g[(b * p->t + t0 + i) * p->h + h];
     for (size_t i = 0; i < BT; i++) {
         const size_t row = (b * p->t + t0 + i) * p->h + h, n = kept_columns(i);
-        row_decays(gates, i, n, decay);
-        if (!scalar_products) ug_rows_mul3(n, beta[row], decay, gram[i], out);
-        else
-            for (size_t j = 0; j < n; j++) {
-                const size_t col = (b * p->t + t0 + j) * p->h + h;
-                float scale = UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_BETA_OF_COLUMN ? beta[col] : beta[row];
-                out[j] = UG_MUTANT == GDN_CHUNK_SCALED_KKT_LEGIT_BETA_LAST ? scale * (decay[j] * gram[i][j])
-                                                                          : scale * decay[j] * gram[i][j];
-            }
-        for (size_t j = n; j < BT; j++) out[j] = 0.0f;
+        if (!scalar_products && UG_MUTANT != GDN_CHUNK_SCALED_KKT_MUT_GATE_SIGN_FLIPPED) {
+            /* beta_t * decay * gram in one pass (mul3's order), the decays never stored. */
+            ug_rows_decay_mul(n, gates[i], gates, beta[row], gram[i], out);
+        } else {
+            row_decays(gates, i, n, decay);
+            if (!scalar_products) ug_rows_mul3(n, beta[row], decay, gram[i], out);
+            else
+                for (size_t j = 0; j < n; j++) {
+                    const size_t col = (b * p->t + t0 + j) * p->h + h;
+                    float scale = UG_MUTANT == GDN_CHUNK_SCALED_KKT_MUT_BETA_OF_COLUMN ? beta[col] : beta[row];
+                    out[j] = UG_MUTANT == GDN_CHUNK_SCALED_KKT_LEGIT_BETA_LAST ? scale * (decay[j] * gram[i][j])
+                                                                              : scale * decay[j] * gram[i][j];
+                }
+        }
+        memset(out + n, 0, (BT - n) * sizeof out[0]);
         ug_rows_store(sizeof out, out, l + row * BT, stream);
     }
 }

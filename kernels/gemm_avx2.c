@@ -70,7 +70,8 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
         ug_bf16 terms[16][NR] __attribute__((aligned(32)));
         size_t p = 0;
         for (; p + 16 <= kc; p += 16) {
-            ug_transpose_terms_avx2(g->b + (ptrdiff_t)j0 * g->b_col + (ptrdiff_t)(p0 + p), (size_t)g->b_col, NR, terms[0]);
+            ug_transpose_terms_avx2(g->b + (ptrdiff_t)j0 * g->b_col + (ptrdiff_t)(p0 + p), (size_t)g->b_col, NR, terms[0],
+                                    NR);
             for (size_t q = 0; q < 16; q++) {
                 _mm256_store_ps(panel[p + q], vec_load_bf16(terms[q]));
                 _mm256_store_ps(panel[p + q] + LANES, vec_load_bf16(terms[q] + LANES));
@@ -188,13 +189,14 @@ static inline __m256i exp_special(__m256 x)
 }
 
 /* exp(a - x) or, with x_minus_a, exp(x - a): each its own subtraction, as a
- * negated operand could flip a NaN's sign. The last vector is masked (no
+ * negated operand could flip a NaN's sign; with y, s * exp(a - x) * y (the
+ * decays and their products in one pass). The last vector is masked (no
  * scalar tail): the kernels' rows of exponents are mostly short and of every
  * length. Arguments with |x| >= 88 or NaN are rare: they are redone by
  * ug_expf after the vector loop, which has no call in it (a call would move
  * its constants out of the registers). */
-static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, const float *x, bool x_minus_a,
-                                                           float *out)
+static inline __attribute__((always_inline)) void exp_rows_times(size_t n, float a, const float *x, bool x_minus_a,
+                                                                 float s, const float *y, float *out)
 {
     const __m256 av = _mm256_set1_ps(a);
     __m256i special = _mm256_setzero_si256();
@@ -203,12 +205,14 @@ static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, co
         const __m256 xv = _mm256_maskload_ps(x + i, lanes);
         const __m256 diff = x_minus_a ? _mm256_sub_ps(xv, av) : _mm256_sub_ps(av, xv);
         special = _mm256_or_si256(special, _mm256_and_si256(lanes, exp_special(diff)));
-        _mm256_maskstore_ps(out + i, lanes, expf8(diff));
+        __m256 e = expf8(diff);
+        if (y) e = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(s), e), _mm256_maskload_ps(y + i, lanes));
+        _mm256_maskstore_ps(out + i, lanes, e);
     }
     if (!_mm256_testz_si256(special, special))
         for (size_t i = 0; i < n; i++) {
             const float diff = x_minus_a ? x[i] - a : a - x[i];
-            if (ug_expf_special(ug_f32_bits(diff))) out[i] = ug_expf(diff);
+            if (ug_expf_special(ug_f32_bits(diff))) out[i] = y ? s * ug_expf(diff) * y[i] : ug_expf(diff);
         }
 }
 

@@ -76,18 +76,22 @@ static void pack_panel(const ug_gemm_operands *g, size_t p0, size_t kc, size_t j
         }
         return;
     }
-    if (g->b_row == 1 && g->b_col > 0 && nc == NR) { /* B stored by columns: 16 terms at a time */
+    if (g->b_row == 1 && g->b_col > 0 && nc % 8 == 0) { /* B stored by columns: 16 terms at a time */
+        /* A partial panel (nc of 8, 16 or 24 columns: gdn_chunk_o's
+         * triangular bands) is transposed as far as it goes, the rest zero. */
         ug_bf16 terms[LANES][NR] __attribute__((aligned(64)));
+        const __mmask16 low = vec_first(nc), high = nc > LANES ? vec_first(nc - LANES) : 0;
         size_t p = 0;
         for (; p + LANES <= kc; p += LANES) {
-            ug_transpose_terms_avx2(g->b + (ptrdiff_t)j0 * g->b_col + (ptrdiff_t)(p0 + p), (size_t)g->b_col, NR, terms[0]);
+            ug_transpose_terms_avx2(g->b + (ptrdiff_t)j0 * g->b_col + (ptrdiff_t)(p0 + p), (size_t)g->b_col, nc,
+                                    terms[0], NR);
             for (size_t q = 0; q < LANES; q++) {
-                _mm512_store_ps(panel[p + q], vec_load_bf16_first(terms[q], all_lanes));
-                _mm512_store_ps(panel[p + q] + LANES, vec_load_bf16_first(terms[q] + LANES, all_lanes));
+                _mm512_store_ps(panel[p + q], vec_load_bf16_first(terms[q], low));
+                _mm512_store_ps(panel[p + q] + LANES, vec_load_bf16_first(terms[q] + LANES, high));
             }
         }
         for (; p < kc; p++)
-            for (size_t j = 0; j < NR; j++) panel[p][j] = ug_gemm_b(g, p0 + p, j0 + j);
+            for (size_t j = 0; j < NR; j++) panel[p][j] = j < nc ? ug_gemm_b(g, p0 + p, j0 + j) : 0.0f;
         return;
     }
     /* Other strides, partial panels: one element at a time. */
@@ -204,11 +208,13 @@ static inline __mmask16 exp_special(__m512 x, __mmask16 lanes)
 }
 
 /* exp(a - x) or, with x_minus_a, exp(x - a): each its own subtraction, as a
- * negated operand could flip a NaN's sign. Arguments with |x| >= 88 or NaN
- * are rare: they are redone by ug_expf after the vector loop, which has no
- * call in it (a call would move its constants out of the registers). */
-static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, const float *x, bool x_minus_a,
-                                                           float *out)
+ * negated operand could flip a NaN's sign; with y, s * exp(a - x) * y (the
+ * decays and their products in one pass, without storing the decays).
+ * Arguments with |x| >= 88 or NaN are rare: they are redone by ug_expf after
+ * the vector loop, which has no call in it (a call would move its constants
+ * out of the registers). */
+static inline __attribute__((always_inline)) void exp_rows_times(size_t n, float a, const float *x, bool x_minus_a,
+                                                                 float s, const float *y, float *out)
 {
     const __m512d table[4] = {_mm512_loadu_pd(ug_expf_data.tab), _mm512_loadu_pd(ug_expf_data.tab + 8),
                               _mm512_loadu_pd(ug_expf_data.tab + 16), _mm512_loadu_pd(ug_expf_data.tab + 24)};
@@ -219,12 +225,14 @@ static inline __attribute__((always_inline)) void exp_rows(size_t n, float a, co
         const __m512 xv = _mm512_maskz_loadu_ps(lanes, x + i);
         const __m512 diff = x_minus_a ? _mm512_sub_ps(xv, av) : _mm512_sub_ps(av, xv);
         special |= exp_special(diff, lanes);
-        _mm512_mask_storeu_ps(out + i, lanes, expf16(diff, table));
+        __m512 e = expf16(diff, table);
+        if (y) e = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(s), e), _mm512_maskz_loadu_ps(lanes, y + i));
+        _mm512_mask_storeu_ps(out + i, lanes, e);
     }
     if (special)
         for (size_t i = 0; i < n; i++) {
             const float diff = x_minus_a ? x[i] - a : a - x[i];
-            if (ug_expf_special(ug_f32_bits(diff))) out[i] = ug_expf(diff);
+            if (ug_expf_special(ug_f32_bits(diff))) out[i] = y ? s * ug_expf(diff) * y[i] : ug_expf(diff);
         }
 }
 

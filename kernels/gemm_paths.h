@@ -33,6 +33,7 @@ typedef struct {
     void (*residual)(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf16 *v, ug_bf16 *dv);
     void (*exp_diff)(size_t n, float a, const float *x, float *out);
     void (*exp_sub)(size_t n, const float *x, float a, float *out);
+    void (*decay_mul)(size_t n, float a, const float *x, float s, const float *y, float *out);
     void (*store)(size_t bytes, const void *src, void *dst, bool stream);
     void (*stream_end)(void);
     void (*transpose)(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst, size_t ldd);
@@ -109,6 +110,11 @@ static inline void ug_rows_exp_diff_scalar(size_t n, float a, const float *x, fl
 static inline void ug_rows_exp_sub_scalar(size_t n, const float *x, float a, float *out)
 {
     for (size_t i = 0; i < n; i++) out[i] = ug_expf(x[i] - a);
+}
+
+static inline void ug_rows_decay_mul_scalar(size_t n, float a, const float *x, float s, const float *y, float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = s * ug_expf(a - x[i]) * y[i];
 }
 
 /* The portable path has no streaming stores. */

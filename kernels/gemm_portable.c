@@ -21,6 +21,7 @@ static const ug_gemm_paths paths = {
     .residual = ug_rows_residual_scalar,
     .exp_diff = ug_rows_exp_diff_scalar,
     .exp_sub = ug_rows_exp_sub_scalar,
+    .decay_mul = ug_rows_decay_mul_scalar,
     .store = ug_rows_store_scalar,
     .stream_end = ug_rows_stream_end_scalar,
     .transpose = ug_rows_transpose_scalar,

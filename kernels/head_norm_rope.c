@@ -242,21 +242,17 @@ static float sum_of_squares(const head_job *job, const void *x, float *partial)
     return job->path->sum_squares_bf16(x, job->head_dim, job->tg_size, partial);
 }
 
-/* r = 1/sqrt(ss/head_dim + eps): an f32 division, addition, sqrtf and
- * reciprocal (the bound in docs/error-model-head_norm_rope.md §2). */
-static float inverse_rms(const head_job *job, float ss)
+/* The count ss is divided by: head_dim (the mutant's half_rope_dim). */
+static float mean_count(const head_job *job)
 {
-    float count = UG_MUTANT == HEAD_NORM_ROPE_MUT_MEAN_OVER_HALF_ROPE ? (float)job->half_rope_dim
-                                                                      : (float)job->head_dim;
-    float mean = ss / count;
-    if (UG_MUTANT == HEAD_NORM_ROPE_MUT_EPS_OUTSIDE_SQRT) return 1.0f / (sqrtf(mean) + job->eps);
-    return 1.0f / sqrtf(mean + job->eps);
+    return UG_MUTANT == HEAD_NORM_ROPE_MUT_MEAN_OVER_HALF_ROPE ? (float)job->half_rope_dim : (float)job->head_dim;
 }
 
-/* Element i of a bf16 or f32 vector, as f32 (bf16 widens exactly). */
-static inline float element(const void *v, size_t i, bool f32)
+/* r = 1/sqrt(ss/head_dim + eps) (head_norm_rope_inverse_rms). */
+static float inverse_rms(const head_job *job, float ss)
 {
-    return f32 ? ((const float *)v)[i] : ug_bf16_to_f32(((const ug_bf16 *)v)[i]);
+    if (UG_MUTANT == HEAD_NORM_ROPE_MUT_EPS_OUTSIDE_SQRT) return 1.0f / (sqrtf(ss / mean_count(job)) + job->eps);
+    return head_norm_rope_inverse_rms(ss, mean_count(job), job->eps);
 }
 
 /* y[i] = fl(fl(x_i * r) * w_i), or fl(x_i * r) without a weight; x and w of
@@ -266,8 +262,8 @@ static void normalize(const head_job *job, const void *x, const void *w, float *
     const float r = inverse_rms(job, sum_of_squares(job, x, partial));
     if (UG_MUTANT == HEAD_NORM_ROPE_MUT_ONE_PLUS_WEIGHT) {
         for (uint32_t i = 0; i < job->head_dim; i++) {
-            float one_plus_w = 1.0f + (w ? element(w, i, job->f32) : 0.0f);
-            y[i] = head_norm_rope_scale(element(x, i, job->f32), r, w ? &one_plus_w : NULL);
+            float one_plus_w = 1.0f + (w ? head_norm_rope_element(w, i, job->f32) : 0.0f);
+            y[i] = head_norm_rope_scale(head_norm_rope_element(x, i, job->f32), r, w ? &one_plus_w : NULL);
         }
     } else if (job->f32) {
         job->path->scale_f32(x, w, job->head_dim, r, y);
@@ -313,6 +309,36 @@ static head_job job_for(uint32_t head_dim, uint32_t half_rope_dim, uint32_t span
 
 /* ---- bf16: one token, cos/sin from the caches --------------------------------- */
 
+/* The mutants of the normalization and the rotation are in normalize() and
+ * rotate(): their builds take those steps on every head. */
+#define STEPS_MUTATED                                                                                               \
+    (UG_MUTANT == HEAD_NORM_ROPE_MUT_ONE_PLUS_WEIGHT || UG_MUTANT == HEAD_NORM_ROPE_MUT_NEIGHBOUR_PAIRS ||           \
+     UG_MUTANT == HEAD_NORM_ROPE_MUT_PASS_THROUGH_OFF_BY_ONE || UG_MUTANT == HEAD_NORM_ROPE_MUT_SIN_SIGN_FLIPPED)
+
+/* A head whose every element is in a pair goes from its sum of squares to
+ * the output in registers (scale_rotate_round_bf16), as the f32 kernel's do;
+ * any other is finished in threadgroup memory as in the shader. A block of
+ * heads is taken one step at a time: the sums of squares, then the inverse
+ * RMS side by side (each a serial division, square root and division: one
+ * vector of them on the SIMD paths instead of a stall per head), then the
+ * scaling, rotation and rounding, one path call per step for the block. */
+enum { RMS_BLOCK_HEADS = 16 };
+
+static void bf16_heads_whole(const head_job *job, size_t n_heads, const ug_bf16 *in, const ug_bf16 *w,
+                             const float *c, const float *s, float *threadgroup, ug_bf16 *out)
+{
+    const size_t d = job->head_dim;
+    for (size_t first = 0; first < n_heads; first += RMS_BLOCK_HEADS) {
+        const size_t heads = n_heads - first < RMS_BLOCK_HEADS ? n_heads - first : RMS_BLOCK_HEADS;
+        float r[RMS_BLOCK_HEADS];
+        for (size_t h = 0; h < heads; h++) r[h] = sum_of_squares(job, in + (first + h) * d, threadgroup);
+        if (UG_MUTANT == HEAD_NORM_ROPE_MUT_EPS_OUTSIDE_SQRT)
+            for (size_t h = 0; h < heads; h++) r[h] = inverse_rms(job, r[h]);
+        else job->path->inverse_rms(r, heads, mean_count(job), job->eps, r);
+        job->path->scale_rotate_round_bf16(in + first * d, heads, w, r, c, s, job->half_rope_dim, out + first * d);
+    }
+}
+
 /* One token is microseconds of work: it runs on the calling thread (a thread
  * start would cost more than the call). */
 ug_status head_norm_rope_bf16(const head_norm_rope_bf16_params *p, const ug_buf *input, ug_buf *output,
@@ -323,13 +349,18 @@ ug_status head_norm_rope_bf16(const head_norm_rope_bf16_params *p, const ug_buf 
     ug_guarded scratch;
     UG_TRY(ug_guarded_alloc(&scratch, head_norm_rope_f32_planned_bytes(p->head_dim)));
     float *threadgroup = ug_guarded_data(&scratch);
-    const ug_bf16 *w = norm_weight ? norm_weight->data : NULL;
-    for (size_t head = 0; head < p->n_heads; head++) {
-        /* The partial sums are dead once r is known: the cached values reuse
-         * the same threadgroup memory, as in the shader. */
-        normalize(&job, (const ug_bf16 *)input->data + head * p->head_dim, w, threadgroup, threadgroup);
-        rotate(&job, threadgroup, cos_cache->data, sin_cache->data);
-        store_bf16(&job, threadgroup, (ug_bf16 *)output->data + head * p->head_dim);
+    const ug_bf16 *in = input->data, *w = norm_weight ? norm_weight->data : NULL;
+    ug_bf16 *out = output->data;
+    if (!STEPS_MUTATED && UG_MUTANT != HEAD_NORM_ROPE_MUT_OUTPUT_TRUNCATED && 2 * p->half_rope_dim == p->head_dim) {
+        bf16_heads_whole(&job, p->n_heads, in, w, cos_cache->data, sin_cache->data, threadgroup, out);
+    } else {
+        for (size_t head = 0; head < p->n_heads; head++) {
+            /* The partial sums are dead once r is known: the cached values
+             * reuse the same threadgroup memory, as in the shader. */
+            normalize(&job, in + head * p->head_dim, w, threadgroup, threadgroup);
+            rotate(&job, threadgroup, cos_cache->data, sin_cache->data);
+            store_bf16(&job, threadgroup, out + head * p->head_dim);
+        }
     }
     return ug_guarded_free(&scratch, KERNEL_BF16 " threadgroup scratch");
 }
@@ -372,12 +403,6 @@ typedef struct {
     bool stream;
     bool whole_head_rotates; /* every element in a pair: one path step per head */
 } f32_job;
-
-/* The mutants of the normalization and the rotation are in normalize() and
- * rotate(): their builds take those steps on every head. */
-#define STEPS_MUTATED                                                                                               \
-    (UG_MUTANT == HEAD_NORM_ROPE_MUT_ONE_PLUS_WEIGHT || UG_MUTANT == HEAD_NORM_ROPE_MUT_NEIGHBOUR_PAIRS ||           \
-     UG_MUTANT == HEAD_NORM_ROPE_MUT_PASS_THROUGH_OFF_BY_ONE || UG_MUTANT == HEAD_NORM_ROPE_MUT_SIN_SIGN_FLIPPED)
 
 /* A worker's tables: cos and sin of the current token's angles and of the
  * next token's. */
@@ -491,7 +516,7 @@ static float sum_squares_portable(const void *x, size_t n, size_t tg, float *par
     memset(partial, 0, tg * sizeof(float));
     for (size_t base = 0; base < n; base += tg)
         for (size_t t = 0; t < tg && base + t < n; t++) {
-            float v = element(x, base + t, !bf16);
+            float v = head_norm_rope_element(x, base + t, !bf16);
             partial[t] = fmaf(v, v, partial[t]);
         }
     for (size_t stride = tg / 2; stride > 0; stride /= 2) head_norm_rope_fold(partial, stride);
@@ -529,7 +554,19 @@ static void rotate_portable(float *lo, float *hi, const float *c, const float *s
 static void scale_rotate_store_f32_portable(const float *x, const float *w, float r, const float *c, const float *s,
                                             size_t half, float *out, __attribute__((unused)) bool stream)
 {
-    head_norm_rope_scale_rotate_pairs(x, w, r, c, s, 0, half, out);
+    head_norm_rope_scale_rotate_pairs(x, w, r, c, s, 0, half, out, true);
+}
+
+static void inverse_rms_portable(const float *ss, size_t n, float count, float eps, float *r)
+{
+    for (size_t i = 0; i < n; i++) r[i] = head_norm_rope_inverse_rms(ss[i], count, eps);
+}
+
+static void scale_rotate_round_bf16_portable(const ug_bf16 *x, size_t heads, const ug_bf16 *w, const float *r,
+                                             const float *c, const float *s, size_t half, ug_bf16 *out)
+{
+    for (size_t h = 0; h < heads; h++)
+        head_norm_rope_scale_rotate_pairs(x + h * 2 * half, w, r[h], c, s, 0, half, out + h * 2 * half, false);
 }
 
 /* Ordinary stores: the portable path is the statement the others are
@@ -542,7 +579,8 @@ static void store_f32_portable(float *out, const float *y, size_t n, __attribute
 static void end_stream_portable(void) {}
 
 static const head_norm_rope_paths path_portable = {
-    sum_squares_bf16_portable, sum_squares_f32_portable,        scale_bf16_portable, scale_f32_portable,
-    rotate_portable,           scale_rotate_store_f32_portable, store_f32_portable,  end_stream_portable,
+    sum_squares_bf16_portable,       sum_squares_f32_portable, scale_bf16_portable, scale_f32_portable, rotate_portable,
+    scale_rotate_store_f32_portable, scale_rotate_round_bf16_portable, inverse_rms_portable, store_f32_portable,
+    end_stream_portable,
 };
 UG_ISA_PATHS(head_norm_rope, UG_ISA_PORTABLE, path_portable);

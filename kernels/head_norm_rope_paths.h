@@ -39,6 +39,14 @@ typedef struct {
      * together with their partners. */
     void (*scale_rotate_store_f32)(const float *x, const float *w, float r, const float *c, const float *s,
                                    size_t half, float *out, bool stream);
+    /* The same for `heads` consecutive bf16 heads of 2 * half elements, head
+     * h with r[h]: out = bf16 of rotate of scale_bf16(x, w, r[h]), each
+     * element rounded once (ug_bf16_from_f32) as it leaves registers. */
+    void (*scale_rotate_round_bf16)(const ug_bf16 *x, size_t heads, const ug_bf16 *w, const float *r, const float *c,
+                                    const float *s, size_t half, ug_bf16 *out);
+    /* r[i] = head_norm_rope_inverse_rms(ss[i], count, eps) for i < n: the
+     * heads' independent division, square root and division side by side. */
+    void (*inverse_rms)(const float *ss, size_t n, float count, float eps, float *r);
     /* out[i] = y[i] for i < n. stream: the whole vectors that are aligned in
      * out are written with non-temporal stores, which skip the
      * read-for-ownership of out's lines and leave the caches to the input;
@@ -52,6 +60,13 @@ typedef struct {
 static inline void head_norm_rope_fold(float *partial, size_t stride)
 {
     for (size_t t = 0; t < stride; t++) partial[t] = partial[t] + partial[t + stride];
+}
+
+/* r = 1/sqrt(ss/count + eps): an f32 division, addition, square root and
+ * reciprocal (the bound in docs/error-model-head_norm_rope.md §2). */
+static inline float head_norm_rope_inverse_rms(float ss, float count, float eps)
+{
+    return 1.0f / sqrtf(ss / count + eps);
 }
 
 /* One normalized element: fl(x * r), then fl(that * w) when weighted. */
@@ -71,18 +86,37 @@ static inline void head_norm_rope_rotate_pair(float *lo, float *hi, float c, flo
     *hi = fmaf(h, c, l * s);
 }
 
-/* scale_rotate_store_f32 on pairs k = from .. half-1 of a head, one
- * element at a time: the portable path's whole loop and the SIMD paths'
- * elements left over. */
-static inline void head_norm_rope_scale_rotate_pairs(const float *x, const float *w, float r, const float *c,
-                                                     const float *s, size_t from, size_t half, float *out)
+/* Element i of an f32 or bf16 vector, as f32 (bf16 widens exactly). */
+static inline float head_norm_rope_element(const void *v, size_t i, bool f32)
+{
+    return f32 ? ((const float *)v)[i] : ug_bf16_to_f32(((const ug_bf16 *)v)[i]);
+}
+
+/* scale_rotate_store_f32 (f32: out is float) or scale_rotate_round_bf16
+ * (x, w and out bf16) on pairs k = from .. half-1 of a head, one element at
+ * a time: the portable path's whole loop and the SIMD paths' elements left
+ * over. Always inlined: called out of line at the end of a SIMD function,
+ * it became a tail call that left the vector registers' upper halves dirty
+ * (no vzeroupper), and the caller's SSE code (sincosf, the angles) ran 35 %
+ * slower on Zen 4 (docs/performance.md). */
+static inline __attribute__((always_inline)) void head_norm_rope_scale_rotate_pairs(const void *x, const void *w, float r,
+                                                                                    const float *c, const float *s,
+                                                                                    size_t from, size_t half, void *out,
+                                                                                    bool f32)
 {
     for (size_t k = from; k < half; k++) {
-        float lo = head_norm_rope_scale(x[k], r, w ? w + k : NULL);
-        float hi = head_norm_rope_scale(x[half + k], r, w ? w + half + k : NULL);
+        float wl = w ? head_norm_rope_element(w, k, f32) : 0.0f;
+        float wh = w ? head_norm_rope_element(w, half + k, f32) : 0.0f;
+        float lo = head_norm_rope_scale(head_norm_rope_element(x, k, f32), r, w ? &wl : NULL);
+        float hi = head_norm_rope_scale(head_norm_rope_element(x, half + k, f32), r, w ? &wh : NULL);
         head_norm_rope_rotate_pair(&lo, &hi, c[k], s[k]);
-        out[k] = lo;
-        out[half + k] = hi;
+        if (f32) {
+            ((float *)out)[k] = lo;
+            ((float *)out)[half + k] = hi;
+        } else {
+            ((ug_bf16 *)out)[k] = ug_bf16_from_f32(lo);
+            ((ug_bf16 *)out)[half + k] = ug_bf16_from_f32(hi);
+        }
     }
 }
 

@@ -123,6 +123,22 @@ static void rotate(float *lo, float *hi, const float *c, const float *s, size_t 
     for (; k < n; k++) head_norm_rope_rotate_pair(lo + k, hi + k, c[k], s[k]);
 }
 
+/* Pairs k .. k + LANES - 1 of a head whose every element is in a pair:
+ * scaled (x r, times w when given) and rotated, into *lo and *hi. */
+static inline __attribute__((always_inline)) void scale_rotate_lanes(const void *x, const void *w, size_t k,
+                                                                     size_t half, vec rv, const float *c,
+                                                                     const float *s, bool bf16, vec *lo, vec *hi)
+{
+    vec l = vec_mul(load_as_f32(x, k, bf16), rv), h = vec_mul(load_as_f32(x, half + k, bf16), rv);
+    if (w) {
+        l = vec_mul(l, load_as_f32(w, k, bf16));
+        h = vec_mul(h, load_as_f32(w, half + k, bf16));
+    }
+    const vec cv = vec_load(c + k), sv = vec_load(s + k);
+    *lo = vec_fmsub(l, cv, vec_mul(h, sv));
+    *hi = vec_fmadd(h, cv, vec_mul(l, sv));
+}
+
 static void scale_rotate_store_f32(const float *x, const float *w, float r, const float *c, const float *s,
                                    size_t half, float *out, bool stream)
 {
@@ -130,13 +146,8 @@ static void scale_rotate_store_f32(const float *x, const float *w, float r, cons
     const bool aligned = (uintptr_t)out % sizeof(vec) == 0 && half % LANES == 0;
     size_t k = 0;
     for (; k + LANES <= half; k += LANES) {
-        vec l = vec_mul(vec_load(x + k), rv), h = vec_mul(vec_load(x + half + k), rv);
-        if (w) {
-            l = vec_mul(l, vec_load(w + k));
-            h = vec_mul(h, vec_load(w + half + k));
-        }
-        const vec cv = vec_load(c + k), sv = vec_load(s + k);
-        const vec lo = vec_fmsub(l, cv, vec_mul(h, sv)), hi = vec_fmadd(h, cv, vec_mul(l, sv));
+        vec lo, hi;
+        scale_rotate_lanes(x, w, k, half, rv, c, s, false, &lo, &hi);
         if (stream && aligned) {
             vec_stream(out + k, lo);
             vec_stream(out + half + k, hi);
@@ -145,7 +156,68 @@ static void scale_rotate_store_f32(const float *x, const float *w, float r, cons
             vec_store(out + half + k, hi);
         }
     }
-    head_norm_rope_scale_rotate_pairs(x, w, r, c, s, k, half, out);
+    head_norm_rope_scale_rotate_pairs(x, w, r, c, s, k, half, out, true);
+}
+
+/* One head of scale_rotate_round_bf16. */
+static inline __attribute__((always_inline)) void scale_rotate_round_head(const ug_bf16 *x, const ug_bf16 *w, float r,
+                                                                          const float *c, const float *s, size_t half,
+                                                                          ug_bf16 *out)
+{
+    const vec rv = vec_set1(r);
+    size_t k = 0;
+    /* Two vectors a step, split into even- and odd-indexed elements: a bf16
+     * pair is one 32-bit lane, so the widening is a shift and a mask and the
+     * rounded halves merge back into lanes without a narrowing shuffle. NaNs
+     * are rare: the rounding skips their case, and a head that has one is
+     * redone element by element. */
+    vec_mask nan = vec_no_lanes();
+    for (; k + 2 * LANES <= half; k += 2 * LANES) {
+        vec l_even, l_odd, h_even, h_odd, c_even, c_odd, s_even, s_odd;
+        vec_load_bf16_split(x + k, &l_even, &l_odd);
+        vec_load_bf16_split(x + half + k, &h_even, &h_odd);
+        l_even = vec_mul(l_even, rv), l_odd = vec_mul(l_odd, rv);
+        h_even = vec_mul(h_even, rv), h_odd = vec_mul(h_odd, rv);
+        if (w) {
+            vec wl_even, wl_odd, wh_even, wh_odd;
+            vec_load_bf16_split(w + k, &wl_even, &wl_odd);
+            vec_load_bf16_split(w + half + k, &wh_even, &wh_odd);
+            l_even = vec_mul(l_even, wl_even), l_odd = vec_mul(l_odd, wl_odd);
+            h_even = vec_mul(h_even, wh_even), h_odd = vec_mul(h_odd, wh_odd);
+        }
+        vec_load_split(c + k, &c_even, &c_odd);
+        vec_load_split(s + k, &s_even, &s_odd);
+        nan = vec_mask_or(nan, vec_store_bf16_merge_numbers(out + k,
+                                                            vec_fmsub(l_even, c_even, vec_mul(h_even, s_even)),
+                                                            vec_fmsub(l_odd, c_odd, vec_mul(h_odd, s_odd))));
+        nan = vec_mask_or(nan, vec_store_bf16_merge_numbers(out + half + k,
+                                                            vec_fmadd(h_even, c_even, vec_mul(l_even, s_even)),
+                                                            vec_fmadd(h_odd, c_odd, vec_mul(l_odd, s_odd))));
+    }
+    if (vec_mask_any(nan)) k = 0;
+    for (; k + LANES <= half; k += LANES) {
+        vec lo, hi;
+        scale_rotate_lanes(x, w, k, half, rv, c, s, true, &lo, &hi);
+        vec_store_bf16(out + k, vec_round_bf16(lo));
+        vec_store_bf16(out + half + k, vec_round_bf16(hi));
+    }
+    head_norm_rope_scale_rotate_pairs(x, w, r, c, s, k, half, out, false);
+}
+
+static void scale_rotate_round_bf16(const ug_bf16 *x, size_t heads, const ug_bf16 *w, const float *r, const float *c,
+                                    const float *s, size_t half, ug_bf16 *out)
+{
+    for (size_t h = 0; h < heads; h++)
+        scale_rotate_round_head(x + h * 2 * half, w, r[h], c, s, half, out + h * 2 * half);
+}
+
+static void inverse_rms(const float *ss, size_t n, float count, float eps, float *r)
+{
+    const vec one = vec_set1(1.0f), cv = vec_set1(count), ev = vec_set1(eps);
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        vec_store(r + i, vec_div(one, vec_sqrt(vec_add(vec_div(vec_load(ss + i), cv), ev))));
+    for (; i < n; i++) r[i] = head_norm_rope_inverse_rms(ss[i], count, eps);
 }
 
 static void store_f32(float *out, const float *y, size_t n, bool stream)
@@ -159,6 +231,7 @@ static void store_f32(float *out, const float *y, size_t n, bool stream)
 }
 
 static const head_norm_rope_paths paths = {
-    sum_squares_bf16, sum_squares_f32, scale_bf16, scale_f32, rotate, scale_rotate_store_f32, store_f32, vec_stream_fence,
+    sum_squares_bf16,        sum_squares_f32, scale_bf16, scale_f32, rotate, scale_rotate_store_f32,
+    scale_rotate_round_bf16, inverse_rms,     store_f32,  vec_stream_fence,
 };
 UG_ISA_PATHS(head_norm_rope, UG_VEC_ISA, paths);

@@ -133,6 +133,11 @@ void ug_rows_residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf
 void ug_rows_exp_diff(size_t n, float a, const float *x, float *out) { path()->exp_diff(n, a, x, out); }
 void ug_rows_exp_sub(size_t n, const float *x, float a, float *out) { path()->exp_sub(n, x, a, out); }
 
+void ug_rows_decay_mul(size_t n, float a, const float *x, float s, const float *y, float *out)
+{
+    path()->decay_mul(n, a, x, s, y, out);
+}
+
 void ug_rows_store(size_t bytes, const void *src, void *dst, bool stream) { path()->store(bytes, src, dst, stream); }
 void ug_rows_stream_end(void) { path()->stream_end(); }
 

@@ -105,6 +105,8 @@ void ug_rows_residual(size_t n, const ug_bf16 *u, const float *x, float d, ug_bf
                       ug_bf16 *dv);                                  /* r = widen(u) - x: v = bf16(r), dv = bf16(d * r) */
 void ug_rows_exp_diff(size_t n, float a, const float *x, float *out); /* out = ug_expf(a - x) (expf.h) */
 void ug_rows_exp_sub(size_t n, const float *x, float a, float *out);  /* out = ug_expf(x - a) (expf.h) */
+void ug_rows_decay_mul(size_t n, float a, const float *x, float s, const float *y,
+                       float *out);                                  /* out = s * ug_expf(a - x) * y */
 /* dst = src (bytes). stream: the whole 64-byte lines of dst are written past
  * the caches where the path can (non-temporal stores: no read-for-ownership
  * of lines about to be overwritten, no eviction of the inputs), for outputs

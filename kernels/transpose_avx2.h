@@ -37,10 +37,10 @@ static inline void ug_transpose_block_avx2(const ug_bf16 *src, size_t lds, ug_bf
 
 /* Terms p .. p+15 of `cols` columns of a B stored by columns (column j at
  * b + j * b_col, its terms contiguous), as 16 bf16 rows of `cols` (a
- * multiple of 8): the transposed half of packing such a B. */
-static inline void ug_transpose_terms_avx2(const ug_bf16 *b, size_t b_col, size_t cols, ug_bf16 *rows)
+ * multiple of 8), ld_rows apart: the transposed half of packing such a B. */
+static inline void ug_transpose_terms_avx2(const ug_bf16 *b, size_t b_col, size_t cols, ug_bf16 *rows, size_t ld_rows)
 {
-    for (size_t j = 0; j < cols; j += 8) ug_transpose_block_avx2(b + j * b_col, b_col, rows + j, cols);
+    for (size_t j = 0; j < cols; j += 8) ug_transpose_block_avx2(b + j * b_col, b_col, rows + j, ld_rows);
 }
 
 static inline void ug_transpose_avx2(size_t rows, size_t cols, const ug_bf16 *src, size_t lds, ug_bf16 *dst,

@@ -8,6 +8,7 @@
 #define UG_VEC_AVX512_H
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,8 @@ static inline void vec_stream_fence(void) { _mm_sfence(); }
 static inline vec vec_add(vec a, vec b) { return _mm512_add_ps(a, b); }
 static inline vec vec_sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
 static inline vec vec_mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
+static inline vec vec_div(vec a, vec b) { return _mm512_div_ps(a, b); }
+static inline vec vec_sqrt(vec v) { return _mm512_sqrt_ps(v); }
 static inline vec vec_fmadd(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vec vec_fmsub(vec a, vec b, vec c) { return _mm512_fmsub_ps(a, b, c); }
 static inline vec vec_neg(vec v)
@@ -59,18 +62,69 @@ static inline vec vec_fma_first(vec w, vec x, vec acc, vec_mask lanes)
     return _mm512_mask3_fmadd_ps(w, x, acc, lanes);
 }
 
-/* NaN -> sign | 0x7FC0, otherwise add 0x7FFF plus the lowest kept bit and
- * keep the upper half (vcvtneps2bf16 would flush subnormals). */
-static inline vec_bf16 vec_round_bf16(vec x)
+/* bf16(x) in the upper half of each lane (the lower half is left over):
+ * NaN -> sign | 0x7FC0, otherwise add 0x7FFF plus the lowest kept bit
+ * (vcvtneps2bf16 would flush subnormals). */
+static inline __m512i vec_round_bf16_high_number(vec x)
 {
     const __m512i u = _mm512_castps_si512(x);
-    const __m512i upper = _mm512_srli_epi32(u, 16);
-    const __m512i lsb = _mm512_and_si512(upper, _mm512_set1_epi32(1));
-    __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
-    const __m512i quiet = _mm512_or_si512(_mm512_and_si512(upper, _mm512_set1_epi32(0x8000)), _mm512_set1_epi32(0x7FC0));
-    rounded = _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), quiet);
-    return _mm512_cvtepi32_epi16(rounded);
+    const __mmask16 odd = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x10000));
+    const __m512i half_down = _mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF));
+    return _mm512_mask_add_epi32(half_down, odd, half_down, _mm512_set1_epi32(1));
 }
+
+static inline __m512i vec_round_bf16_high(vec x)
+{
+    const __m512i u = _mm512_castps_si512(x), rounded = vec_round_bf16_high_number(x);
+    /* (u & sign) | quiet NaN: ternary-logic table A & B | C. */
+    const __m512i quiet =
+        _mm512_ternarylogic_epi32(u, _mm512_set1_epi32(INT32_MIN), _mm512_set1_epi32(0x7FC00000), 0xEA);
+    return _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), quiet);
+}
+
+static inline vec_bf16 vec_round_bf16(vec x)
+{
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(vec_round_bf16_high(x), 16));
+}
+
+/* The 2 * LANES bf16 at p widened, split by index: elements 0, 2, 4, ... in
+ * *even, 1, 3, 5, ... in *odd (a bf16 pair is one 32-bit lane). */
+static inline void vec_load_bf16_split(const ug_bf16 *p, vec *even, vec *odd)
+{
+    const __m512i v = _mm512_loadu_si512(p);
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+
+/* The 2 * LANES f32 at p split the same way. */
+static inline void vec_load_split(const float *p, vec *even, vec *odd)
+{
+    const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + LANES);
+    const __m512i index = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    *even = _mm512_permutex2var_ps(a, index, b);
+    *odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(index, _mm512_set1_epi32(1)), b);
+}
+
+/* (odd & 0xFFFF0000) | (even >> 16): ternary-logic table A & C | B. */
+static inline void store_bf16_halves(ug_bf16 *p, __m512i even_high, __m512i odd_high)
+{
+    const __m512i merged = _mm512_ternarylogic_epi32(odd_high, _mm512_srli_epi32(even_high, 16),
+                                                     _mm512_set1_epi32((int)0xFFFF0000u), 0xEC);
+    _mm512_storeu_si512(p, merged);
+}
+
+/* The inverse of the split: bf16(even[i]) to p[2i], bf16(odd[i]) to
+ * p[2i + 1], rounded as vec_round_bf16 rounds every lane that is not NaN;
+ * returns the lanes where even or odd is NaN, whose stored values are wrong. */
+static inline vec_mask vec_store_bf16_merge_numbers(ug_bf16 *p, vec even, vec odd)
+{
+    store_bf16_halves(p, vec_round_bf16_high_number(even), vec_round_bf16_high_number(odd));
+    return _mm512_cmp_ps_mask(even, even, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(odd, odd, _CMP_UNORD_Q);
+}
+
+static inline vec_mask vec_no_lanes(void) { return 0; }
+static inline vec_mask vec_mask_or(vec_mask a, vec_mask b) { return a | b; }
+static inline bool vec_mask_any(vec_mask m) { return m != 0; }
 
 static inline void vec_store_bf16(ug_bf16 *p, vec_bf16 x) { _mm256_storeu_si256((__m256i *)p, x); }
 static inline void vec_store_bf16_first(ug_bf16 *p, vec_mask lanes, vec_bf16 x)

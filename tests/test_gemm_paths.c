@@ -243,6 +243,11 @@ static size_t check_operation(int op, size_t n, const row_inputs *in)
         ug_rows_exp_sub(n, in->x, in->s1, got.out);
         for (size_t i = 0; i < n; i++) want.out[i] = ug_expf(in->x[i] - in->s1);
         break;
+    case 8:
+        name = "decay_mul";
+        ug_rows_decay_mul(n, in->s1, in->x, in->s2, in->y, got.out);
+        for (size_t i = 0; i < n; i++) want.out[i] = in->s2 * ug_expf(in->s1 - in->x[i]) * in->y[i];
+        break;
     default:
         name = "residual";
         ug_rows_residual(n, in->xb, in->x, in->s1, got.bf, got.bf2);
@@ -269,7 +274,7 @@ static void test_row_operations_match_their_scalar_expressions(void)
         for (unsigned long s = 0; s < samples; s++) {
             fill_row(&in);
             for (size_t l = 0; l < sizeof lengths / sizeof *lengths; l++)
-                for (int op = 0; op < 9; op++) bad += check_operation(op, lengths[l], &in);
+                for (int op = 0; op < 10; op++) bad += check_operation(op, lengths[l], &in);
         }
         CU_ASSERT_EQUAL(bad, 0);
     }
