@@ -108,7 +108,8 @@ static void usage_verify(FILE *out)
           "                         replacing the previous set whole (docs/report-format.md)\n"
           "  --write-baseline FILE  accept this run's figures as the new baseline\n"
           "  --filter TEXT          only cases whose family/label contains TEXT\n"
-          "  --isa LIST             comma-separated paths to run (portable,avx2,avx512; default all supported)\n"
+          "  --isa LIST             comma-separated paths to run (portable,avx2,avx512, or best: the fastest\n"
+          "                         this CPU runs; default all supported)\n"
           "  --max-case-mib N       refuse cases whose buffers exceed N MiB (default 1024)\n"
           "  --jobs N               run cases on N threads (default 1); results do not depend on N\n"
           "  --kernel-threads N     split each kernel call over N threads (default 1; 1 .. 64); nor on N\n"
@@ -158,9 +159,9 @@ static bool parse_isa_list(char *list, bool enabled[UG_ISA_COUNT])
 {
     for (int i = 0; i < UG_ISA_COUNT; i++) enabled[i] = false;
     for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        ug_isa isa;
-        if (!ug_isa_parse(tok, &isa)) {
-            fprintf(stderr, "ulpgate: --isa: unknown path '%s' (expected portable, avx2, avx512)\n", tok);
+        ug_isa isa = ug_isa_best();
+        if (strcmp(tok, "best") != 0 && !ug_isa_parse(tok, &isa)) {
+            fprintf(stderr, "ulpgate: --isa: unknown path '%s' (expected portable, avx2, avx512 or best)\n", tok);
             return false;
         }
         if (!ug_isa_supported(isa)) {

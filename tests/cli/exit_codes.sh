@@ -82,6 +82,7 @@ row 2 "--sample-seed without --sample-slices" '$U verify $CUMSUM --budgets $BUDG
 row 2 "--sample-seed: '-1'" '$U verify $CUMSUM --budgets $BUDGETS --sample-slices 0.5 --sample-seed -1'
 row 2 "cannot be compared with a baseline, written as one or sharded (--baseline)" '$U verify $CUMSUM --budgets $BUDGETS --sample-slices 0.5 --baseline base.json'
 row 2 "(--shard)" '$U verify $CUMSUM --budgets $BUDGETS --sample-slices 0.5 --shard 0/2'
+row 0 "ulpgate: PASS" '$U verify $CUMSUM --budgets $BUDGETS --isa best'
 row 0 "sampled checking" '$U verify $CUMSUM --budgets $BUDGETS --sample-slices 0.5 --reports sampled && cat sampled/report.md'
 row 2 "run.sample: a sampled run" '$U report --budgets $BUDGETS sampled/report.json'
 row 2 "expected two result files" '$U compare run/report.json'
