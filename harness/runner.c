@@ -363,9 +363,10 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
         if (i % stride == 0) UG_TRY(ug_samples_push(&sr->spread, &x));
         else keep_if_worse(&sr->worst[o][m], e.ratio, &x);
         if (ref[j].no_bound && ref[j].wild == UG_WILD_NONE)
-            slice_failure(sr, "[%s] %s[%zu] %s: no bound: an operation it depends on has an argument outside "
-                          "the declared range of profile %s", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
-                          model->id.name);
+            slice_failure(sr, "[%s] %s[%zu] %s: no bound: its a-priori bound is infinite (an operation it depends "
+                          "on has an argument outside the declared range of profile %s, or the bound itself "
+                          "overflowed), so the element cannot be certified", label, name, i,
+                          ug_ref_mode_name((ug_ref_mode)m), model->id.name);
         if (!e.class_ok || e.ratio > 1.0)
             slice_failure(sr, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label, name, i,
                           ug_ref_mode_name((ug_ref_mode)m), bits_value(b->dtype, bits), ref[j].r_hi, ref[j].bound,
