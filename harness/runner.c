@@ -291,18 +291,24 @@ static void keep_if_worse(worst_list *w, double ratio, const ug_sample *x)
     if (at < UG_SAMPLES_WORST) w->ratio[at] = ratio, w->sample[at] = *x;
 }
 
-/* What one slice measured: merged into the case in slice order, so the
- * figures do not depend on which thread ran which slice. */
+/* What one slice measured: folded into the case in slice order as soon as
+ * every slice before it is folded (so the figures do not depend on which
+ * thread ran which slice), then freed: a case holds the results of only the
+ * slices in flight. */
 typedef struct {
-    bool sampled;               /* measured (every slice, unless sampled checking leaves it out) */
     ug_status st;
     char failure[UG_MSG_MAX];   /* the slice's first failing element, "" if none */
     ug_stats stats[UG_MAX_BUFFERS][UG_REF_MODE_COUNT]; /* per output ordinal */
-    bool has_stats;
     ug_samples spread;
     worst_list worst[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
     double reference_seconds;
 } slice_result;
+
+typedef struct {
+    bool sampled;               /* measured (every slice, unless sampled checking leaves it out) */
+    bool done;
+    slice_result *result;       /* while measured and not yet folded */
+} slice_state;
 
 /* Everything the slices of one output set share (read-only while they run). */
 typedef struct {
@@ -315,10 +321,14 @@ typedef struct {
     bool checked[UG_MAX_BUFFERS][UG_REF_MODE_COUNT]; /* outputs measured in this set, per mode */
     size_t n_outputs;
     int out_buf[UG_MAX_BUFFERS];  /* buffer index of output ordinal */
-    slice_result *slices;
-    /* the work queue of the slices */
+    slice_state *slices;
+    /* the work queue of the slices, and their fold into the case (under lock) */
     pthread_mutex_t lock;
-    size_t next;
+    size_t next, folded;
+    ug_case_result *r;
+    ug_stats total[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
+    worst_list worst[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
+    ug_status fold_st;
     worker_pool *pool;            /* NULL: this thread alone */
 } slice_work;
 
@@ -426,6 +436,50 @@ static ug_status measure_slice(const slice_work *w, size_t s, slice_result *sr)
     return st;
 }
 
+static void slice_result_free(const slice_work *w, slice_result *sr)
+{
+    if (!sr) return;
+    for (size_t o = 0; o < w->n_outputs; o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) ug_stats_free(&sr->stats[o][m]);
+    ug_samples_free(&sr->spread);
+    free(sr);
+}
+
+/* Folds one slice's result into the case (w->lock held). */
+static void fold_slice(slice_work *w, slice_result *sr)
+{
+    ug_case_result *r = w->r;
+    if (ug_is_ok(&w->fold_st) && !ug_is_ok(&sr->st)) w->fold_st = sr->st;
+    if (sr->failure[0]) set_failure(r, "%s", sr->failure);
+    r->reference_seconds += sr->reference_seconds;
+    for (size_t k = 0; k < sr->spread.n && ug_is_ok(&w->fold_st); k++)
+        w->fold_st = ug_samples_push(&r->samples, &sr->spread.items[k]);
+    for (size_t o = 0; o < w->n_outputs; o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            ug_stats_merge(&w->total[o][m], &sr->stats[o][m]);
+            for (size_t k = 0; k < sr->worst[o][m].n; k++)
+                keep_if_worse(&w->worst[o][m], sr->worst[o][m].ratio[k], &sr->worst[o][m].sample[k]);
+        }
+}
+
+/* Measures slice s into a fresh result (NULL and w->fold_st set when memory is short). */
+static slice_result *slice_measured(slice_work *w, size_t s)
+{
+    slice_result *sr = calloc(1, sizeof *sr);
+    ug_status st = sr ? ug_ok() : ug_fail(UG_ENOMEM, "cannot allocate the result of slice %zu", s);
+    for (size_t o = 0; o < w->n_outputs && ug_is_ok(&st); o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT && ug_is_ok(&st); m++) st = ug_stats_init(&sr->stats[o][m]);
+    if (ug_is_ok(&st)) {
+        sr->st = measure_slice(w, s, sr);
+        return sr;
+    }
+    slice_result_free(w, sr);
+    pthread_mutex_lock(&w->lock);
+    if (ug_is_ok(&w->fold_st)) w->fold_st = st;
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
 static void *slice_worker(void *arg)
 {
     slice_work *w = arg;
@@ -434,8 +488,17 @@ static void *slice_worker(void *arg)
         const size_t s = w->next++;
         pthread_mutex_unlock(&w->lock);
         if (s >= w->sp.n) return NULL;
-        slice_result *sr = &w->slices[s];
-        if (sr->sampled) sr->st = measure_slice(w, s, sr);
+        slice_result *sr = w->slices[s].sampled ? slice_measured(w, s) : NULL;
+        pthread_mutex_lock(&w->lock);
+        w->slices[s].result = sr;
+        w->slices[s].done = true;
+        for (; w->folded < w->sp.n && w->slices[w->folded].done; w->folded++) {
+            slice_state *next = &w->slices[w->folded];
+            if (next->result) fold_slice(w, next->result);
+            slice_result_free(w, next->result);
+            next->result = NULL;
+        }
+        pthread_mutex_unlock(&w->lock);
     }
 }
 
@@ -533,58 +596,26 @@ static ug_status choose_slices(const ug_case *c, const ug_run_options *opt, slic
     return st;
 }
 
-/* Folds the slices into the case, in slice order. */
-static ug_status merge_slices(const slice_work *w, ug_case_result *r)
+/* The case's figures from the folded slices. */
+static ug_status finish_slices(slice_work *w, ug_case_result *r)
 {
     if (!r->pending) {
         r->pending = calloc(w->n_outputs * UG_REF_MODE_COUNT, sizeof *r->pending);
         if (!r->pending) return ug_fail(UG_ENOMEM, "cannot allocate statistics for %zu outputs", w->n_outputs);
         for (size_t k = 0; k < w->n_outputs * UG_REF_MODE_COUNT; k++) UG_TRY(ug_stats_init(&r->pending[k]));
     }
-    ug_stats total[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
-    worst_list worst[UG_MAX_BUFFERS][UG_REF_MODE_COUNT] = {0};
-    for (size_t o = 0; o < w->n_outputs; o++)
-        for (int m = 0; m < UG_REF_MODE_COUNT; m++) UG_TRY(ug_stats_init(&total[o][m]));
-    ug_status st = ug_ok();
-    for (size_t s = 0; s < w->sp.n; s++) {
-        const slice_result *sr = &w->slices[s];
-        if (ug_is_ok(&st) && !ug_is_ok(&sr->st)) st = sr->st;
-        if (sr->failure[0]) set_failure(r, "%s", sr->failure);
-        r->reference_seconds += sr->reference_seconds;
-        for (size_t k = 0; k < sr->spread.n && ug_is_ok(&st); k++) st = ug_samples_push(&r->samples, &sr->spread.items[k]);
-        if (!sr->has_stats) continue;
-        for (size_t o = 0; o < w->n_outputs; o++)
-            for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
-                ug_stats_merge(&total[o][m], &sr->stats[o][m]);
-                for (size_t k = 0; k < sr->worst[o][m].n; k++)
-                    keep_if_worse(&worst[o][m], sr->worst[o][m].ratio[k], &sr->worst[o][m].sample[k]);
-            }
-    }
+    ug_status st = w->fold_st;
     for (size_t o = 0; o < w->n_outputs; o++)
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
-            for (size_t k = 0; k < worst[o][m].n && ug_is_ok(&st); k++)
-                st = ug_samples_push(&r->samples, &worst[o][m].sample[k]);
-            if (w->checked[w->out_buf[o]][m]) {
-                const ug_summary sum = ug_stats_summary(&total[o][m]);
-                if (sum.max_ratio > r->sum[o][m].max_ratio || r->sum[o][m].elements == 0) r->sum[o][m] = sum;
-                ug_stats_merge(&r->pending[o * UG_REF_MODE_COUNT + m], &total[o][m]);
-                r->elements += m == 0 || !w->checked[w->out_buf[o]][0] ? total[o][m].sum.elements : 0;
-            }
-            ug_stats_free(&total[o][m]);
+            for (size_t k = 0; k < w->worst[o][m].n && ug_is_ok(&st); k++)
+                st = ug_samples_push(&r->samples, &w->worst[o][m].sample[k]);
+            if (!w->checked[w->out_buf[o]][m]) continue;
+            const ug_summary sum = ug_stats_summary(&w->total[o][m]);
+            if (sum.max_ratio > r->sum[o][m].max_ratio || r->sum[o][m].elements == 0) r->sum[o][m] = sum;
+            ug_stats_merge(&r->pending[o * UG_REF_MODE_COUNT + m], &w->total[o][m]);
+            r->elements += m == 0 || !w->checked[w->out_buf[o]][0] ? w->total[o][m].sum.elements : 0;
         }
     return st;
-}
-
-static void slices_free(slice_work *w)
-{
-    for (size_t s = 0; s < w->sp.n; s++) {
-        slice_result *sr = &w->slices[s];
-        if (sr->has_stats)
-            for (size_t o = 0; o < w->n_outputs; o++)
-                for (int m = 0; m < UG_REF_MODE_COUNT; m++) ug_stats_free(&sr->stats[o][m]);
-        ug_samples_free(&sr->spread);
-    }
-    free(w->slices);
 }
 
 /* Measures the outputs a path left in the case's buffers against the
@@ -599,21 +630,21 @@ static ug_status measure(const ug_case *c, const case_buffers *cb, const char *l
         if (f->buffers[i].is_output) w.out_buf[w.n_outputs++] = (int)i;
     UG_TRY(outputs_present(&w, r));
     ug_slice_plan(f, &c->params, &w.sp);
+    w.r = r;
+    w.fold_st = ug_ok();
     w.slices = calloc(w.sp.n, sizeof *w.slices);
-    if (!w.slices) return ug_fail(UG_ENOMEM, "cannot allocate the results of %zu slices", w.sp.n);
+    if (!w.slices) return ug_fail(UG_ENOMEM, "cannot allocate the states of %zu slices", w.sp.n);
     ug_status st = ug_ok();
-    for (size_t s = 0; s < w.sp.n && ug_is_ok(&st); s++) {
-        slice_result *sr = &w.slices[s];
-        for (size_t o = 0; o < w.n_outputs && ug_is_ok(&st); o++)
-            for (int m = 0; m < UG_REF_MODE_COUNT && ug_is_ok(&st); m++) st = ug_stats_init(&sr->stats[o][m]);
-        sr->has_stats = true; /* ug_stats_free takes an initialised or zeroed one */
-    }
+    size_t initialised = 0;
+    for (size_t o = 0; o < w.n_outputs && ug_is_ok(&st); o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT && ug_is_ok(&st); m++, initialised++) st = ug_stats_init(&w.total[o][m]);
     if (ug_is_ok(&st)) st = choose_slices(c, opt, &w, r);
     if (ug_is_ok(&st)) {
         run_slices(&w);
-        st = merge_slices(&w, r);
+        st = finish_slices(&w, r);
     }
-    slices_free(&w);
+    for (size_t k = 0; k < initialised; k++) ug_stats_free(&w.total[k / UG_REF_MODE_COUNT][k % UG_REF_MODE_COUNT]);
+    free(w.slices);
     pthread_mutex_destroy(&w.lock);
     return st;
 }
