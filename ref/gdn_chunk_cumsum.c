@@ -51,6 +51,7 @@ static bool chunk_grid(const float *x, size_t stride, size_t n, int *grid)
 /* acc += x (finite) on the grid 2^grid. */
 static void window_add(__int128 *acc, float x, int grid)
 {
+    if (x == 0) return; /* off the grid (chunk_grid skips zeros), and it adds nothing */
     int e;
     (void)f32_quantum(x, &e);
     uint32_t bits;

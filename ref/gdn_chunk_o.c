@@ -587,7 +587,8 @@ static bool chunk_in_fast_domain(workspace *ws, const args *a, size_t b, size_t 
     for (int k = 0; k < 3; k++)
         for (size_t i = 0; i < counts[k]; i++)
             for (size_t d = 0; d < ws->kdim; d++)
-                dst[k][i * ws->kdim + d] = (int64_t)sets[k][i].m[d] * ((int64_t)1 << (sets[k][i].e[d] - lo[k]));
+                dst[k][i * ws->kdim + d] = sets[k][i].m[d] == 0 ? 0 /* a zero has no exponent on the grid */
+                                           : (int64_t)sets[k][i].m[d] * ((int64_t)1 << (sets[k][i].e[d] - lo[k]));
     return true;
 }
 
