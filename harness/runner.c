@@ -356,8 +356,10 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
     const bool exact_inputs = m == UG_REF_STAGED && (c->family->exact_regimes >> c->regime & 1u) &&
                               model->ops[UG_F32_EXP].exact_at_zero;
     ug_stats *st = &sr->stats[o][m];
+    ug_slice_layout layout;
+    ug_slice_layout_of(&w->sp, s, bi, &layout);
     for (size_t j = 0; j < b->count; j++) {
-        const size_t i = ug_slice_index(&w->sp, s, bi, j);
+        const size_t i = ug_slice_layout_index(&layout, j);
         const uint32_t bits = element_bits(b, j);
         const ug_elem_error e = ug_measure(bits, b->dtype, &ref[j]);
         if (exact_inputs && bits != ref[j].rn_bits)

@@ -69,22 +69,33 @@ static size_t dims_of(const ug_slicing_plan *sp, size_t s, size_t i, size_t size
     return rank;
 }
 
-size_t ug_slice_index(const ug_slicing_plan *sp, size_t s, size_t i, size_t j)
+void ug_slice_layout_of(const ug_slicing_plan *sp, size_t s, size_t i, ug_slice_layout *out)
 {
-    if (sp->whole) return j;
-    size_t size[UG_LAYOUT_MAX_DIMS], fixed[UG_LAYOUT_MAX_DIMS];
-    const size_t rank = dims_of(sp, s, i, size, fixed);
+    out->whole = sp->whole;
+    out->rank = sp->whole ? 0 : dims_of(sp, s, i, out->size, out->fixed);
+}
+
+size_t ug_slice_layout_index(const ug_slice_layout *l, size_t j)
+{
+    if (l->whole) return j;
     size_t index = 0, stride = 1;
-    for (size_t d = rank; d-- > 0;) {
-        size_t at = fixed[d];
+    for (size_t d = l->rank; d-- > 0;) {
+        size_t at = l->fixed[d];
         if (at == SIZE_MAX) {
-            at = j % size[d];
-            j /= size[d];
+            at = j % l->size[d];
+            j /= l->size[d];
         }
         index += at * stride;
-        stride *= size[d];
+        stride *= l->size[d];
     }
     return index;
+}
+
+size_t ug_slice_index(const ug_slicing_plan *sp, size_t s, size_t i, size_t j)
+{
+    ug_slice_layout l;
+    ug_slice_layout_of(sp, s, i, &l);
+    return ug_slice_layout_index(&l, j);
 }
 
 void ug_slice_gather(const ug_slicing_plan *sp, size_t s, size_t i, const ug_buf *full, ug_buf *sub)

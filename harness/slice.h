@@ -35,7 +35,19 @@ typedef struct {
 void ug_slice_plan(const ug_family *f, const ug_params *p, ug_slicing_plan *out);
 /* The parameters of slice s. */
 void ug_slice_params(const ug_slicing_plan *sp, size_t s, ug_params *sub);
-/* The case's index of element j of buffer i's slice s. */
+/* Where buffer i's slice s lies in the case's buffer: per dimension, its
+ * size in the case and the index the slice is fixed at (SIZE_MAX: spans it).
+ * Worked out once per slice and buffer, read per element. */
+typedef struct {
+    bool whole;
+    size_t rank;
+    size_t size[UG_LAYOUT_MAX_DIMS], fixed[UG_LAYOUT_MAX_DIMS];
+} ug_slice_layout;
+
+void ug_slice_layout_of(const ug_slicing_plan *sp, size_t s, size_t i, ug_slice_layout *out);
+/* The case's index of the slice's element j. */
+size_t ug_slice_layout_index(const ug_slice_layout *l, size_t j);
+/* The same in one call (ug_slice_layout_of, then ug_slice_layout_index). */
 size_t ug_slice_index(const ug_slicing_plan *sp, size_t s, size_t i, size_t j);
 /* Copies slice s of buffer i from the case's full buffer into sub, whose
  * count and dtype describe the slice (ug_family_buffer_count of the slice's
