@@ -8,6 +8,7 @@
 #include "exact_sum.h"
 #include "f32_model.h"
 #include "rowsimd.h"
+#include "spectral_norm.h"
 
 /* Every term of every sum is exact: e^{G_last} S (two 128-bit values) fits
  * in 256 bits, a bf16 (8 bits) times a 128-bit value in 136. */
@@ -78,6 +79,27 @@ typedef struct {
     mpz_t words;
 } fast_head;
 
+/* The norm bound (docs/error-model-gdn_stages.md §4, "The norm bound"): per
+ * value column the kernel's state error obeys e_{c+1} = M_c e_c + l_c, M_c =
+ * e^{G_last} I - K^T diag(e^{G_last - G_i}) W the chunk's exact transition,
+ * and ||l_c||_2 <= L_c + kappa_c ||e_c||_2; so N_{c+1} = (||M_c||_2 + kappa_c)
+ * N_c + L_c bounds every entry where the magnitude recursion (through |M_c|)
+ * grows without limit. Both paths record the chunk's reference magnitudes
+ * here, and one function turns them into the bound. */
+typedef struct {
+    double *s_abs;        /* [K][V] |S_c|, the chunk's reference state */
+    double *op_abs_state; /* [K][V] |reference operand| of bf16(S_c) */
+    double *op_abs_dec;   /* [BT][V] |reference operand| of the decayed values */
+    double *cast, *local; /* [K][V]: cast allowances of the state operands; L_c's entries */
+    double *v_dev, *dec_dev; /* [BT][V]: the v errors' and the decayed operands' parts independent of e_c */
+    double *scratch;      /* [K][V] + [BT][V] */
+    double *e_dec, *e_dec_err; /* [BT] e^{G_last - G_i} rounded up, its f32 error */
+    double *col_norm;     /* [V] N_c >= ||S^_c - S_c||_2, +inf when unknown */
+    double *local_norm;   /* [V] >= ||L_c[:, v]||_2 */
+    double *m, *work;     /* the transition or a chunk's rows; the norm's scratch */
+    double e_lead, e_lead_err; /* e^{G_last} rounded up, its f32 error */
+} norm_bound;
+
 typedef struct {
     const gdn_chunk_state_shape *s;
     const ug_f32_model *model;
@@ -100,6 +122,7 @@ typedef struct {
     mpfr_ptr *term_ptrs;
     mpfr_t e, diff, radius, decayed;
     fast_head fast;
+    norm_bound norm;
 } workspace;
 
 /* ---- workspace ------------------------------------------------------------------ */
@@ -150,6 +173,8 @@ static void workspace_free(workspace *ws)
     free(ws->fast.col_off);
     free(ws->fast.row_mag);
     free(ws->fast.row_flagged);
+    free(ws->norm.s_abs);
+    free(ws->norm.m);
     mpfr_clears(ws->e, ws->diff, ws->radius, ws->decayed, ws->fast.operand, (mpfr_ptr)0);
     mpz_clear(ws->fast.words);
 }
@@ -194,7 +219,10 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.col_off = malloc(s->v * sizeof *ws->fast.col_off);
     ws->fast.row_mag = malloc(3 * s->v * sizeof *ws->fast.row_mag);
     ws->fast.row_flagged = malloc(s->v * sizeof *ws->fast.row_flagged);
-    if (!ws->fast.values || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
+    const size_t kk_work = s->k * (s->k > s->bt ? s->k : s->bt) + ug_spectral_norm_work(s->k);
+    ws->norm.s_abs = malloc((5 * kv + 4 * btv + 2 * s->bt + 2 * s->v) * sizeof *ws->norm.s_abs);
+    ws->norm.m = malloc(kk_work * sizeof *ws->norm.m);
+    if (!ws->norm.s_abs || !ws->norm.m || !ws->fast.values || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
         !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.row_mag ||
         !ws->fast.row_flagged ||
         !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
@@ -223,6 +251,19 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.col_nc = ws->fast.col_grid + s->v;
     ws->fast.row_dev = ws->fast.row_mag + s->v;
     ws->fast.row_abs = ws->fast.row_dev + s->v;
+    norm_bound *n = &ws->norm;
+    n->op_abs_state = n->s_abs + kv;
+    n->cast = n->op_abs_state + kv;
+    n->local = n->cast + kv;
+    n->scratch = n->local + kv;               /* kv + btv */
+    n->op_abs_dec = n->scratch + kv + btv;
+    n->v_dev = n->op_abs_dec + btv;
+    n->dec_dev = n->v_dev + btv;
+    n->e_dec = n->dec_dev + btv;
+    n->e_dec_err = n->e_dec + s->bt;
+    n->col_norm = n->e_dec_err + s->bt;
+    n->local_norm = n->col_norm + s->v;
+    n->work = n->m + s->k * (s->k > s->bt ? s->k : s->bt);
     return ug_ok();
 }
 
@@ -294,6 +335,202 @@ static size_t token(const workspace *ws, size_t t, size_t heads, size_t head, si
     return ((ws->b * ws->s->t + t) * heads + head) * width;
 }
 
+typedef struct {
+    const ug_bf16 *k, *w, *u;
+    const float *g, *h0;
+    ug_ref_value *h, *v_new, *final_state;
+} io;
+
+/* ---- the norm bound ---------------------------------------------------------------- */
+
+/* out[v] >= ||a[:, v]||_2 for the rows x width array a. */
+static void column_norms_up(const double *a, size_t rows, size_t width, double *out)
+{
+    for (size_t col = 0; col < width; col++) out[col] = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t col = 0; col < width; col++) out[col] += a[r * width + col] * a[r * width + col];
+    for (size_t col = 0; col < width; col++)
+        out[col] = sqrt(out[col] * (1 + (double)(rows + 1) * 0x1p-52)) * (1 + 0x1p-52) * UG_F32_SLACK;
+}
+
+static void norm_start_head(workspace *ws)
+{
+    for (size_t col = 0; col < ws->s->v; col++) ws->norm.col_norm[col] = INFINITY;
+}
+
+/* Before a chunk: N_c = min(N_c, ||D_c[:, v]||_2), D_c the entrywise bound;
+ * and |S_c|, which the chunk's advance replaces. */
+static void norm_begin_chunk(workspace *ws)
+{
+    norm_bound *n = &ws->norm;
+    column_norms_up(ws->state_err, ws->s->k, ws->s->v, n->local_norm);
+    for (size_t col = 0; col < ws->s->v; col++) n->col_norm[col] = fmin(n->col_norm[col], n->local_norm[col]);
+    for (size_t x = 0; x < ws->s->k * ws->s->v; x++) n->s_abs[x] = ws->state_mag[x];
+}
+
+/* b[r][col] = sum_j |weight[r][j]| a[j][col] (nonnegative terms, any order:
+ * the bound needs it only within the slack). */
+static void magnitude_product(size_t rows, size_t inner, size_t width, const double *weight, const double *a,
+                              double *b)
+{
+    for (size_t x = 0; x < rows * width; x++) b[x] = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < inner; j++) {
+            const double w = weight[r * inner + j];
+            if (w == 0) continue;
+            for (size_t col = 0; col < width; col++) b[r * width + col] += w * a[j * width + col];
+        }
+}
+
+/* >= ||X||_2 for X the chunk's BT rows of width K from base (w or k), and
+ * *fro >= ||X||_F. */
+static double chunk_rows_norm(workspace *ws, const ug_bf16 *base, size_t heads, size_t head, size_t t0, double *fro)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    const bool transpose = s->bt <= s->k; /* the narrower Gram matrix */
+    double *m = ws->norm.m, sq = 0;
+    for (size_t i = 0; i < s->bt; i++) {
+        const ug_bf16 *row = base + token(ws, t0 + i, heads, head, s->k);
+        for (size_t d = 0; d < s->k; d++) {
+            const double x = ug_bf16_to_f32(row[d]);
+            m[transpose ? d * s->bt + i : i * s->k + d] = x;
+            sq += x * x;
+        }
+    }
+    *fro = sqrt(sq * (1 + (double)(s->bt * s->k + 1) * 0x1p-52)) * (1 + 0x1p-52) * UG_F32_SLACK;
+    return transpose ? ug_spectral_norm_up(m, s->k, s->bt, 0, ws->norm.work)
+                     : ug_spectral_norm_up(m, s->bt, s->k, 0, ws->norm.work);
+}
+
+/* >= ||M_c||_2, M_c = e^{G_last} I - sum_i k_i e^{G_last - G_i} w_i^T (the
+ * chunk's exact transition of a state column), through ug_spectral_norm_up
+ * on its binary64 evaluation. */
+static double transition_norm(workspace *ws, const io *a, size_t t0)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    norm_bound *n = &ws->norm;
+    const size_t dim = s->k;
+    double *m = n->m, *w_row = n->work;
+    for (size_t p = 0; p < dim; p++)
+        for (size_t q = 0; q < dim; q++) m[p * dim + q] = p == q ? n->e_lead : 0.0;
+    double k_fro = 0, w_fro = 0, e_max = 0;
+    for (size_t i = 0; i < s->bt; i++) {
+        const ug_bf16 *k = a->k + token(ws, t0 + i, s->hg, ws->key_head, dim), *w = a->w + token(ws, t0 + i, s->h, ws->h, dim);
+        const double e = n->e_dec[i];
+        e_max = fmax(e_max, e);
+        for (size_t q = 0; q < dim; q++) {
+            w_row[q] = ug_bf16_to_f32(w[q]);
+            w_fro += w_row[q] * w_row[q];
+        }
+        for (size_t p = 0; p < dim; p++) {
+            const double kp = ug_bf16_to_f32(k[p]);
+            k_fro += kp * kp;
+            if (kp == 0) continue;
+            const double c = kp * e;
+            for (size_t q = 0; q < dim; q++) m[p * dim + q] -= c * w_row[q];
+        }
+    }
+    /* Each entry: BT + 1 terms, two roundings in a term, binary64; the
+     * exponentials rounded up from 128 bits (within 2^-51 relative);
+     * ||aI + |K|^T E |W|||_F <= a sqrt(K) + e_max ||K||_F ||W||_F. */
+    const double gamma = (double)(s->bt + 2) * 0x1p-53 / (1 - (double)(s->bt + 2) * 0x1p-53);
+    const double scale = n->e_lead * sqrt((double)dim) + e_max * sqrt(k_fro * w_fro);
+    const double err_f = ((gamma + 0x1p-50) * scale * (1 + 0x1p-30) +
+                          (double)dim * (double)dim * (double)(s->bt + 2) * 0x1p-1070) * UG_F32_SLACK;
+    return ug_spectral_norm_up(m, dim, dim, err_f, n->work);
+}
+
+/* After a chunk, where the magnitude recursion has left the bf16 scale of
+ * some entry: the local error's norm L_c (the chunk's roundings at the
+ * reference's magnitudes; its casts, 2^-8 of each operand, through ||W||_2
+ * and ||K||_2 rather than entry by entry), kappa_c (what the state error
+ * adds to the local errors), then D_{c+1} = min(D_{c+1}, (||M_c||_2 +
+ * kappa_c) N_c + L_c) per column. */
+static void norm_end_chunk(workspace *ws, const io *a, size_t t0)
+{
+    const gdn_chunk_state_shape *s = ws->s;
+    norm_bound *n = &ws->norm;
+    const size_t dim_k = s->k, dim_v = s->v, bt = s->bt, kv = dim_k * dim_v;
+    bool loose = false;
+    for (size_t x = 0; x < kv && !loose; x++) loose = !(ws->state_err[x] <= 0x1p-7 * ws->state_mag[x] + 0x1p-126);
+    for (size_t col = 0; col < dim_v && !loose; col++) n->col_norm[col] = INFINITY;
+    if (!loose) return;
+    double fro_w, fro_k, e_max = 0, e_rel_max = 0;
+    const double sigma_w = chunk_rows_norm(ws, a->w, s->h, ws->h, t0, &fro_w);
+    const double sigma_k = chunk_rows_norm(ws, a->k, s->hg, ws->key_head, t0, &fro_k);
+    for (size_t i = 0; i < bt; i++) {
+        e_max = fmax(e_max, n->e_dec[i]);
+        e_rel_max = fmax(e_rel_max, n->e_dec_err[i] + UG_F32_U * (n->e_dec[i] + n->e_dec_err[i]));
+    }
+    /* A cast to bf16 moves |y| by at most 2^-8 |y| + 2^-134; the staged
+     * reference's own cast as much again. */
+    const double casts = ws->mode == UG_REF_EXACT ? 1.0 : 2.0;
+    double *mag = n->scratch, *wide = n->scratch + kv, *cast_norm = n->local_norm, *v_norm = n->local;
+    for (size_t x = 0; x < kv; x++) {
+        n->cast[x] = casts * (0x1p-8 * n->s_abs[x] + 0x1p-134);
+        mag[x] = n->op_abs_state[x] + n->cast[x];
+    }
+    column_norms_up(n->cast, dim_k, dim_v, cast_norm);
+    /* v: W times the state operands' casts, plus the f32 sum's own error */
+    magnitude_product(bt, dim_k, dim_v, ws->neg_w.abs, mag, wide);
+    for (size_t i = 0; i < bt; i++) {
+        const ug_bf16 *u = a->u + token(ws, t0 + i, s->h, ws->h, dim_v);
+        for (size_t col = 0; col < dim_v; col++) {
+            const sum_bound v_sum = {fabs((double)ug_bf16_to_f32(u[col])) + wide[i * dim_v + col], 0, 0, 0};
+            n->v_dev[i * dim_v + col] = f32_sum_error(ws->model, dim_k + 1, &v_sum);
+        }
+    }
+    column_norms_up(n->v_dev, bt, dim_v, v_norm);
+    for (size_t col = 0; col < dim_v; col++) v_norm[col] = (sigma_w * cast_norm[col] + v_norm[col]) * UG_F32_SLACK;
+    /* the decayed operands: the exp's and product's roundings, then their casts */
+    for (size_t i = 0; i < bt; i++) {
+        const double e_rel = n->e_dec_err[i] + UG_F32_U * (n->e_dec[i] + n->e_dec_err[i]);
+        for (size_t col = 0; col < dim_v; col++) {
+            const size_t x = i * dim_v + col;
+            const double x_abs = (n->op_abs_dec[x] + 0x1p-134) * (1 + 0x1p-7); /* >= |e_i v_i| */
+            n->dec_dev[x] = (e_rel * (ws->v_mag[x] + v_norm[col]) + ug_f32_underflow_half(ws->model)) * UG_F32_SLACK;
+            n->v_dev[x] = casts * (0x1p-8 * x_abs + 0x1p-134);
+        }
+    }
+    double *eta = mag; /* [V]: >= ||eta_c[:, v]||_2, the decayed operands' local deviations */
+    column_norms_up(n->dec_dev, bt, dim_v, eta);
+    column_norms_up(n->v_dev, bt, dim_v, cast_norm);
+    for (size_t col = 0; col < dim_v; col++)
+        eta[col] = ((1 + 0x1p-8) * (e_max * v_norm[col] + eta[col]) + cast_norm[col]) * UG_F32_SLACK;
+    /* the state: the decayed state's exp and the f32 sum's roundings entry by entry */
+    double *key_sum = wide; /* [K]: sum_i |k_i| */
+    magnitude_product(dim_k, bt, dim_v, ws->keys.abs, n->op_abs_dec, n->local);
+    for (size_t kk = 0; kk < dim_k; kk++) {
+        key_sum[kk] = 0;
+        for (size_t i = 0; i < bt; i++) key_sum[kk] += ws->keys.abs[kk * bt + i];
+    }
+    const double e_up = n->e_lead + n->e_lead_err;
+    for (size_t x = 0; x < kv; x++) {
+        const double terms = e_up * n->s_abs[x] + n->local[x] + key_sum[x / dim_v] * eta[x % dim_v];
+        const sum_bound state_sum = {terms * UG_F32_SLACK, n->e_lead_err * n->s_abs[x], 0, 0};
+        n->local[x] = f32_sum_error(ws->model, bt + 1, &state_sum);
+    }
+    column_norms_up(n->local, dim_k, dim_v, n->local_norm);
+    for (size_t col = 0; col < dim_v; col++)
+        n->local_norm[col] = (n->local_norm[col] + sigma_k * eta[col]) * UG_F32_SLACK;
+    bool could_tighten = false;
+    for (size_t x = 0; x < kv && !could_tighten; x++) could_tighten = ws->state_err[x] > n->local_norm[x % dim_v];
+    double growth = INFINITY;
+    if (could_tighten) {
+        const double gamma_v = ug_f32_gamma(dim_k + 1) * UG_F32_SLACK, gamma_s = ug_f32_gamma(bt + 1) * UG_F32_SLACK;
+        const double kappa_v = 0x1p-8 * sigma_w + gamma_v * (1 + 0x1p-8) * fro_w;
+        const double kappa_s = (1 + 0x1p-8) * (e_max * kappa_v + e_rel_max * (sigma_w + kappa_v)) + 0x1p-8 * e_max * sigma_w;
+        const double kappa = n->e_lead_err + sigma_k * kappa_s + gamma_s * (e_up + fro_k * (e_max * sigma_w + kappa_s));
+        growth = (transition_norm(ws, a, t0) + kappa * UG_F32_SLACK) * UG_F32_SLACK;
+    }
+    for (size_t col = 0; col < dim_v; col++) {
+        const double bound = (growth * n->col_norm[col] + n->local_norm[col]) * UG_F32_SLACK;
+        n->col_norm[col] = isfinite(bound) ? bound : INFINITY;
+        for (size_t kk = 0; kk < dim_k; kk++)
+            if (bound < ws->state_err[kk * dim_v + col]) ws->state_err[kk * dim_v + col] = bound;
+    }
+}
+
 /* ---- one chunk ---------------------------------------------------------------------- */
 
 /* h[c] = S_c, and the operands bf16(S_c) of the w·S product, within the
@@ -315,6 +552,7 @@ static void emit_state(workspace *ws, size_t c, ug_ref_value *h)
             ug_ref_finish(&out[op], ws->state[x], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x],
                           UG_BF16);
             stage(ws, ws->state[x], ws->state_err[x], ws->state_ops.value[op], &ws->state_ops.bound[op]);
+            ws->norm.op_abs_state[x] = ws->state_ops.bound[op].abs;
         }
 }
 
@@ -355,6 +593,8 @@ static void decayed_values(workspace *ws, size_t t0, const float *g, float g_las
         mpfr_exp(ws->e, ws->diff, MPFR_RNDN);
         const double e = mpfr_get_d(ws->e, MPFR_RNDU);
         const double e_err = ug_f32_error_at(ug_f32_exp_of_difference(ws->model, g_last, g_i), e), e_up = e + e_err;
+        ws->norm.e_dec[i] = e;
+        ws->norm.e_dec_err[i] = e_err;
         for (size_t vv = 0; vv < s->v; vv++) {
             const size_t x = i * s->v + vv, op = vv * s->bt + i;
             mpfr_mul(ws->decayed, ws->e, ws->v[x], MPFR_RNDN);
@@ -363,6 +603,7 @@ static void decayed_values(workspace *ws, size_t t0, const float *g, float g_las
             /* plus the reference's own 2^-126 relative error, far below the rest */
             radius = radius * UG_F32_SLACK + abs_up(ws->decayed) * 0x1p-100;
             stage(ws, ws->decayed, radius, ws->decayed_ops.value[op], &ws->decayed_ops.bound[op]);
+            ws->norm.op_abs_dec[x] = ws->decayed_ops.bound[op].abs;
         }
     }
 }
@@ -376,6 +617,8 @@ static void advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_la
     mpfr_exp(ws->e, ws->e, MPFR_RNDN);
     const double e = mpfr_get_d(ws->e, MPFR_RNDU);
     const double e_err = ug_f32_error_at(ug_f32_op_error(ws->model, UG_F32_EXP, g_last, g_last), e);
+    ws->norm.e_lead = e;
+    ws->norm.e_lead_err = e_err;
     for (size_t i = 0; i < s->bt; i++)
         for (size_t kk = 0; kk < s->k; kk++)
             set_weight(&ws->keys, kk * s->bt + i, k[token(ws, t0 + i, s->hg, ws->key_head, s->k) + kk], false);
@@ -399,12 +642,6 @@ static void advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_la
     }
 }
 
-typedef struct {
-    const ug_bf16 *k, *w, *u;
-    const float *g, *h0;
-    ug_ref_value *h, *v_new, *final_state;
-} io;
-
 static void reference_head(workspace *ws, const io *a)
 {
     const gdn_chunk_state_shape *s = ws->s;
@@ -416,12 +653,15 @@ static void reference_head(workspace *ws, const io *a)
         ws->state_err[x] = 0; /* the kernel starts from the same f32 values */
         ws->state_flagged[x] = 0;
     }
+    norm_start_head(ws);
     for (size_t t0 = 0, c = 0; t0 < s->t; t0 += s->bt, c++) {
         const float g_last = a->g[(ws->b * s->t + t0 + s->bt - 1) * s->h + ws->h];
+        norm_begin_chunk(ws);
         emit_state(ws, c, a->h);
         corrected_values(ws, t0, a->w, a->u, a->v_new);
         decayed_values(ws, t0, a->g, g_last);
         advance_state(ws, t0, a->k, g_last);
+        norm_end_chunk(ws, a, t0);
     }
     ug_ref_value *out = a->final_state + (ws->b * s->h + ws->h) * kv;
     for (size_t x = 0; x < kv; x++)
@@ -702,6 +942,7 @@ static bool fast_emit_state(workspace *ws, size_t c, ug_ref_value *h)
             ug_xval_finish(&ws->fast.state[x], &out[op], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x],
                            UG_BF16);
             if (!fast_stage(ws, &ws->fast.state[x], ws->state_err[x], &ws->fast.state_ops[op], x)) return false;
+            ws->norm.op_abs_state[x] = ws->fast.op_abs[x];
         }
     return true;
 }
@@ -755,6 +996,8 @@ static bool fast_decayed_values(workspace *ws, size_t t0, const float *g, float 
         if (!split_exp(ws, &e_m, &e_e)) return false;
         const double e = mpfr_get_d(ws->e, MPFR_RNDU);
         const double e_err = ug_f32_error_at(ug_f32_exp_of_difference(ws->model, g_last, g_i), e), e_up = e + e_err;
+        ws->norm.e_dec[i] = e;
+        ws->norm.e_dec_err[i] = e_err;
         for (size_t vv = 0; vv < s->v; vv++) {
             const size_t x = i * s->v + vv, op = vv * s->bt + i;
             const ug_xval *v = &f->v[x];
@@ -767,6 +1010,7 @@ static bool fast_decayed_values(workspace *ws, size_t t0, const float *g, float 
             double radius = e_err * v_abs + e * ws->v_err[x] + UG_F32_U * e_up * v_abs + ug_f32_underflow_half(ws->model);
             radius = radius * UG_F32_SLACK + xval_abs_up(&decayed) * 0x1p-100;
             if (!fast_stage(ws, &decayed, radius, &f->decayed_ops[op], s->k * s->v + x)) return false;
+            ws->norm.op_abs_dec[x] = f->op_abs[s->k * s->v + x];
         }
     }
     return true;
@@ -783,6 +1027,8 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
     if (!split_exp(ws, &e_m, &e_e)) return false;
     const double e = mpfr_get_d(ws->e, MPFR_RNDU);
     const double e_err = ug_f32_error_at(ug_f32_op_error(ws->model, UG_F32_EXP, g_last, g_last), e);
+    ws->norm.e_lead = e;
+    ws->norm.e_lead_err = e_err;
     for (size_t i = 0; i < s->bt; i++)
         for (size_t kk = 0; kk < s->k; kk++)
             set_factor(&f->keys[kk * s->bt + i], &ws->keys.abs[kk * s->bt + i],
@@ -839,11 +1085,14 @@ static bool fast_reference_head(workspace *ws, const io *a)
         ws->state_err[x] = 0; /* the kernel starts from the same f32 values */
         ws->state_flagged[x] = 0;
     }
+    norm_start_head(ws);
     for (size_t t0 = 0, c = 0; t0 < s->t; t0 += s->bt, c++) {
         const float g_last = a->g[(ws->b * s->t + t0 + s->bt - 1) * s->h + ws->h];
+        norm_begin_chunk(ws);
         if (!fast_emit_state(ws, c, a->h) || !fast_corrected_values(ws, t0, a->w, a->u, a->v_new) ||
             !fast_decayed_values(ws, t0, a->g, g_last) || !fast_advance_state(ws, t0, a->k, g_last))
             return false;
+        norm_end_chunk(ws, a, t0);
     }
     ug_ref_value *out = a->final_state + (ws->b * s->h + ws->h) * kv;
     for (size_t x = 0; x < kv; x++)

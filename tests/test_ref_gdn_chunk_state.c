@@ -294,6 +294,35 @@ static void bound_holds_for_a_reordered_kernel(void)
     }
 }
 
+/* 48 chunks without decay: through |M_c| the magnitude recursion grows the
+ * bound geometrically (past the double range near chunk 60 at K = V = 128);
+ * the norm bound keeps it linear in the chunk count, finite, within a
+ * small multiple of the state's own scale, and above the reordered
+ * kernel's error. */
+static void a_long_sequence_without_decay_keeps_its_bound(void)
+{
+    const size_t chunks = RUNNING_ON_VALGRIND ? 12 : 48;
+    problem *p = problem_new((gdn_chunk_state_shape){1, 64 * chunks, 1, 1, 16, 16, 64, true});
+    realistic(p, GDN_REGIME_GATES_ZERO, 5);
+    reference(p);
+    ug_bf16 *h_out = malloc(p->n_out[OUT_H] * 2), *v_new = malloc(p->n_out[OUT_V_NEW] * 2);
+    float *final_state = malloc(p->n_out[OUT_FINAL] * 4);
+    reordered_kernel(p, h_out, v_new, final_state);
+    CU_ASSERT_EQUAL(over_bound(p, h_out, v_new, final_state), 0);
+    for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+        double worst = 0, scale = 0;
+        for (size_t x = 0; x < p->n_out[OUT_FINAL]; x++) {
+            worst = fmax(worst, p->ref[m][OUT_FINAL][x].bound);
+            scale = fmax(scale, fabs(p->ref[m][OUT_FINAL][x].r_hi));
+        }
+        CU_ASSERT(worst <= 0.5 * scale);
+    }
+    free(h_out);
+    free(v_new);
+    free(final_state);
+    problem_free(p);
+}
+
 /* The far neighbour of RN_bf16(r), where r is known to far better than a
  * bf16 ulp: v_new of the first chunk without h0 (v = u exactly), and h of
  * the second chunk in staged mode where no operand is flagged and the
@@ -339,4 +368,5 @@ UG_TEST_SUITE(ref_gdn_chunk_state_suite, "ref_gdn_chunk_state",
               UG_TEST(the_staged_cast_of_the_state_by_hand),
               UG_TEST(matches_plain_mpfr_recurrence),
               UG_TEST(bound_holds_for_a_reordered_kernel),
+              UG_TEST(a_long_sequence_without_decay_keeps_its_bound),
               UG_TEST(far_neighbours_exceed_the_bound));
