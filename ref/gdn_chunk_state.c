@@ -441,7 +441,7 @@ static double transition_norm(workspace *ws, const io *a, size_t t0)
 }
 
 /* After a chunk, where the magnitude recursion has left the bf16 scale of
- * some entry: the local error's norm L_c (the chunk's roundings at the
+ * some column: the local error's norm L_c (the chunk's roundings at the
  * reference's magnitudes; its casts, 2^-8 of each operand, through ||W||_2
  * and ||K||_2 rather than entry by entry), kappa_c (what the state error
  * adds to the local errors), then D_{c+1} = min(D_{c+1}, (||M_c||_2 +
@@ -451,8 +451,13 @@ static void norm_end_chunk(workspace *ws, const io *a, size_t t0)
     const gdn_chunk_state_shape *s = ws->s;
     norm_bound *n = &ws->norm;
     const size_t dim_k = s->k, dim_v = s->v, bt = s->bt, kv = dim_k * dim_v;
+    /* loose: some column's bound, in norm, beyond 2^-6 of its state's norm
+     * (a few bf16 ulps): only there can the norm bound be the smaller */
+    double *err_norm = n->local_norm, *state_norm = n->scratch;
+    column_norms_up(ws->state_err, dim_k, dim_v, err_norm);
+    column_norms_up(ws->state_mag, dim_k, dim_v, state_norm);
     bool loose = false;
-    for (size_t x = 0; x < kv && !loose; x++) loose = !(ws->state_err[x] <= 0x1p-7 * ws->state_mag[x] + 0x1p-126);
+    for (size_t col = 0; col < dim_v && !loose; col++) loose = !(err_norm[col] <= 0x1p-6 * state_norm[col] + 0x1p-126);
     for (size_t col = 0; col < dim_v && !loose; col++) n->col_norm[col] = INFINITY;
     if (!loose) return;
     double fro_w, fro_k, e_max = 0, e_rel_max = 0;
