@@ -448,13 +448,23 @@ static uint64_t word_at(const uint64_t w[4], int bit)
     return w[k] >> shift | high;
 }
 
-ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e)
+void ug_mul128(ug_u128 m1, ug_u128 m2, uint64_t w[4])
 {
     const uint64_t a0 = (uint64_t)m1, a1 = (uint64_t)(m1 >> 64), b0 = (uint64_t)m2, b1 = (uint64_t)(m2 >> 64);
     const ug_u128 p00 = (ug_u128)a0 * b0, p01 = (ug_u128)a0 * b1, p10 = (ug_u128)a1 * b0, p11 = (ug_u128)a1 * b1;
     const ug_u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10; /* < 3·2^64 */
     const ug_u128 high = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64); /* the product is below 2^256 */
-    const uint64_t w[4] = {(uint64_t)p00, (uint64_t)mid, (uint64_t)high, (uint64_t)(high >> 64)};
+    w[0] = (uint64_t)p00;
+    w[1] = (uint64_t)mid;
+    w[2] = (uint64_t)high;
+    w[3] = (uint64_t)(high >> 64);
+}
+
+ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e)
+{
+    uint64_t w[4];
+    ug_mul128(m1, m2, w);
+    const ug_u128 high = (ug_u128)w[3] << 64 | w[2];
     ug_xval v = {.neg = neg, .e = e};
     if (high == 0) { /* at most 128 bits: all of it */
         v.m = (ug_u128)w[1] << 64 | w[0];
@@ -705,8 +715,7 @@ bool ug_xwin_place(const uint64_t *m, int n, int e, int grid, uint64_t *out, int
     return true;
 }
 
-/* |acc| of a two's complement window, and its sign. */
-static bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
+bool ug_xwin_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
 {
     const uint64_t flip = acc[limbs - 1] >> 63 ? ~UINT64_C(0) : 0;
     uint64_t carry = flip & 1;
@@ -725,7 +734,7 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
      * their top 128 bits are m, the next the round bit, the rest (and every
      * limb below them) the sticky part. */
     uint64_t mag[UG_XWIN_LIMBS + 2] = {0};
-    ug_xval w = {.neg = window_magnitude(acc, limbs, mag + 2)};
+    ug_xval w = {.neg = ug_xwin_magnitude(acc, limbs, mag + 2)};
     int t = limbs + 1;
     while (t >= 2 && mag[t] == 0) t--;
     if (t < 2) return (ug_xval){.zero = true};
@@ -743,7 +752,7 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
 void ug_xsum_add_xwin(ug_xsum *a, const uint64_t *acc, int limbs, int e)
 {
     uint64_t mag[UG_XWIN_LIMBS];
-    const bool neg = window_magnitude(acc, limbs, mag);
+    const bool neg = ug_xwin_magnitude(acc, limbs, mag);
     for (int k = 0; k < limbs; k++)
         if (mag[k]) ug_xsum_add(a, neg, mag[k], e + 64 * k);
 }

@@ -204,6 +204,9 @@ ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e);
 /* The same for m1 of 128 bits: the 256-bit product's leading bits. */
 ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e);
 
+/* w = m1·m2, the whole 256-bit product as little-endian words. */
+void ug_mul128(ug_u128 m1, ug_u128 m2, uint64_t w[4]);
+
 /* out = ||v| - |d|| for a finite double d of v's sign, true when out is
  * exact enough to round to a double: d a multiple of v's window unit 2^e
  * below 2^(e+128), and the difference either exact (zero, or v without bits
@@ -328,6 +331,10 @@ int ug_xwin_bit_length(const uint64_t *m, int n);
  * as ug_xsum_read would read the same sum; zero gives zero with neg false
  * (the sign of a zero sum depends on its terms: the caller's rule). */
 ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e);
+
+/* mag[0 .. limbs) = |acc| of a window (limbs <= UG_XWIN_LIMBS, two's
+ * complement); true when acc is negative. */
+bool ug_xwin_magnitude(const uint64_t *acc, int limbs, uint64_t *mag);
 
 /* S += acc·2^e, a window's value (limbs <= UG_XWIN_LIMBS): an exact
  * continuation of a sum begun in a window (an add outside the range marks

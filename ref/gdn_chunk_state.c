@@ -66,11 +66,20 @@ typedef struct {
     double *op_mag, *op_dev, *op_abs;
     uint32_t *op_flagged;
     /* The windows' factors (exact_sum.h): the operands of each column on
-     * the column's grid ([V][max(K, BT)]), one row's weights on the row's. */
+     * the column's grid ([V][n], n = max(K, BT)), each row's weights on the
+     * row's ([rows][n]). */
     uint64_t (*op_c)[UG_XWIN_MAX_C], *op_mask, *w_s, *w_mask;
     bool *op_on, *w_on;
-    int *col_grid, *col_nc;
-    size_t *col_off;
+    int *col_grid, *col_nc, *row_grid;
+    size_t *col_off, *row_off;
+    /* The same in rowsimd.h's 52-bit digits, where ug_xwin52_windows gives
+     * a column's windows for every row at once: the sum transposed, the
+     * column's operands its row factors (op_digit, op_neg, op_j: [n]), the
+     * weights of term j its column digits (w_digit [n][rows], w_neg
+     * [n][(rows + 7) / 8]); win [V][rows]. */
+    uint64_t *w_digit, (*op_digit)[UG_XWIN52_DIGITS], (*win)[UG_XWIN_LIMBS];
+    uint8_t *w_neg, *op_neg;
+    size_t *op_j;
     /* One row's sums' bound parts ([V] each), as sum_bound's fields. */
     double *row_mag, *row_dev, *row_abs;
     uint32_t *row_flagged;
@@ -171,6 +180,11 @@ static void workspace_free(workspace *ws)
     free(ws->fast.op_on);
     free(ws->fast.col_grid);
     free(ws->fast.col_off);
+    free(ws->fast.w_digit);
+    free(ws->fast.op_digit);
+    free(ws->fast.win);
+    free(ws->fast.w_neg);
+    free(ws->fast.op_j);
     free(ws->fast.row_mag);
     free(ws->fast.row_flagged);
     free(ws->norm.s_abs);
@@ -213,10 +227,15 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.op_mag = malloc(3 * ops * sizeof *ws->fast.op_mag);
     ws->fast.op_flagged = malloc(ops * sizeof *ws->fast.op_flagged);
     ws->fast.op_c = malloc(s->v * n_max * sizeof *ws->fast.op_c);
-    ws->fast.op_mask = malloc((s->v + 2) * n_max * sizeof *ws->fast.op_mask);
-    ws->fast.op_on = malloc((s->v + 1) * n_max * sizeof *ws->fast.op_on);
-    ws->fast.col_grid = malloc(2 * s->v * sizeof *ws->fast.col_grid);
-    ws->fast.col_off = malloc(s->v * sizeof *ws->fast.col_off);
+    ws->fast.op_mask = malloc((s->v + 2 * n_max) * n_max * sizeof *ws->fast.op_mask);
+    ws->fast.op_on = malloc((s->v + n_max) * n_max * sizeof *ws->fast.op_on);
+    ws->fast.col_grid = malloc((2 * s->v + n_max) * sizeof *ws->fast.col_grid);
+    ws->fast.col_off = malloc((s->v + n_max) * sizeof *ws->fast.col_off);
+    ws->fast.w_digit = malloc(n_max * n_max * sizeof *ws->fast.w_digit);
+    ws->fast.op_digit = malloc(n_max * sizeof *ws->fast.op_digit);
+    ws->fast.win = malloc(s->v * n_max * sizeof *ws->fast.win);
+    ws->fast.w_neg = malloc(n_max * ((n_max + 7) / 8 + 1) * sizeof *ws->fast.w_neg);
+    ws->fast.op_j = malloc(n_max * sizeof *ws->fast.op_j);
     ws->fast.row_mag = malloc(3 * s->v * sizeof *ws->fast.row_mag);
     ws->fast.row_flagged = malloc(s->v * sizeof *ws->fast.row_flagged);
     const size_t kk_work = s->k * (s->k > s->bt ? s->k : s->bt) + ug_spectral_norm_work(s->k);
@@ -224,7 +243,8 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->norm.m = malloc(kk_work * sizeof *ws->norm.m);
     if (!ws->norm.s_abs || !ws->norm.m || !ws->fast.values || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
         !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.row_mag ||
-        !ws->fast.row_flagged ||
+        !ws->fast.row_flagged || !ws->fast.w_digit || !ws->fast.op_digit || !ws->fast.win || !ws->fast.w_neg ||
+        !ws->fast.op_j ||
         !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
         !ws->decayed_ops.value || !ws->keys.value || !ws->terms || !ws->state_mag || !ws->state_flagged ||
         !ws->state_ops.bound || !ws->neg_w.abs || !ws->v_mag || !ws->decayed_ops.bound || !ws->keys.abs ||
@@ -246,9 +266,12 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.op_dev = ws->fast.op_mag + ops;
     ws->fast.op_abs = ws->fast.op_dev + ops;
     ws->fast.w_s = ws->fast.op_mask + s->v * n_max;
-    ws->fast.w_mask = ws->fast.w_s + n_max;
+    ws->fast.w_mask = ws->fast.w_s + n_max * n_max;
     ws->fast.w_on = ws->fast.op_on + s->v * n_max;
     ws->fast.col_nc = ws->fast.col_grid + s->v;
+    ws->fast.row_grid = ws->fast.col_nc + s->v;
+    ws->fast.row_off = ws->fast.col_off + s->v;
+    ws->fast.op_neg = ws->fast.w_neg + n_max * ((n_max + 7) / 8);
     ws->fast.row_dev = ws->fast.row_mag + s->v;
     ws->fast.row_abs = ws->fast.row_dev + s->v;
     norm_bound *n = &ws->norm;
@@ -781,61 +804,96 @@ static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *
 /* The fast path's weighted sums out[r][col] = lead + sum_j w[r][j] op[col][j]
  * of a row r of weights and a column col of operands (docs/error-model.md
  * §2.1): the operands go on their column's grid once (its top bit less
- * 64·nc, nc <= 3 limbs), a row's weights on the row's (its top bit less
- * 64), every sum in a window of exact_sum.h; the terms off the grids and the
- * leading term are added in the accumulator. */
+ * 64·nc, nc <= 3 limbs; with rowsimd.h, 52·nd, nd <= 4 digits), each row's
+ * weights on the row's (its top bit less 64, or 52), every sum in a window
+ * of exact_sum.h; the leading term joins the window where it fits on the
+ * grid, and the terms off the grids go to the accumulator with it. */
 typedef struct {
-    size_t n, width;        /* terms per sum, columns */
+    size_t n, width, rows;  /* terms per sum, columns, rows */
     const small_factor *w;  /* [rows][n] */
     const double *w_abs;    /* [rows][n] */
     const ug_xval *ops;     /* [width][n] */
     size_t parts;           /* the operands' bound parts: fast_head's op_* from index parts, [n][width] */
+    bool simd;              /* the windows from ug_xwin52_windows */
 } weighted_sums;
 
+static int trailing_zeros128(ug_u128 m)
+{
+    return (uint64_t)m ? __builtin_ctzll((uint64_t)m) : 64 + __builtin_ctzll((uint64_t)(m >> 64));
+}
+
+/* Every row's weights on the row's grid; the count off it. */
+static void place_rows(fast_head *f, const weighted_sums *d)
+{
+    const int digit_bits = d->simd ? 52 : 64;
+    const size_t blocks = (d->rows + 7) / 8;
+    if (d->simd) memset(f->w_neg, 0, d->n * blocks);
+    for (size_t r = 0; r < d->rows; r++) {
+        const small_factor *w = d->w + r * d->n;
+        int top = INT_MIN;
+        for (size_t j = 0; j < d->n; j++)
+            if (w[j].m && w[j].e + 64 - __builtin_clzll(w[j].m) > top) top = w[j].e + 64 - __builtin_clzll(w[j].m);
+        const int grid = top == INT_MIN ? 0 : top - digit_bits;
+        size_t off = 0;
+        for (size_t j = 0; j < d->n; j++) {
+            const size_t at = r * d->n + j;
+            f->w_on[at] = ug_xwin_place(&w[j].m, 1, w[j].e, grid, &f->w_s[at], 1);
+            f->w_mask[at] = w[j].neg ? ~UINT64_C(0) : 0;
+            off += !f->w_on[at];
+            if (!d->simd) continue;
+            f->w_digit[j * d->rows + r] = f->w_s[at];
+            f->w_neg[j * blocks + r / 8] |= (uint8_t)(w[j].neg << (r % 8));
+        }
+        f->row_grid[r] = grid;
+        f->row_off[r] = off;
+    }
+}
+
+/* Every column's operands on the column's grid, and with rowsimd.h the
+ * column's windows for every row (the rows placed first). */
 static void place_columns(fast_head *f, const weighted_sums *d)
 {
+    const int digit_bits = d->simd ? 52 : 64, max_digits = d->simd ? UG_XWIN52_DIGITS : UG_XWIN_MAX_C;
     for (size_t col = 0; col < d->width; col++) {
         const ug_xval *op = d->ops + col * d->n;
         int top = INT_MIN, bottom = INT_MAX;
         for (size_t j = 0; j < d->n; j++) {
             if (op[j].zero) continue;
             const uint64_t m[2] = {(uint64_t)op[j].m, (uint64_t)(op[j].m >> 64)};
-            const int t = op[j].e + ug_xwin_bit_length(m, 2);
+            const int t = op[j].e + ug_xwin_bit_length(m, 2), b = op[j].e + trailing_zeros128(op[j].m);
             top = t > top ? t : top;
-            bottom = op[j].e < bottom ? op[j].e : bottom;
+            bottom = b < bottom ? b : bottom;
         }
-        int nc = top == INT_MIN ? 1 : (top - bottom + 63) / 64;
-        nc = nc < 1 ? 1 : nc > UG_XWIN_MAX_C ? UG_XWIN_MAX_C : nc;
-        const int grid = top == INT_MIN ? 0 : top - 64 * nc;
-        size_t off = 0;
+        int nc = top == INT_MIN ? 1 : (top - bottom + digit_bits - 1) / digit_bits;
+        nc = nc < 1 ? 1 : nc > max_digits ? max_digits : nc;
+        const int grid = top == INT_MIN ? 0 : top - digit_bits * nc;
+        size_t off = 0, terms = 0;
         for (size_t j = 0; j < d->n; j++) {
             const size_t at = col * d->n + j;
             const uint64_t m[2] = {(uint64_t)op[j].m, (uint64_t)(op[j].m >> 64)};
-            f->op_on[at] = ug_xwin_place(m, 2, op[j].e, grid, f->op_c[at], nc);
-            f->op_mask[at] = op[j].neg ? ~UINT64_C(0) : 0;
+            if (!d->simd) {
+                f->op_on[at] = ug_xwin_place(m, 2, op[j].e, grid, f->op_c[at], nc);
+                f->op_mask[at] = op[j].neg ? ~UINT64_C(0) : 0;
+            } else {
+                uint64_t placed[4];
+                f->op_on[at] = ug_xwin_place(m, 2, op[j].e, grid, placed, 4); /* below 2^(52 nd) */
+                if (f->op_on[at] && !op[j].zero) {
+                    ug_xwin52_digits(placed, f->op_digit[terms]);
+                    f->op_neg[terms] = op[j].neg ? 0xFF : 0;
+                    f->op_j[terms++] = j;
+                }
+            }
             off += !f->op_on[at];
         }
         f->col_grid[col] = grid;
         f->col_nc[col] = nc;
         f->col_off[col] = off;
+        if (d->simd) {
+            const ug_xwin52_row r = {terms,    d->rows, nc, (const uint64_t *)f->op_digit, f->op_neg,
+                                     f->op_j, f->w_digit, f->w_neg};
+            ug_xwin52_windows(&r, f->win + col * d->rows);
+        }
     }
-}
-
-/* Row r's weights on their grid; the count off it. */
-static size_t place_row(fast_head *f, const weighted_sums *d, size_t r, int *grid)
-{
-    const small_factor *w = d->w + r * d->n;
-    int top = INT_MIN;
-    for (size_t j = 0; j < d->n; j++)
-        if (w[j].m && w[j].e + 64 - __builtin_clzll(w[j].m) > top) top = w[j].e + 64 - __builtin_clzll(w[j].m);
-    *grid = top == INT_MIN ? 0 : top - 64;
-    size_t off = 0;
-    for (size_t j = 0; j < d->n; j++) {
-        f->w_on[j] = ug_xwin_place(&w[j].m, 1, w[j].e, *grid, &f->w_s[j], 1);
-        f->w_mask[j] = w[j].neg ? ~UINT64_C(0) : 0;
-        off += !f->w_on[j];
-    }
-    return off;
 }
 
 /* Row r's bound parts: the row's sums (holding the leading terms') += |w_j|
@@ -880,50 +938,144 @@ static void row_sum_set(fast_head *f, size_t col, sum_bound b)
     f->row_flagged[col] = b.flagged;
 }
 
-/* The window of column col with the placed row: sum_j ±c_j s_j. The limb
- * count is a literal at each call, so each instance is unrolled. */
-UG_XSUM_INLINE void window_dot(const fast_head *f, int nc, size_t n, size_t col, uint64_t acc[UG_XWIN_LIMBS])
+/* The window of column col with row r: sum_j ±c_j s_j. The limb count is
+ * a literal at each call, so each instance is unrolled. */
+UG_XSUM_INLINE void window_dot(const fast_head *f, int nc, size_t n, size_t r, size_t col,
+                               uint64_t acc[UG_XWIN_LIMBS])
 {
     const uint64_t(*c)[UG_XWIN_MAX_C] = f->op_c + col * n;
-    const uint64_t *mask = f->op_mask + col * n;
+    const uint64_t *mask = f->op_mask + col * n, *w_s = f->w_s + r * n, *w_mask = f->w_mask + r * n;
     uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
     for (size_t j = 0; j < n; j++) {
         uint64_t sum[UG_XWIN_LIMBS] = {a0, a1, a2, a3, a4};
-        ug_xwin_add_product(sum, nc, c[j], f->w_s[j], mask[j] ^ f->w_mask[j]);
+        ug_xwin_add_product(sum, nc, c[j], w_s[j], mask[j] ^ w_mask[j]);
         a0 = sum[0], a1 = sum[1], a2 = sum[2], a3 = sum[3], a4 = sum[4];
     }
     acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3, acc[4] = a4;
 }
 
-/* Sum (r, col): the accumulator holds the leading term; adds the MPFR path's
- * other terms (nonzero weights times nonzero operands) exactly; out =
- * RN_128 of the sum. False when a term leaves the accumulator's range. */
-static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t col, int row_grid, size_t row_off,
+/* A sum's leading term (u, or e^{G_last} S exactly) as ±m·2^e, m of up to
+ * four limbs without trailing zero bits; zero: a signed zero. */
+typedef struct {
+    bool neg, zero;
+    int e;
+    uint64_t m[4];
+} lead_term;
+
+static lead_term lead_of_double(double x)
+{
+    lead_term t = {0};
+    ug_xsum_split(x, &t.neg, &t.m[0], &t.e);
+    t.zero = t.m[0] == 0;
+    if (!t.zero) {
+        const int zeros = __builtin_ctzll(t.m[0]);
+        t.m[0] >>= zeros;
+        t.e += zeros;
+    }
+    return t;
+}
+
+/* ±a·b·2^e exactly (a, b < 2^128, nonzero). */
+static lead_term lead_of_product(bool neg, ug_u128 a, ug_u128 b, int e)
+{
+    uint64_t w[4];
+    ug_mul128(a, b, w);
+    ug_u128 low = (ug_u128)w[1] << 64 | w[0], high = (ug_u128)w[3] << 64 | w[2];
+    const int zeros = low ? trailing_zeros128(low) : 128 + trailing_zeros128(high);
+    if (zeros >= 128) {
+        low = high >> (zeros - 128);
+        high = 0;
+    } else if (zeros) {
+        low = low >> zeros | high << (128 - zeros);
+        high >>= zeros;
+    }
+    return (lead_term){neg, false, e + zeros, {(uint64_t)low, (uint64_t)(low >> 64), (uint64_t)high,
+                                               (uint64_t)(high >> 64)}};
+}
+
+static void lead_add(ug_xsum *sum, const lead_term *t)
+{
+    const ug_u128 low = (ug_u128)t->m[1] << 64 | t->m[0], high = (ug_u128)t->m[3] << 64 | t->m[2];
+    if (t->zero) ug_xsum_add_zero(sum, t->neg);
+    if (low) ug_xsum_add(sum, t->neg, low, t->e);
+    if (high) ug_xsum_add(sum, t->neg, high, t->e + 128);
+}
+
+/* ±m·2^e (m of n limbs) in out's UG_XWIN_LIMBS limbs of two's complement
+ * on the grid 2^grid; false where it is not below 2^(64 UG_XWIN_LIMBS - 3)
+ * there (two such values then add without overflow) or falls below the
+ * grid. */
+static bool place_signed(const uint64_t *m, int n, bool neg, int e, int grid, uint64_t out[UG_XWIN_LIMBS])
+{
+    if (!ug_xwin_place(m, n, e, grid, out, UG_XWIN_LIMBS) || out[UG_XWIN_LIMBS - 1] >> 61) return false;
+    const uint64_t mask = neg ? ~UINT64_C(0) : 0;
+    uint64_t carry = mask & 1;
+    for (int k = 0; k < UG_XWIN_LIMBS; k++) {
+        const ug_u128 x = (ug_u128)(out[k] ^ mask) + carry;
+        out[k] = (uint64_t)x;
+        carry = (uint64_t)(x >> 64);
+    }
+    return true;
+}
+
+/* The exact sum of a window (limbs at 2^e) and the leading term t, read on
+ * the grid of the lower of the two where both fit UG_XWIN_LIMBS limbs
+ * there inside the accumulator's range; false otherwise. */
+static bool window_read_with_lead(const uint64_t *window, int limbs, int e, const lead_term *t, ug_xval *out)
+{
+    uint64_t magnitude[UG_XWIN_LIMBS], sum[UG_XWIN_LIMBS], lead[UG_XWIN_LIMBS];
+    const int grid = t->zero || e < t->e ? e : t->e;
+    const bool neg = ug_xwin_magnitude(window, limbs, magnitude);
+    if (grid < UG_XSUM_EMIN || grid + 64 * UG_XWIN_LIMBS > UG_XSUM_EMAX ||
+        !place_signed(magnitude, limbs, neg, e, grid, sum) || !place_signed(t->m, 4, t->neg, t->e, grid, lead))
+        return false;
+    ug_u128 carry = 0;
+    for (int k = 0; k < UG_XWIN_LIMBS; k++) {
+        carry += (ug_u128)sum[k] + lead[k];
+        sum[k] = (uint64_t)carry;
+        carry >>= 64;
+    }
+    *out = ug_xwin_read(sum, UG_XWIN_LIMBS, grid);
+    return true;
+}
+
+/* Sum (r, col): the leading term plus the MPFR path's other terms (nonzero
+ * weights times nonzero operands), exactly; out = RN_128 of the sum. The
+ * window holds the terms on the grids; with the leading term where it fits
+ * and no term is off the grids, it is read directly, else the accumulator
+ * adds the rest. False when a term leaves the accumulator's range. */
+static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t col, const lead_term *lead,
                        ug_xval *out)
 {
     uint64_t window[UG_XWIN_LIMBS];
-    const int nc = f->col_nc[col];
-    switch (nc) {
-    case 1: window_dot(f, 1, d->n, col, window); break;
-    case 2: window_dot(f, 2, d->n, col, window); break;
-    default: window_dot(f, 3, d->n, col, window); break;
+    const int nc = f->col_nc[col], limbs = d->simd ? UG_XWIN_LIMBS : nc + 2, e = f->col_grid[col] + f->row_grid[r];
+    switch (d->simd ? 0 : nc) {
+    case 0: memcpy(window, f->win[col * d->rows + r], sizeof window); break;
+    case 1: window_dot(f, 1, d->n, r, col, window); break;
+    case 2: window_dot(f, 2, d->n, r, col, window); break;
+    default: window_dot(f, 3, d->n, r, col, window); break;
     }
-    ug_xsum *sum = &f->acc;
-    ug_xsum_add_xwin(sum, window, nc + 2, f->col_grid[col] + row_grid);
     const small_factor *w = d->w + r * d->n;
     const ug_xval *op = d->ops + col * d->n;
-    bool any_term = false; /* a nonzero product: an exactly zero sum is then +0, as mpfr_sum's */
-    for (size_t j = 0; j < d->n; j++) {
-        if (w[j].m == 0 || op[j].zero) continue;
-        any_term = true;
-        if ((row_off || f->col_off[col]) && (!f->w_on[j] || !f->op_on[col * d->n + j]))
-            ug_xsum_add_mul(sum, w[j].neg != op[j].neg, w[j].m, op[j].m, w[j].e + op[j].e);
-        else if (!row_off && !f->col_off[col])
-            break; /* any_term is all the rest of the loop would find */
+    const bool *w_on = f->w_on + r * d->n, *op_on = f->op_on + col * d->n;
+    const bool all_on = !f->row_off[r] && !f->col_off[col];
+    ug_xval exact;
+    if (!all_on || !window_read_with_lead(window, limbs, e, lead, &exact)) {
+        ug_xsum *sum = &f->acc;
+        ug_xsum_clear(sum);
+        lead_add(sum, lead);
+        ug_xsum_add_xwin(sum, window, limbs, e);
+        for (size_t j = 0; j < d->n && !all_on; j++)
+            if (w[j].m && !op[j].zero && (!w_on[j] || !op_on[j]))
+                ug_xsum_add_mul(sum, w[j].neg != op[j].neg, w[j].m, op[j].m, w[j].e + op[j].e);
+        if (!ug_xsum_in_range(sum)) return false;
+        exact = ug_xsum_read(sum);
     }
-    if (!ug_xsum_in_range(sum)) return false;
-    ug_xval exact = ug_xsum_read(sum);
-    if (exact.zero && any_term) exact.neg = false;
+    if (exact.zero) { /* -0 only where the leading term, a -0, is the only term: as mpfr_sum's */
+        bool any_term = false;
+        for (size_t j = 0; j < d->n && !any_term; j++) any_term = w[j].m && !op[j].zero;
+        exact.neg = lead->neg && !any_term;
+    }
     *out = rn128(&exact);
     return true;
 }
@@ -960,8 +1112,10 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
         for (size_t kk = 0; kk < s->k; kk++)
             set_factor(&f->neg_w[i * s->k + kk], &ws->neg_w.abs[i * s->k + kk],
                        w[token(ws, t0 + i, s->h, ws->h, s->k) + kk], true);
-    const weighted_sums d = {s->k, s->v, f->neg_w, ws->neg_w.abs, f->state_ops, 0};
     const bool simd = ug_ref_simd_available();
+    const weighted_sums d = {s->k, s->v, s->bt, f->neg_w, ws->neg_w.abs, f->state_ops, 0,
+                             simd && s->k <= UG_XWIN52_MAX_TERMS};
+    place_rows(f, &d);
     place_columns(f, &d);
     for (size_t i = 0; i < s->bt; i++) {
         const size_t row = token(ws, t0 + i, s->h, ws->h, s->v);
@@ -970,13 +1124,10 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
             row_sum_set(f, vv, (sum_bound){abs_u, 0, abs_u, 0});
         }
         row_bounds(f, &d, i, simd);
-        int grid;
-        const size_t off = place_row(f, &d, i, &grid);
         for (size_t vv = 0; vv < s->v; vv++) {
-            ug_xsum_clear(&f->acc);
-            ug_xsum_add_double(&f->acc, ug_bf16_to_f32(u[row + vv]));
+            const lead_term lead = lead_of_double(ug_bf16_to_f32(u[row + vv]));
             ug_xval *v = &f->v[i * s->v + vv];
-            if (!window_sum(f, &d, i, vv, grid, off, v)) return false;
+            if (!window_sum(f, &d, i, vv, &lead, v)) return false;
             const sum_bound acc = row_sum(f, vv);
             const double err = f32_sum_error(ws->model, s->k + 1, &acc);
             ws->v_err[i * s->v + vv] = err;
@@ -1038,8 +1189,10 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
         for (size_t kk = 0; kk < s->k; kk++)
             set_factor(&f->keys[kk * s->bt + i], &ws->keys.abs[kk * s->bt + i],
                        k[token(ws, t0 + i, s->hg, ws->key_head, s->k) + kk], false);
-    const weighted_sums d = {s->bt, s->v, f->keys, ws->keys.abs, f->decayed_ops, s->k * s->v};
     const bool simd = ug_ref_simd_available();
+    const weighted_sums d = {s->bt, s->v, s->k, f->keys, ws->keys.abs, f->decayed_ops, s->k * s->v,
+                             simd && s->bt <= UG_XWIN52_MAX_TERMS};
+    place_rows(f, &d);
     place_columns(f, &d);
     for (size_t kk = 0; kk < s->k; kk++) {
         for (size_t vv = 0; vv < s->v; vv++) {
@@ -1049,19 +1202,13 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
                                            e * ws->state_mag[x], 0});
         }
         row_bounds(f, &d, kk, simd);
-        int grid;
-        const size_t off = place_row(f, &d, kk, &grid);
         for (size_t vv = 0; vv < s->v; vv++) {
             const size_t x = kk * s->v + vv;
             const ug_xval *state = &f->state[x];
-            ug_xsum_clear(&f->acc);
-            if (state->zero) /* e^{G_last} S: e > 0 keeps S's sign */
-                ug_xsum_add_zero(&f->acc, state->neg);
-            else
-                for (int half = 0; half < 2; half++) /* e's two 64-bit halves times S, exactly */
-                    ug_xsum_add_mul(&f->acc, state->neg, (uint64_t)(e_m >> (64 * half)), state->m,
-                                    e_e + state->e + 64 * half);
-            if (!window_sum(f, &d, kk, vv, grid, off, &f->next[x])) return false;
+            /* e^{G_last} S: e > 0 keeps S's sign */
+            const lead_term lead = state->zero ? (lead_term){.neg = state->neg, .zero = true}
+                                               : lead_of_product(state->neg, e_m, state->m, e_e + state->e);
+            if (!window_sum(f, &d, kk, vv, &lead, &f->next[x])) return false;
             const sum_bound acc = row_sum(f, vv);
             ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
             ws->state_abs[x] = acc.abs * UG_F32_SLACK;

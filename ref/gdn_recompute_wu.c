@@ -556,16 +556,6 @@ typedef struct {
     size_t off; /* factors off the grid */
 } row_window;
 
-/* The 52-bit digits of a 208-bit integer given as four limbs. */
-static void digits52(const uint64_t limbs[4], uint64_t digit[UG_XWIN52_DIGITS])
-{
-    for (int d = 0; d < UG_XWIN52_DIGITS; d++) {
-        const int bit = 52 * d, k = bit >> 6, shift = bit & 63;
-        const uint64_t low = limbs[k] >> shift, high = shift && k + 1 < 4 ? limbs[k + 1] << (64 - shift) : 0;
-        digit[d] = (low | high) & ((UINT64_C(1) << 52) - 1);
-    }
-}
-
 static row_window row_factors(workspace *ws, ug_ref_mode mode, const float *arow, bool simd)
 {
     row_window rw = {.simd = simd};
@@ -595,7 +585,7 @@ static row_window row_factors(workspace *ws, ug_ref_mode mode, const float *arow
         uint64_t placed[4];
         const bool on = ug_xwin_place(c, 3, ws->row_e[k], rw.grid, simd ? placed : rf->c, simd ? 4 : rw.nc);
         if (simd) {
-            digits52(placed, ws->row_digits + k * UG_XWIN52_DIGITS);
+            ug_xwin52_digits(placed, ws->row_digits + k * UG_XWIN52_DIGITS);
             ws->row_neg[k] = rf->mask ? 0xFF : 0;
         }
         ws->row_on_grid[ws->row_j[k]] = on;

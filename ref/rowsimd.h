@@ -44,6 +44,17 @@ typedef struct {
     const uint8_t *col_neg;     /* [tokens][(width + 7) / 8] */
 } ug_xwin52_row;
 
+/* The 52-bit digits of a 208-bit integer given as four limbs (as
+ * row_digits holds a row factor). */
+static inline void ug_xwin52_digits(const uint64_t limbs[4], uint64_t digit[UG_XWIN52_DIGITS])
+{
+    for (int d = 0; d < UG_XWIN52_DIGITS; d++) {
+        const int bit = 52 * d, k = bit >> 6, shift = bit & 63;
+        const uint64_t low = limbs[k] >> shift, high = shift && k + 1 < 4 ? limbs[k + 1] << (64 - shift) : 0;
+        digit[d] = (low | high) & ((UINT64_C(1) << 52) - 1);
+    }
+}
+
 bool ug_ref_simd_available(void);
 void ug_ref_simd_set_enabled(bool on); /* default on; process-wide, set while no reference runs */
 

@@ -270,6 +270,31 @@ static void products_are_exact(void)
     mpfr_clears(a, b, prod[0], prod[1], sum, (mpfr_ptr)0);
 }
 
+static void wide_products_are_exact(void)
+{
+    /* ug_mul128's 256-bit product against GMP's: the largest factors first
+     * (every partial product carries), then random ones. */
+    uint64_t state = 9;
+    size_t mismatches = 0;
+    mpz_t a, b, want, got;
+    mpz_inits(a, b, want, got, (mpz_ptr)0);
+    for (unsigned long s = 0; s < ug_test_random_samples(); s++) {
+        uint64_t f[4], w[4];
+        for (int k = 0; k < 4; k++)
+            f[k] = s == 0 ? ~UINT64_C(0) : (uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state);
+        ug_mul128((ug_u128)f[1] << 64 | f[0], (ug_u128)f[3] << 64 | f[2], w);
+        mpz_import(a, 2, -1, sizeof f[0], 0, 0, f);
+        mpz_import(b, 2, -1, sizeof f[0], 0, 0, f + 2);
+        mpz_mul(want, a, b);
+        mpz_import(got, 4, -1, sizeof w[0], 0, 0, w);
+        if (mpz_cmp(want, got) != 0)
+            UG_TEST_MISMATCH(mismatches, "sample %lu: %016llx%016llx x %016llx%016llx", s, (unsigned long long)f[1],
+                             (unsigned long long)f[0], (unsigned long long)f[3], (unsigned long long)f[2]);
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    mpz_clears(a, b, want, got, (mpz_ptr)0);
+}
+
 /* An exact window (no bits beyond it) with its trailing zeros dropped: one
  * value has one such form. */
 static ug_xval canonical(ug_xval v)
@@ -641,6 +666,7 @@ UG_TEST_SUITE(exact_sum_suite, "exact_sum",
               UG_TEST(random_sums_match_mpfr_sum),
               UG_TEST(directed_roundings_match_mpfr_get_d),
               UG_TEST(products_are_exact),
+              UG_TEST(wide_products_are_exact),
               UG_TEST(product_windows_equal_the_accumulators),
               UG_TEST(windows_equal_the_accumulator),
               UG_TEST(window_adds_match_the_portable_definition),

@@ -303,6 +303,35 @@ static void chunk_state_operands_at_rounding_boundaries(void)
     case_close(&c);
 }
 
+static void chunk_state_window_edges(void)
+{
+    /* Rows of w and k whose entries spread over 0 to 120 binades (each
+     * row's weights on or off a grid of 52 bits, rowsimd.h's digits, and
+     * of 64, the portable windows'), corrections u far above, far below
+     * and beside the products (the leading term fits the window's read or
+     * goes to the accumulator), initial states spread over 140 binades
+     * in a column (windows of every width), a chunk of zero gates before
+     * a decaying one (e^G = 1: a leading term of S's own bits). */
+    path_case c;
+    case_open(&c, "gdn_chunk_state", "B=1 T=64 Hg=1 H=1 K=16 V=16 BT=32 has_h0=1", 0, 19);
+    ug_bf16 *k = buffer(&c, "k"), *w = buffer(&c, "w"), *u = buffer(&c, "u");
+    float *g = buffer(&c, "g"), *h0 = buffer(&c, "h0");
+    const int lead_exponent[4] = {120, -60, -120, 0};
+    for (size_t t = 0; t < 64; t++) {
+        const int step = (int)(t % 9); /* binades between neighbours: a row spans 15 steps */
+        for (size_t d = 0; d < 16; d++) {
+            const float sign = (t + d) % 3 ? 1.0f : -1.0f, scale = ldexpf(sign, -(int)d * step);
+            k[t * 16 + d] = ug_bf16_from_f32(scale * (1.0f + (float)(d % 5) / 8));
+            w[t * 16 + d] = ug_bf16_from_f32(-scale * (1.0f + (float)(t % 7) / 8));
+            u[t * 16 + d] = ug_bf16_from_f32(ldexpf(sign, lead_exponent[(t + d) % 4]));
+        }
+        if (t < 32) g[t] = 0; /* the first chunk */
+    }
+    for (size_t x = 0; x < 256; x++) h0[x] = ldexpf(h0[x], -(int)(x % 15) * 10); /* columns of 140 binades */
+    CU_ASSERT_EQUAL(path_differences(&c), 0);
+    case_close(&c);
+}
+
 static void chunk_state_nonfinite_inputs(void)
 {
     const char *const names[] = {"k", "w", "u"};
@@ -334,4 +363,5 @@ UG_TEST_SUITE(ref_fast_chunk_suite, "ref_fast_chunk",
               UG_TEST(chunk_state_zeros_and_cancellation),
               UG_TEST(chunk_state_exponents_and_gates),
               UG_TEST(chunk_state_operands_at_rounding_boundaries),
+              UG_TEST(chunk_state_window_edges),
               UG_TEST(chunk_state_nonfinite_inputs));
