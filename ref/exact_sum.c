@@ -515,9 +515,18 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
 
 /* The exact x + d (x = ±m1·m2·2^e, d a finite double) read out; false when
  * it leaves the accumulator's range or is exactly zero (whose sign MPFR's
- * rounding mode would decide). */
+ * rounding mode would decide). A nonzero sum that ug_xwin_sum2 holds comes
+ * from it; the rest, zeros included (the caller reads scratch's range),
+ * from scratch. */
 static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum *scratch, ug_xval *out)
 {
+    bool d_neg;
+    uint64_t dm;
+    int de;
+    ug_xsum_split(d, &d_neg, &dm, &de);
+    uint64_t x[4];
+    ug_mul128(m1, m2, x);
+    if (dm != 0 && ug_xwin_sum2(x, 4, neg, e, &dm, 1, d_neg, de, out) && !out->zero) return true;
     ug_xsum_clear(scratch);
     ug_xsum_add_mul(scratch, neg, m1, m2, e);
     ug_xsum_add_double(scratch, d);
@@ -747,6 +756,41 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
     w.sticky = (w0 << 1) != 0;
     for (int k = 2; k < t - 2; k++) w.sticky |= mag[k] != 0;
     return w;
+}
+
+/* ±m·2^e (m of n limbs) in out's UG_XWIN_LIMBS limbs of two's complement
+ * on the grid 2^grid; false where it is not below 2^(64 UG_XWIN_LIMBS - 3)
+ * there (two such values then add without overflow) or falls below the
+ * grid. */
+static bool place_signed(const uint64_t *m, int n, bool neg, int e, int grid, uint64_t out[UG_XWIN_LIMBS])
+{
+    if (!ug_xwin_place(m, n, e, grid, out, UG_XWIN_LIMBS) || out[UG_XWIN_LIMBS - 1] >> 61) return false;
+    const uint64_t mask = neg ? ~UINT64_C(0) : 0;
+    uint64_t carry = mask & 1;
+    for (int k = 0; k < UG_XWIN_LIMBS; k++) {
+        const ug_u128 x = (ug_u128)(out[k] ^ mask) + carry;
+        out[k] = (uint64_t)x;
+        carry = (uint64_t)(x >> 64);
+    }
+    return true;
+}
+
+bool ug_xwin_sum2(const uint64_t *a_m, int a_n, bool a_neg, int a_e, const uint64_t *b_m, int b_n, bool b_neg,
+                  int b_e, ug_xval *out)
+{
+    uint64_t a[UG_XWIN_LIMBS], b[UG_XWIN_LIMBS];
+    const int grid = a_e < b_e ? a_e : b_e;
+    if (grid < UG_XSUM_EMIN || grid > UG_XSUM_EMAX - 64 * UG_XWIN_LIMBS || !place_signed(a_m, a_n, a_neg, a_e, grid, a) ||
+        !place_signed(b_m, b_n, b_neg, b_e, grid, b))
+        return false;
+    ug_u128 carry = 0;
+    for (int k = 0; k < UG_XWIN_LIMBS; k++) {
+        carry += (ug_u128)a[k] + b[k];
+        a[k] = (uint64_t)carry;
+        carry >>= 64;
+    }
+    *out = ug_xwin_read(a, UG_XWIN_LIMBS, grid);
+    return true;
 }
 
 void ug_xsum_add_xwin(ug_xsum *a, const uint64_t *acc, int limbs, int e)

@@ -336,6 +336,16 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e);
  * complement); true when acc is negative. */
 bool ug_xwin_magnitude(const uint64_t *acc, int limbs, uint64_t *mag);
 
+/* The exact sum of a = ±a_m·2^a_e and b = ±b_m·2^b_e (magnitudes of
+ * a_n, b_n <= UG_XWIN_LIMBS little-endian limbs) read as ug_xsum_read
+ * would read it, without an accumulator: true where both lie below
+ * 2^(64 UG_XWIN_LIMBS - 3) on the grid of the lower one's lowest limb
+ * and that window lies inside the accumulator's range [2^EMIN, 2^EMAX);
+ * false (out unset) otherwise. A zero sum reads +0 (the caller's rule for
+ * its sign). */
+bool ug_xwin_sum2(const uint64_t *a_m, int a_n, bool a_neg, int a_e, const uint64_t *b_m, int b_n, bool b_neg,
+                  int b_e, ug_xval *out);
+
 /* S += acc·2^e, a window's value (limbs <= UG_XWIN_LIMBS): an exact
  * continuation of a sum begun in a window (an add outside the range marks
  * the accumulator). */

@@ -1001,42 +1001,13 @@ static void lead_add(ug_xsum *sum, const lead_term *t)
     if (high) ug_xsum_add(sum, t->neg, high, t->e + 128);
 }
 
-/* ±m·2^e (m of n limbs) in out's UG_XWIN_LIMBS limbs of two's complement
- * on the grid 2^grid; false where it is not below 2^(64 UG_XWIN_LIMBS - 3)
- * there (two such values then add without overflow) or falls below the
- * grid. */
-static bool place_signed(const uint64_t *m, int n, bool neg, int e, int grid, uint64_t out[UG_XWIN_LIMBS])
-{
-    if (!ug_xwin_place(m, n, e, grid, out, UG_XWIN_LIMBS) || out[UG_XWIN_LIMBS - 1] >> 61) return false;
-    const uint64_t mask = neg ? ~UINT64_C(0) : 0;
-    uint64_t carry = mask & 1;
-    for (int k = 0; k < UG_XWIN_LIMBS; k++) {
-        const ug_u128 x = (ug_u128)(out[k] ^ mask) + carry;
-        out[k] = (uint64_t)x;
-        carry = (uint64_t)(x >> 64);
-    }
-    return true;
-}
-
-/* The exact sum of a window (limbs at 2^e) and the leading term t, read on
- * the grid of the lower of the two where both fit UG_XWIN_LIMBS limbs
- * there inside the accumulator's range; false otherwise. */
+/* The exact sum of a window (limbs at 2^e) and the leading term t, without
+ * the accumulator where ug_xwin_sum2 can. */
 static bool window_read_with_lead(const uint64_t *window, int limbs, int e, const lead_term *t, ug_xval *out)
 {
-    uint64_t magnitude[UG_XWIN_LIMBS], sum[UG_XWIN_LIMBS], lead[UG_XWIN_LIMBS];
-    const int grid = t->zero || e < t->e ? e : t->e;
+    uint64_t magnitude[UG_XWIN_LIMBS];
     const bool neg = ug_xwin_magnitude(window, limbs, magnitude);
-    if (grid < UG_XSUM_EMIN || grid + 64 * UG_XWIN_LIMBS > UG_XSUM_EMAX ||
-        !place_signed(magnitude, limbs, neg, e, grid, sum) || !place_signed(t->m, 4, t->neg, t->e, grid, lead))
-        return false;
-    ug_u128 carry = 0;
-    for (int k = 0; k < UG_XWIN_LIMBS; k++) {
-        carry += (ug_u128)sum[k] + lead[k];
-        sum[k] = (uint64_t)carry;
-        carry >>= 64;
-    }
-    *out = ug_xwin_read(sum, UG_XWIN_LIMBS, grid);
-    return true;
+    return ug_xwin_sum2(magnitude, limbs, neg, e, t->m, 4, t->neg, t->zero ? e : t->e, out);
 }
 
 /* Sum (r, col): the leading term plus the MPFR path's other terms (nonzero
