@@ -515,7 +515,7 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
 
 /* The exact x + d (x = ±m1·m2·2^e, d a finite double) read out; false when
  * it leaves the accumulator's range or is exactly zero (whose sign MPFR's
- * rounding mode would decide). A nonzero sum that ug_xwin_sum2 holds comes
+ * rounding mode would decide). A nonzero sum that ug_xwin_read_plus holds comes
  * from it; the rest, zeros included (the caller reads scratch's range),
  * from scratch. */
 static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum *scratch, ug_xval *out)
@@ -526,7 +526,8 @@ static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum 
     ug_xsum_split(d, &d_neg, &dm, &de);
     uint64_t x[4];
     ug_mul128(m1, m2, x);
-    if (dm != 0 && ug_xwin_sum2(x, 4, neg, e, &dm, 1, d_neg, de, out) && !out->zero) return true;
+    const uint64_t window = d_neg ? -dm : dm; /* d as a window of one limb: |d| < 2^53 */
+    if (dm != 0 && ug_xwin_read_plus(&window, 1, de, neg, x, 4, e, out) && !out->zero) return true;
     ug_xsum_clear(scratch);
     ug_xsum_add_mul(scratch, neg, m1, m2, e);
     ug_xsum_add_double(scratch, d);
@@ -724,7 +725,8 @@ bool ug_xwin_place(const uint64_t *m, int n, int e, int grid, uint64_t *out, int
     return true;
 }
 
-bool ug_xwin_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
+/* |acc| of a two's complement window, and its sign. */
+static bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
 {
     const uint64_t flip = acc[limbs - 1] >> 63 ? ~UINT64_C(0) : 0;
     uint64_t carry = flip & 1;
@@ -743,7 +745,7 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
      * their top 128 bits are m, the next the round bit, the rest (and every
      * limb below them) the sticky part. */
     uint64_t mag[UG_XWIN_LIMBS + 2] = {0};
-    ug_xval w = {.neg = ug_xwin_magnitude(acc, limbs, mag + 2)};
+    ug_xval w = {.neg = window_magnitude(acc, limbs, mag + 2)};
     int t = limbs + 1;
     while (t >= 2 && mag[t] == 0) t--;
     if (t < 2) return (ug_xval){.zero = true};
@@ -758,36 +760,45 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
     return w;
 }
 
-/* ±m·2^e (m of n limbs) in out's UG_XWIN_LIMBS limbs of two's complement
- * on the grid 2^grid; false where it is not below 2^(64 UG_XWIN_LIMBS - 3)
- * there (two such values then add without overflow) or falls below the
- * grid. */
-static bool place_signed(const uint64_t *m, int n, bool neg, int e, int grid, uint64_t out[UG_XWIN_LIMBS])
+/* v·2^d (v of n <= UG_XWIN_LIMBS limbs of two's complement, d >= 0) in
+ * out's UG_XWIN_LIMBS limbs; false where |v·2^d| > 2^(64 UG_XWIN_LIMBS - 3)
+ * (two such values then add without overflow). */
+static bool shift_signed(const uint64_t *v, int n, int d, uint64_t out[UG_XWIN_LIMBS])
 {
-    if (!ug_xwin_place(m, n, e, grid, out, UG_XWIN_LIMBS) || out[UG_XWIN_LIMBS - 1] >> 61) return false;
-    const uint64_t mask = neg ? ~UINT64_C(0) : 0;
-    uint64_t carry = mask & 1;
+    const uint64_t sign = (uint64_t)((int64_t)v[n - 1] >> 63);
+    int top = n - 1;
+    while (top >= 0 && v[top] == sign) top--;
+    const int bits = top < 0 ? 0 : 64 * top + 64 - __builtin_clzll(v[top] ^ sign); /* -2^bits <= v < 2^bits */
+    if (bits + d > 64 * UG_XWIN_LIMBS - 3) return false;
+    const int q = d >> 6, r = d & 63;
     for (int k = 0; k < UG_XWIN_LIMBS; k++) {
-        const ug_u128 x = (ug_u128)(out[k] ^ mask) + carry;
-        out[k] = (uint64_t)x;
-        carry = (uint64_t)(x >> 64);
+        const int i = k - q; /* the word of v whose low bits land in out[k] */
+        const uint64_t hi = i < 0 ? 0 : i < n ? v[i] : sign, lo = i < 1 ? 0 : i - 1 < n ? v[i - 1] : sign;
+        out[k] = r ? hi << r | lo >> (64 - r) : hi;
     }
     return true;
 }
 
-bool ug_xwin_sum2(const uint64_t *a_m, int a_n, bool a_neg, int a_e, const uint64_t *b_m, int b_n, bool b_neg,
-                  int b_e, ug_xval *out)
+bool ug_xwin_read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
+                       ug_xval *out)
 {
-    uint64_t a[UG_XWIN_LIMBS], b[UG_XWIN_LIMBS];
-    const int grid = a_e < b_e ? a_e : b_e;
-    if (grid < UG_XSUM_EMIN || grid > UG_XSUM_EMAX - 64 * UG_XWIN_LIMBS || !place_signed(a_m, a_n, a_neg, a_e, grid, a) ||
-        !place_signed(b_m, b_n, b_neg, b_e, grid, b))
+    uint64_t value[UG_XWIN_LIMBS], a[UG_XWIN_LIMBS], b[UG_XWIN_LIMBS];
+    const uint64_t mask = neg ? ~UINT64_C(0) : 0;
+    uint64_t carry = mask & 1;
+    for (int k = 0; k < UG_XWIN_LIMBS; k++) { /* ±m in two's complement: |m| < 2^256 */
+        const ug_u128 x = (ug_u128)((k < n ? m[k] : 0) ^ mask) + carry;
+        value[k] = (uint64_t)x;
+        carry = (uint64_t)(x >> 64);
+    }
+    const int grid = e < m_e ? e : m_e;
+    if (grid < UG_XSUM_EMIN || grid > UG_XSUM_EMAX - 64 * UG_XWIN_LIMBS || !shift_signed(acc, limbs, e - grid, a) ||
+        !shift_signed(value, UG_XWIN_LIMBS, m_e - grid, b))
         return false;
-    ug_u128 carry = 0;
+    ug_u128 sum = 0;
     for (int k = 0; k < UG_XWIN_LIMBS; k++) {
-        carry += (ug_u128)a[k] + b[k];
-        a[k] = (uint64_t)carry;
-        carry >>= 64;
+        sum += (ug_u128)a[k] + b[k];
+        a[k] = (uint64_t)sum;
+        sum >>= 64;
     }
     *out = ug_xwin_read(a, UG_XWIN_LIMBS, grid);
     return true;
@@ -796,7 +807,7 @@ bool ug_xwin_sum2(const uint64_t *a_m, int a_n, bool a_neg, int a_e, const uint6
 void ug_xsum_add_xwin(ug_xsum *a, const uint64_t *acc, int limbs, int e)
 {
     uint64_t mag[UG_XWIN_LIMBS];
-    const bool neg = ug_xwin_magnitude(acc, limbs, mag);
+    const bool neg = window_magnitude(acc, limbs, mag);
     for (int k = 0; k < limbs; k++)
         if (mag[k]) ug_xsum_add(a, neg, mag[k], e + 64 * k);
 }

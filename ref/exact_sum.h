@@ -332,19 +332,15 @@ int ug_xwin_bit_length(const uint64_t *m, int n);
  * (the sign of a zero sum depends on its terms: the caller's rule). */
 ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e);
 
-/* mag[0 .. limbs) = |acc| of a window (limbs <= UG_XWIN_LIMBS, two's
- * complement); true when acc is negative. */
-bool ug_xwin_magnitude(const uint64_t *acc, int limbs, uint64_t *mag);
-
-/* The exact sum of a = ±a_m·2^a_e and b = ±b_m·2^b_e (magnitudes of
- * a_n, b_n <= UG_XWIN_LIMBS little-endian limbs) read as ug_xsum_read
- * would read it, without an accumulator: true where both lie below
- * 2^(64 UG_XWIN_LIMBS - 3) on the grid of the lower one's lowest limb
- * and that window lies inside the accumulator's range [2^EMIN, 2^EMAX);
- * false (out unset) otherwise. A zero sum reads +0 (the caller's rule for
- * its sign). */
-bool ug_xwin_sum2(const uint64_t *a_m, int a_n, bool a_neg, int a_e, const uint64_t *b_m, int b_n, bool b_neg,
-                  int b_e, ug_xval *out);
+/* The exact sum of a window acc·2^e (limbs <= UG_XWIN_LIMBS, two's
+ * complement) and ±m·2^m_e (m of n <= 4 little-endian limbs) read as
+ * ug_xsum_read would read it, without an accumulator: true where each lies
+ * below 2^(64 UG_XWIN_LIMBS - 3) in magnitude on the lower one's grid and
+ * that window lies inside the accumulator's range [2^EMIN, 2^EMAX); false
+ * (out unset) otherwise. A zero sum reads +0 (the caller's rule for its
+ * sign). */
+bool ug_xwin_read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
+                       ug_xval *out);
 
 /* S += acc·2^e, a window's value (limbs <= UG_XWIN_LIMBS): an exact
  * continuation of a sum begun in a window (an add outside the range marks

@@ -1001,15 +1001,6 @@ static void lead_add(ug_xsum *sum, const lead_term *t)
     if (high) ug_xsum_add(sum, t->neg, high, t->e + 128);
 }
 
-/* The exact sum of a window (limbs at 2^e) and the leading term t, without
- * the accumulator where ug_xwin_sum2 can. */
-static bool window_read_with_lead(const uint64_t *window, int limbs, int e, const lead_term *t, ug_xval *out)
-{
-    uint64_t magnitude[UG_XWIN_LIMBS];
-    const bool neg = ug_xwin_magnitude(window, limbs, magnitude);
-    return ug_xwin_sum2(magnitude, limbs, neg, e, t->m, 4, t->neg, t->zero ? e : t->e, out);
-}
-
 /* Sum (r, col): the leading term plus the MPFR path's other terms (nonzero
  * weights times nonzero operands), exactly; out = RN_128 of the sum. The
  * window holds the terms on the grids; with the leading term where it fits
@@ -1031,7 +1022,7 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
     const bool *w_on = f->w_on + r * d->n, *op_on = f->op_on + col * d->n;
     const bool all_on = !f->row_off[r] && !f->col_off[col];
     ug_xval exact;
-    if (!all_on || !window_read_with_lead(window, limbs, e, lead, &exact)) {
+    if (!all_on || !ug_xwin_read_plus(window, limbs, e, lead->neg, lead->m, 4, lead->zero ? e : lead->e, &exact)) {
         ug_xsum *sum = &f->acc;
         ug_xsum_clear(sum);
         lead_add(sum, lead);
