@@ -540,9 +540,10 @@ static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum 
  * (mpfr_sub_d at x's precision + 160 >= 288 bits, rounded up twice): the
  * same when the difference is exact at 288 bits, which is checked; false
  * otherwise. bottom_x and top_x bound x's bits: 2^bottom_x <= its lowest,
- * |x| < 2^top_x. */
-static bool deviation_up(bool neg, uint64_t m1, ug_u128 m2, int e, int bottom_x, int top_x, uint16_t c,
-                         ug_xsum *scratch, double *out)
+ * |x| < 2^top_x; *x is x read (ug_xval_product), whose leading bits give
+ * the difference where x is exact and c of its sign (ug_xval_distance). */
+static bool deviation_up(const ug_xval *x, bool neg, uint64_t m1, ug_u128 m2, int e, int bottom_x, int top_x,
+                         uint16_t c, ug_xsum *scratch, double *out)
 {
     const double cd = ug_bf16_to_f32(c);
     if (cd != 0) {
@@ -555,6 +556,10 @@ static bool deviation_up(bool neg, uint64_t m1, ug_u128 m2, int e, int bottom_x,
         if (top + 1 - bottom > 288) return false;
     }
     ug_xval d;
+    if (!x->round && !x->sticky && ug_xval_distance(x, cd, &d)) { /* x exact, c of its sign: ||x| - |c|| */
+        *out = d.zero ? 0.0 : fabs(ug_xval_to_double(&d, MPFR_RNDA));
+        return true;
+    }
     if (!shifted(neg, m1, m2, e, -cd, scratch, &d)) { /* x == c: no deviation */
         if (!ug_xsum_in_range(scratch)) return false;
         *out = 0.0;
@@ -620,7 +625,7 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_
     const uint64_t m2_low = (uint64_t)m2;
     const int bottom_x = e + __builtin_ctzll(m1) + (m2_low ? __builtin_ctzll(m2_low) : 64 + __builtin_ctzll((uint64_t)(m2 >> 64)));
     const int top_x = x.e + bit_length(x.m);
-    if (!deviation_up(neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
+    if (!deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
     if (inside) return true;
     ug_xval end[2]; /* RN_bf16(x - radius), RN_bf16(x + radius), as ug_mpfr_bf16_window */
     if (!shifted(neg, m1, m2, e, -radius_abs, scratch, &end[0]) || !shifted(neg, m1, m2, e, radius_abs, scratch, &end[1]))
@@ -634,8 +639,8 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_
     out->gap = out->flagged ? fabs(hi - lo) : 0.0;
     if (!out->flagged) return true;
     double dev_lo, dev_hi;
-    if (!deviation_up(neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo) ||
-        !deviation_up(neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi))
+    if (!deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo) ||
+        !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi))
         return false;
     out->dev = fmax(out->dev, fmax(dev_lo, dev_hi));
     return true;
