@@ -328,7 +328,8 @@ static void windows_plus_a_value_equal_the_accumulator(void)
         bool neg[2];
         for (int k = 0; k < 2; k++) {
             n[k] = 1 + (int)(ug_test_next_u32(&state) % 4);
-            for (int i = 0; i < n[k]; i++) m[k][i] = (uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state);
+            for (int i = 0; i < n[k]; i++)
+                m[k][i] = (uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state);
             m[k][n[k] - 1] >>= ug_test_next_u32(&state) % 64;
             e[k] = (int)(ug_test_next_u32(&state) % 330) - 400;
             neg[k] = ug_test_next_u32(&state) & 1;
