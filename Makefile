@@ -96,6 +96,16 @@ $(BUILD)/plugin-fixtures/rounding-%.so: fixtures/plugin/tensor_core_order.c incl
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -D$* $< -o $@ -lm
 
+# An outside pipeline (fixtures/plugin/gdn_e2e.c, tests/e2e_plugin.sh), one build per set of its
+# -DE2E_<FLAG>s joined by "+" ("all": none): correct and handing over every intermediate, none, all
+# but A; a bug only the chained check of an intermediate sees, and the same bug fused away.
+E2E_PLUGINS := $(patsubst %,$(BUILD)/plugin-fixtures/gdn-e2e-%.so,all fused without_a bug_vnew_f32 \
+                 fused+bug_vnew_f32)
+$(BUILD)/plugin-fixtures/gdn-e2e-%.so: fixtures/plugin/gdn_e2e.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) \
+	    $(addprefix -DE2E_,$(filter-out ALL,$(subst +, ,$(shell echo '$*' | tr a-z A-Z)))) $< -o $@ -lm
+
 # tests/test_plugin.c loads these from the test binary's $(BUILD) (order-only: not linked in).
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(LIB_OBJ) | $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcunit
