@@ -122,7 +122,7 @@ $(BUILD)/mutants/ulpgate-%: $(BUILD)/mutants/%.o $(BUILD)/harness/main.o $(LIB_O
 # The README's test command: unit tests, then the end-to-end smoke sweep
 # through the gate, then the proof that the gate catches every mutant.
 test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES) $(TC_ORDER_PLUGINS) \
-      $(ROUNDING_BUG_PLUGINS)
+      $(ROUNDING_BUG_PLUGINS) $(E2E_PLUGINS)
 	@$(call timed,unit tests,$(BUILD)/tests/run_tests)
 	@$(call timed,smoke sweep,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke \
 	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
@@ -130,6 +130,7 @@ test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $
 	    --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) --reports $(BUILD)/plugin-reports --quiet)
 	@$(call timed,hostile plugins,tests/hostile/run.sh $(BUILD))
 	@$(call timed,plugin baseline,tests/plugin_baseline.sh $(BUILD))
+	@$(call timed,outside gdn_e2e pipeline,tests/e2e_plugin.sh $(BUILD))
 	@$(MAKE) --no-print-directory profiles
 
 	@$(call timed,command line,tests/cli/exit_codes.sh $(BUILD) && tests/cli/report_set.sh $(BUILD) && \
