@@ -18,14 +18,8 @@ set -uo pipefail
 build=$1
 ulpgate=$build/ulpgate work=$build/e2e-plugin
 rm -rf "$work" && mkdir -p "$work"
-passed=0 failed=0
-check() { # NAME EXPECTED-EXIT ACTUAL-EXIT LOG [TEXT]
-  if [ "$3" -eq "$2" ] && { [ -z "${5:-}" ] || grep -qF -- "$5" "$4"; }; then
-    passed=$((passed + 1)); echo "e2e-plugin: ok: $1"
-  else
-    failed=$((failed + 1)); echo "e2e-plugin: FAILED: $1 (exit $3, expected $2${5:+, text '$5'})"; tail -5 "$4"
-  fi
-}
+check_prefix=e2e-plugin
+. "$(dirname "$0")/check.sh"
 verify() { # BUILD [ARGS...]: runs it into $work/BUILD and $work/BUILD.log
   local name=$1; shift
   "$ulpgate" verify --kernel-lib "$build/plugin-fixtures/gdn-e2e-$name.so" --sweep fixtures/sweeps/default \
@@ -92,5 +86,4 @@ done
 "$ulpgate" merge --budgets fixtures/budgets "$work/shard0/report.json" "$work/shard1/report.json" >"$work/merge.log" 2>&1
 check "without_a: merge of two shards keeps the INFO" 0 $? "$work/merge.log" "$(info w)"
 
-echo "e2e-plugin: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_summary
