@@ -12,7 +12,9 @@
 #    the chained check can see it;
 #  - without_a: every intermediate but A: PASS with one INFO line each for w
 #    and u (handed over, not checked: their stage reads A), in the summary,
-#    report.md and report.json, and again after `merge` of two shards.
+#    report.md and report.json, again after `merge` of two shards, and from
+#    `score` when the library's outputs come back as safetensors
+#    (tests/e2e_plugin_candidate.py, Python's standard library only).
 # usage: tests/e2e_plugin.sh BUILD
 set -uo pipefail
 build=$1
@@ -25,7 +27,7 @@ verify() { # BUILD [ARGS...]: runs it into $work/BUILD and $work/BUILD.log
   "$ulpgate" verify --kernel-lib "$build/plugin-fixtures/gdn-e2e-$name.so" --sweep fixtures/sweeps/default \
     --filter gdn_e2e/ --budgets fixtures/budgets --reports "$work/$name" --quiet "$@" >"$work/$name.log" 2>&1
 }
-row() { # BUILD OUTPUT: the output's row of report.md's "Chained stages of gdn_e2e" table
+row() { # RUN OUTPUT: the output's row of $work/RUN/report.md's "Chained stages of gdn_e2e" table
   sed -n '/^## Chained stages of gdn_e2e/,/^## /p' "$work/$1/report.md" | grep -F "| $2 |"
 }
 info() { echo "INFO: gdn_e2e: $1 was handed over in 14 cases but not checked: its stage gdn_recompute_wu reads A, which was not handed over"; }
@@ -85,5 +87,16 @@ for shard in 0 1; do
 done
 "$ulpgate" merge --budgets fixtures/budgets "$work/shard0/report.json" "$work/shard1/report.json" >"$work/merge.log" 2>&1
 check "without_a: merge of two shards keeps the INFO" 0 $? "$work/merge.log" "$(info w)"
+
+# score: the same library as a candidate that ran outside ulpgate (safetensors written by a stdlib-only script)
+"$ulpgate" export --sweep fixtures/sweeps/default --filter gdn_e2e/ --out "$work/fixtures" --quiet >"$work/export.log" 2>&1 &&
+  python3 tests/e2e_plugin_candidate.py "$work/fixtures" "$work/candidate" \
+    "$build/plugin-fixtures/gdn-e2e-without_a.so" >"$work/candidate.log" 2>&1
+check "without_a: exported and run as a score candidate" 0 $? "$work/candidate.log"
+"$ulpgate" score --fixtures "$work/fixtures" --candidate "$work/candidate" --budgets fixtures/budgets \
+  --reports "$work/score" --quiet >"$work/score.log" 2>&1
+check "without_a: score passes with the INFO" 0 $? "$work/score.log" "$(info w)"
+[ "$(row score u)" = "| u | 0 | 0 | 14 | 14 |" ]
+check "without_a: score's table counts u handed over, not checked" 0 $? "$work/score/report.md"
 
 check_summary
