@@ -453,8 +453,8 @@ static ug_status read_case(const char *path, const json_t *j, ug_run_result *out
     const char *output;
     json_t *modes, *input;
     json_object_foreach(json_object_get(j, "unchecked"), output, input) {
-        const int o = output_ordinal(fr, output), missing = ug_family_buffer_index(r->c->family,
-                                                                                    json_string_value(input));
+        const char *name = json_string_value(input);
+        const int o = output_ordinal(fr, output), missing = name ? ug_family_buffer_index(r->c->family, name) : -1;
         if (o < 0 || missing < 0)
             return ug_fail(UG_EPARSE, "%s: case %zu: unchecked: '%s' is not an output, or its value not a buffer, "
                            "of %s", path, idx, output, r->c->family->name);

@@ -232,5 +232,46 @@ static void test_report_and_compare_accept_the_same_files(void)
     ug_test_remove_tree(fx.dir);
 }
 
+/* cases[].unchecked (an intermediate handed over, not checked) survives a merge; a bad entry is refused. */
+static void test_merge_reads_unchecked_intermediates(void)
+{
+    fixture fx;
+    fixture_open(&fx, "/tmp/ug_test_unchecked_XXXXXX");
+    run_and_report(&fx, 0, 0, "full");
+    char src[200], path[200];
+    snprintf(src, sizeof src, "%s/full/report.json", fx.dir);
+    json_t *report = json_load_file(src, 0, NULL);
+    CU_ASSERT_FATAL(report != NULL);
+    json_t *unchecked = json_object_get(json_array_get(json_object_get(report, "cases"), 0), "unchecked");
+    CU_ASSERT_FATAL(json_is_object(unchecked) && json_object_size(unchecked) == 0);
+    json_object_set_new(unchecked, "u", json_string("A"));
+    write_json(&fx, "unchecked.json", report, path);
+    const char *paths[] = {path};
+    ug_sweep sw;
+    ug_run_result run;
+    CU_ASSERT_EQUAL_FATAL(ug_merge_shards(paths, 1, &sw, &run).code, UG_OK);
+    const ug_family *f = run.cases[0].c->family;
+    CU_ASSERT(!run.cases[0].unchecked[0]); /* w */
+    CU_ASSERT(run.cases[0].unchecked[1]);  /* u */
+    CU_ASSERT_EQUAL(run.cases[0].unchecked_missing[1], ug_family_buffer_index(f, "A"));
+    ug_run_result_free(&run);
+    ug_sweep_free(&sw);
+    static const char *const bad[][2] = {{"o", "A"}, {"u", "Z"}, {"u", NULL}};
+    for (size_t k = 0; k < 3; k++) {
+        json_object_clear(unchecked);
+        json_object_set_new(unchecked, bad[k][0], bad[k][1] ? json_string(bad[k][1]) : json_integer(3));
+        write_json(&fx, "bad_unchecked.json", report, path);
+        const ug_status st = ug_merge_shards(paths, 1, &sw, &run);
+        CU_ASSERT_EQUAL(st.code, UG_EPARSE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "unchecked: '"));
+        ug_run_result_free(&run);
+        ug_sweep_free(&sw);
+    }
+    json_decref(report);
+    ug_budgets_free(&fx.b);
+    ug_test_remove_tree(fx.dir);
+}
+
 UG_TEST_SUITE(merge_suite, "merge", UG_TEST(test_merged_shards_equal_unsharded_run),
-              UG_TEST(test_two_runs_give_identical_reports), UG_TEST(test_report_and_compare_accept_the_same_files));
+              UG_TEST(test_two_runs_give_identical_reports), UG_TEST(test_report_and_compare_accept_the_same_files),
+              UG_TEST(test_merge_reads_unchecked_intermediates));
