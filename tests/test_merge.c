@@ -160,6 +160,17 @@ static void write_json(const fixture *fx, const char *name, const json_t *root, 
     CU_ASSERT_FATAL(json_dump_file(root, out, JSON_COMPACT) == 0);
 }
 
+/* A fresh fixture's unsharded run: its report.json, loaded, and its path in src. */
+static json_t *full_report(fixture *fx, const char *dir_template, char src[200])
+{
+    fixture_open(fx, dir_template);
+    run_and_report(fx, 0, 0, "full");
+    snprintf(src, 200, "%s/full/report.json", fx->dir);
+    json_t *report = json_load_file(src, 0, NULL);
+    CU_ASSERT_FATAL(report != NULL);
+    return report;
+}
+
 /* `report` (merge of one report) and `compare` (the figures) read a report.json
  * through one strict check: they accept and refuse the same files. With
  * max_ratio deleted from one aggregate the lenient reader of merge.c read 0
@@ -183,12 +194,8 @@ static void expect_both_refuse(const char *path, const char *needle)
 static void test_report_and_compare_accept_the_same_files(void)
 {
     fixture fx;
-    fixture_open(&fx, "/tmp/ug_test_strict_XXXXXX");
-    run_and_report(&fx, 0, 0, "full");
     char src[200], path[200];
-    snprintf(src, sizeof src, "%s/full/report.json", fx.dir);
-    json_t *report = json_load_file(src, 0, NULL);
-    CU_ASSERT_FATAL(report != NULL);
+    json_t *report = full_report(&fx, "/tmp/ug_test_strict_XXXXXX", src);
     /* the file as written: both read it */
     ug_sweep sw;
     ug_run_result run;
@@ -236,12 +243,8 @@ static void test_report_and_compare_accept_the_same_files(void)
 static void test_merge_reads_unchecked_intermediates(void)
 {
     fixture fx;
-    fixture_open(&fx, "/tmp/ug_test_unchecked_XXXXXX");
-    run_and_report(&fx, 0, 0, "full");
     char src[200], path[200];
-    snprintf(src, sizeof src, "%s/full/report.json", fx.dir);
-    json_t *report = json_load_file(src, 0, NULL);
-    CU_ASSERT_FATAL(report != NULL);
+    json_t *report = full_report(&fx, "/tmp/ug_test_unchecked_XXXXXX", src);
     json_t *unchecked = json_object_get(json_array_get(json_object_get(report, "cases"), 0), "unchecked");
     CU_ASSERT_FATAL(json_is_object(unchecked) && json_object_size(unchecked) == 0);
     json_object_set_new(unchecked, "u", json_string("A"));
