@@ -266,8 +266,8 @@ static void md_chained(FILE *f, const ug_run_result *run)
                    "mode of o and final_state compares them with the exact recurrence. A case that does not hand "
                    "over an intermediate, or an input of its stage, leaves that check out; Findings has an INFO "
                    "for each intermediate handed over but not checked, naming the input its stage lacked.\n\n"
-                   "| output | cases checked (exact) | cases checked (staged) | handed over, not checked | accepted "
-                   "cases |\n|---|---:|---:|---:|---:|\n",
+                   "| output | cases checked (exact) | cases checked (staged) | accepted cases | handed over, not "
+                   "checked |\n|---|---:|---:|---:|---:|\n",
                 fr->family->name);
         for (size_t o = 0; o < fr->n_outputs; o++) {
             size_t checked[UG_REF_MODE_COUNT] = {0}, unchecked = 0, accepted = 0;
@@ -279,7 +279,7 @@ static void md_chained(FILE *f, const ug_run_result *run)
                 for (int m = 0; m < UG_REF_MODE_COUNT; m++) checked[m] += cr->sum[o][m].elements > 0;
             }
             fprintf(f, "| %s | %zu | %zu | %zu | %zu |\n", output_name(fr, o), checked[UG_REF_EXACT],
-                    checked[UG_REF_STAGED], unchecked, accepted);
+                    checked[UG_REF_STAGED], accepted, unchecked);
         }
     }
 }
