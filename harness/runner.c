@@ -566,6 +566,12 @@ static ug_status outputs_present(slice_work *w, ug_case_result *r)
         UG_TRY(ug_case_measured(f, w->present, (ug_ref_mode)m, measured));
         for (size_t i = 0; i < f->n_buffers; i++) w->checked[i][m] = measured[i];
     }
+    int missing[UG_MAX_BUFFERS];
+    UG_TRY(ug_case_unchecked(f, w->present, missing));
+    for (size_t o = 0; o < w->n_outputs; o++) {
+        r->unchecked[o] = missing[w->out_buf[o]] >= 0;
+        r->unchecked_missing[o] = (uint8_t)(r->unchecked[o] ? missing[w->out_buf[o]] : 0);
+    }
     return ug_ok();
 }
 
