@@ -273,6 +273,19 @@ static void key_exponents_over_the_whole_range(void)
         CU_ASSERT_EQUAL(case_differences(&c), 0);
         case_close(&c);
     }
+    /* Entries 19 binades apart in every key: each pair within the integer
+     * grid, its sum of magnitudes past 2^53, where the MPFR path's binary64
+     * sum of |products| rounds more than once. */
+    kkt_case c = case_open(1, 32, 1, 1, 16, 16, 15);
+    for (size_t i = 0; i < 32; i++) {
+        ug_bf16 *key = key_at(&c, i, 0);
+        memset(key, 0, 16 * sizeof *key);
+        key[0] = ug_bf16_from_f32(ldexpf(i % 2 ? 255.0f : -253.0f, 6));
+        key[1] = ug_bf16_from_f32(ldexpf(i % 3 ? 255.0f : 251.0f, -13));
+        key[2] = ug_bf16_from_f32(ldexpf(i % 5 ? 253.0f : -255.0f, -13));
+    }
+    CU_ASSERT_EQUAL(case_differences(&c), 0);
+    case_close(&c);
 }
 
 /* Gates at and past the fast path's domain (|g| <= 1400), past exp's
@@ -291,8 +304,10 @@ static void gates_past_the_fast_domain(void)
 
 static void nonfinite_inputs(void)
 {
-    for (int n = 0; n < 7; n++) {
+    for (int n = 0; n < 9; n++) {
         kkt_case c = case_open(2, 32, 1, 2, 8, 16, 40 + n);
+        if (n >= 7) /* a key of large entries (in the integer grid's span) and one infinite or NaN */
+            for (size_t d = 0; d < 8; d++) c.k[8 * 17 + d] = d == 4 ? (n == 7 ? 0x7F80 : 0xFFC1) : 0x7A40;
         switch (n) {
         case 0: c.g[21] = NAN; break;
         case 1: c.g[7] = INFINITY; break;
@@ -300,7 +315,8 @@ static void nonfinite_inputs(void)
         case 3: c.beta[9] = NAN; break;
         case 4: c.beta[50] = -INFINITY; break;
         case 5: c.k[8 * 13 + 2] = 0x7FC0; break; /* NaN */
-        default: c.k[8 * 40 + 1] = 0xFF80; break; /* -inf */
+        case 6: c.k[8 * 40 + 1] = 0xFF80; break; /* -inf */
+        default: break;
         }
         CU_ASSERT_EQUAL(case_differences(&c), 0);
         case_close(&c);
