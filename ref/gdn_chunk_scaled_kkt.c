@@ -12,7 +12,7 @@
 #include "rowsimd.h"
 
 /* An f32 difference of two f32 values is exact at 300 bits. The fast path
- * takes gates with |g| <= GATE_MAX (exp(g) and every L within 2^+-4400, far
+ * takes gates with |g| <= GATE_MAX (exp(g) and every L within 2^+-4500, far
  * inside MPFR's exponent range and int's), and key vectors whose entries,
  * as integers on the vector's lowest exponent, keep below 2^VECTOR_BITS. */
 enum { DIFF_PREC = 300, GATE_MAX = 1400, VECTOR_BITS = 60 };
@@ -30,7 +30,7 @@ typedef struct {
 /* Key vector i of a chunk as integers: k_i[d] = k_int[i][d]·2^lo[i]. */
 typedef struct {
     bool on;            /* finite, and every entry below 2^VECTOR_BITS */
-    int lo, bits;       /* bits: the largest entry's bit length (0: all zero) */
+    int lo, bits;       /* bits: a bound on the entries' bit lengths (0: all zero) */
 } int_key;
 
 typedef struct {
