@@ -384,7 +384,7 @@ static double thread_cpu_seconds(void)
  * head_dim 128 (partial rotary 1/2) and 256 (1/4, as Qwen3-Next), many bf16
  * heads or an f32 sequence; attn_reduce_fwht decode rows at head_dim 256
  * and 512, split-K widths 4 to 32 (the kernel's limit); cumsum at T = 8192,
- * H = 32. */
+ * H = 32; gdn_chunk_scaled_kkt at a GQA shape. */
 static int elements_speed(void)
 {
     static const char *const cases[][2] = {
@@ -403,6 +403,7 @@ static int elements_speed(void)
         {"attn_reduce_fwht", "nrows=32 head_dim=512 nwg=8 fused=1"},
         {"attn_reduce_fwht", "nrows=16 head_dim=512 nwg=32 fused=1"},
         {"gdn_chunk_cumsum", "B=1 T=8192 H=32 BT=64"},
+        {"gdn_chunk_scaled_kkt", "B=1 T=1024 Hg=2 H=4 K=128 BT=64"},
     };
     int rc = 0;
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {

@@ -198,6 +198,10 @@ ug_xval_doubles ug_xval_to_doubles(const ug_xval *v);
  * ug_mpfr_to_f32_bits of v. */
 uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype);
 
+/* RN_128(v), as MPFR rounds v to UG_REF_PREC bits to nearest (ties to
+ * even): round and sticky cleared, m below 2^128. */
+ug_xval ug_xval_round128(const ug_xval *v);
+
 /* The exact product ±m1·m2·2^e read as a ug_xval, without an accumulator. */
 ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e);
 
