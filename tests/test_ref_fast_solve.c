@@ -9,6 +9,7 @@
  * terms too far apart for one window (dropped bits to certify), f32
  * exponents from the subnormals to the top, NaN and infinities, all-zero L. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,23 +90,50 @@ static void solve_zeros_cancellation_and_empty_sums(void)
     free(l);
 }
 
+/* A chunk whose column 0 makes one 256-bit rounding visible: X~[1][0] =
+ * 2^-120 and X~[2][0] = 2^-250 (tiny rows), then rows 3 .. 18 multiply by
+ * 1 + 2^-16, so X~[18][0] = RN((1 + 2^-16)^16), 257 bits whose last is
+ * half a unit: a tie, to even (down). `lsb` adds 2^-255 to row 18's sum
+ * (an odd tie: up); `far_below` adds 2^-399, below any window of row 18's
+ * terms (just above the tie: up, which the window alone cannot see). Row 19
+ * takes X~[18][0] - (1 + 2^-16) X~[17][0] (less the added 2^-255): the
+ * rounding error itself, +-2^-256, so r_hi shows the rounding. */
+static void tie_probe(float *l, size_t chunk, bool lsb, bool far_below)
+{
+    const float factor = -(1.0f + 0x1p-16f);
+    *at(l, chunk, 1, 0) = -0x1p-120f;
+    *at(l, chunk, 2, 1) = -0x1p-130f;
+    *at(l, chunk, 3, 0) = factor;
+    for (size_t k = 4; k <= 18; k++) *at(l, chunk, k, k - 1) = factor;
+    *at(l, chunk, 19, 18) = 1.0f;
+    *at(l, chunk, 19, 17) = factor;
+    if (lsb) {
+        *at(l, chunk, 18, 1) = -0x1p-135f;
+        *at(l, chunk, 19, 1) = -0x1p-135f;
+    }
+    if (far_below) *at(l, chunk, 18, 2) = -0x1p-149f;
+}
+
 static void solve_roundings_at_and_near_ties(void)
 {
-    /* Subdiagonal factors -(1 + 2^-a), a in [14, 18]: X~[i][j] is the
-     * product of (1 + 2^-a) over rows j+1 .. i, exact until its lowest
-     * term 2^-(sum a) leaves 256 bits; where the sum is 256 the dropped
-     * part is exactly half a unit (a tie, to even), and the chunks mix in
-     * products one bit either side (near ties) and a second diagonal that
-     * carries the roundings on. */
-    enum { CHUNKS = 6 };
+    /* Three probes (an even tie, an odd tie, a tie plus a term below the
+     * window); then subdiagonal factors -(1 + 2^-a), a in [14, 18]:
+     * X~[i][j] is the product of (1 + 2^-a) over rows j+1 .. i, exact
+     * until its lowest term 2^-(sum a) leaves 256 bits; where the sum is
+     * 256 the dropped part is exactly half a unit. Some chunks add a
+     * second diagonal that carries the roundings on, and terms far below. */
+    enum { PROBES = 3, CHUNKS = PROBES + 6 };
     float *l = chunks_alloc(CHUNKS);
     uint64_t state = 23;
-    for (size_t c = 0; c < CHUNKS; c++)
+    tie_probe(l, 0, false, false);
+    tie_probe(l, 1, true, false);
+    tie_probe(l, 2, false, true);
+    for (size_t c = PROBES; c < CHUNKS; c++)
         for (size_t i = 1; i < BT; i++) {
             const int a = 14 + (int)(ug_test_next_u32(&state) % 5);
             *at(l, c, i, i - 1) = -(1.0f + ldexpf(1.0f, -a));
             if (c % 2 && i >= 2) *at(l, c, i, i - 2) = ldexpf(c % 4 == 1 ? 1.0f : -1.0f, -(int)(c * 7 % 23) - 100);
-            if (c >= 4 && i % 3 == 0) *at(l, c, i, 0) = ldexpf(1.0f + ldexpf(1.0f, -23), -40);
+            if (c >= PROBES + 4 && i % 3 == 0) *at(l, c, i, 0) = ldexpf(1.0f + ldexpf(1.0f, -23), -40);
         }
     CU_ASSERT_EQUAL(solve_differences(l, CHUNKS), 0);
     free(l);
