@@ -37,6 +37,10 @@ enum {
     WINDOW_LOW_BITS = 63,  /* the window's unit lies this far below the largest term's lowest bit */
     WINDOW_LIMBS = 6,      /* terms below 2^(280 + 63), fewer than 2^40 of them, and the sign */
     TERM_LIMBS = UG_LIMBS256 + 1,
+    DIGIT_BITS = 52,        /* row_group_ifma's digits */
+    X_DIGITS = 6,           /* sig, sig·2^26 or sig·2^52 (one digit up) */
+    SUM_DIGITS = X_DIGITS + 1,
+    LANES = 8,
 };
 
 typedef struct {
@@ -54,6 +58,11 @@ typedef struct {
 
 typedef struct {
     bool simd;         /* the bound's column sums on AVX-512 */
+    bool ifma;         /* the sums of eight entries of a row at once on AVX-512 IFMA (row_group_ifma) */
+    uint64_t *digits;  /* [BT][2][X_DIGITS][BT] by (m, form, digit, j): X~[m][j]'s sig (form 0) and
+                          sig·2^26 (form 1) in 52-bit digits, for row_group_ifma */
+    int32_t *ex;       /* [BT][BT] X~[m][j]'s e */
+    uint64_t *nonzero, *negative; /* [BT] bit j of m: X~[m][j] is nonzero / negative */
     wide_entry *x;     /* [BT][BT] X~ by columns: x[j * BT + m] = X~[m][j] */
     l_factor *lf;      /* [BT][BT] L by rows */
     double *near;      /* [BT][BT] RN_53(X~) */
@@ -98,6 +107,7 @@ static void workspace_free(workspace *ws)
     free(ws->fast.x);
     free(ws->fast.lf);
     free(ws->fast.near);
+    free(ws->fast.digits);
 }
 
 static ug_status workspace_init(workspace *ws, size_t bt)
@@ -146,6 +156,17 @@ static ug_status workspace_init(workspace *ws, size_t bt)
     f->rho = f->away + bt * bt;
     f->coef = f->rho + bt * bt;
     f->simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512f");
+    f->ifma = ug_ref_simd_available() && __builtin_cpu_supports("avx512vl") && bt <= 64 && bt % LANES == 0;
+    if (f->ifma) {
+        f->digits = calloc(1, (2 * X_DIGITS * bt * bt + 2 * bt + bt * bt) * sizeof *f->digits);
+        if (!f->digits) {
+            workspace_free(ws);
+            return ug_fail(UG_ENOMEM, "gdn_solve_tril reference: cannot allocate a %zu x %zu fast workspace", bt, bt);
+        }
+        f->nonzero = f->digits + 2 * X_DIGITS * bt * bt;
+        f->negative = f->nonzero + bt;
+        f->ex = (int32_t *)(void *)(f->negative + bt);
+    }
     mpfr_init2(f->scratch, START_PREC);
     mpz_init(f->scratch_z);
     mpfr_t zero;
@@ -344,7 +365,7 @@ static bool low_bits_at_least(const uint64_t *mag, int bits, bool complement, ui
 static bool bit_set(const uint64_t *mag, int bit) { return mag[bit >> 6] >> (bit & 63) & 1; }
 
 /* Bits [pos, pos + 64) of mag[0 .. n) (pos may be negative: zeros below). */
-static uint64_t word_at_bit(const uint64_t *mag, int n, int pos)
+static inline uint64_t word_at_bit(const uint64_t *mag, int n, int pos)
 {
     const int q = pos >> 6, r = pos & 63; /* floor */
     const uint64_t lo = q >= 0 && q < n ? mag[q] : 0, hi = q + 1 >= 0 && q + 1 < n ? mag[q + 1] : 0;
@@ -444,6 +465,145 @@ static bool sum_entry(const fast_chunk *f, size_t bt, size_t i, size_t j, wide_e
             dropped += add_term_below(acc, &col[m], &row[m], off);
     }
     return round_window(acc, unit, dropped, out);
+}
+
+/* X~[m][j] as row_group_ifma reads it (digits, exponent, sign and nonzero bits). */
+static void store_digits(fast_chunk *f, size_t bt, size_t m, size_t j)
+{
+    const wide_entry *x = &f->x[j * bt + m];
+    const uint64_t bit = UINT64_C(1) << j, mask = (UINT64_C(1) << DIGIT_BITS) - 1;
+    f->nonzero[m] = (f->nonzero[m] & ~bit) | (x->zero ? 0 : bit);
+    f->negative[m] = (f->negative[m] & ~bit) | (x->neg ? bit : 0);
+    f->ex[m * bt + j] = x->e;
+#pragma GCC unroll 2
+    for (int form = 0; form < 2; form++)
+#pragma GCC unroll 6
+        for (int d = 0; d < X_DIGITS; d++)
+            f->digits[((m * 2 + form) * X_DIGITS + d) * bt + j] =
+                x->zero ? 0 : word_at_bit(x->sig, UG_LIMBS256, DIGIT_BITS * d - 26 * form) & mask;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* sum_entry for the entries X~[i][j0 .. j0 + 8) below the diagonal at
+ * once, the same windows as exact sums: a lane per column, each term's
+ * shift split into a form of X~[m][j] (sig, sig·2^26, or sig one digit up)
+ * and a shift of L's significand below 26 bits (the factor below 2^49),
+ * the products' 52-bit halves added by vpmadd52luq / huq into digit sums
+ * of the positive and of the negative terms (each below 2^59: fewer than
+ * 64 terms), read into the window's limbs per lane. Terms below a lane's
+ * window and lanes without a nonzero term go through the scalar code. */
+__attribute__((target("avx512f,avx512vl,avx512ifma"))) static bool row_group_ifma(fast_chunk *f, size_t bt,
+                                                                                   size_t i, size_t j0)
+{
+    const l_factor *row = f->lf + i * bt;
+    const __mmask8 valid = (__mmask8)((1u << (i - j0 < LANES ? i - j0 : LANES)) - 1);
+    __m256i top = _mm256_set1_epi32(INT_MIN);
+    for (size_t m = j0; m < i; m++) {
+        if (!row[m].sig) continue;
+        const __mmask8 started = m - j0 >= LANES - 1 ? 0xFF : (__mmask8)((2u << (m - j0)) - 1);
+        const __mmask8 on = valid & started & (__mmask8)(f->nonzero[m] >> j0);
+        const __m256i e = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(f->ex + m * bt + j0)),
+                                           _mm256_set1_epi32(row[m].e));
+        top = _mm256_mask_max_epi32(top, on, top, e);
+    }
+    const __mmask8 live = valid & _mm256_cmpneq_epi32_mask(top, _mm256_set1_epi32(INT_MIN));
+    const __m256i unit = _mm256_maskz_sub_epi32(live, top, _mm256_set1_epi32(WINDOW_LOW_BITS));
+    int32_t units[LANES];
+    _mm256_storeu_si256((__m256i *)(void *)units, unit);
+    __m512i pos[SUM_DIGITS], neg[SUM_DIGITS]; /* in registers: the digit loops unrolled */
+#pragma GCC unroll 8
+    for (int d = 0; d < SUM_DIGITS; d++) pos[d] = neg[d] = _mm512_setzero_si512();
+    uint64_t below[LANES][WINDOW_LIMBS] = {{0}};
+    unsigned dropped[LANES] = {0};
+    for (size_t m = j0; m < i; m++) {
+        if (!row[m].sig) continue;
+        const __mmask8 started = m - j0 >= LANES - 1 ? 0xFF : (__mmask8)((2u << (m - j0)) - 1);
+        __mmask8 on = live & started & (__mmask8)(f->nonzero[m] >> j0);
+        if (!on) continue;
+        const __m256i off = _mm256_sub_epi32(
+            _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(f->ex + m * bt + j0)),
+                             _mm256_set1_epi32(row[m].e)),
+            unit);
+        const __mmask8 under = on & _mm256_cmplt_epi32_mask(off, _mm256_setzero_si256());
+        for (unsigned l = 0; l < LANES; l++)
+            if (under >> l & 1)
+                dropped[l] += add_term_below(below[l], &f->x[(j0 + l) * bt + m], &row[m],
+                                             row[m].e + f->ex[m * bt + j0 + l] - units[l]);
+        on &= (__mmask8)~under;
+        const __mmask8 form26 = _mm256_cmpge_epi32_mask(off, _mm256_set1_epi32(26));
+        const __mmask8 up52 = _mm256_cmpge_epi32_mask(off, _mm256_set1_epi32(2 * 26));
+        __m256i shift = _mm256_mask_sub_epi32(off, form26, off, _mm256_set1_epi32(26));
+        shift = _mm256_mask_sub_epi32(shift, up52, off, _mm256_set1_epi32(DIGIT_BITS));
+        const __m512i factor = _mm512_sllv_epi64(_mm512_set1_epi64((long long)row[m].sig), _mm512_cvtepi32_epi64(shift));
+        const __mmask8 minus = on & (__mmask8)((f->negative[m] >> j0) ^ (row[m].neg ? 0xFF : 0)), plus = on & ~minus;
+        const uint64_t *form0 = f->digits + (m * 2 * X_DIGITS) * bt + j0, *form1 = form0 + X_DIGITS * bt;
+        __m512i lower = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int d = 0; d < X_DIGITS; d++) {
+            const __m512i x0 = _mm512_loadu_si512(form0 + d * bt);
+            __m512i v = _mm512_mask_blend_epi64(form26, x0, _mm512_loadu_si512(form1 + d * bt));
+            v = _mm512_mask_blend_epi64(up52, v, lower);
+            lower = x0;
+            pos[d] = _mm512_mask_madd52lo_epu64(pos[d], plus, v, factor);
+            neg[d] = _mm512_mask_madd52lo_epu64(neg[d], minus, v, factor);
+            pos[d + 1] = _mm512_mask_madd52hi_epu64(pos[d + 1], plus, v, factor);
+            neg[d + 1] = _mm512_mask_madd52hi_epu64(neg[d + 1], minus, v, factor);
+        }
+    }
+    /* each lane's sum as 52-bit digits (carried, the last one signed), then as limbs */
+    const __m512i digit_mask = _mm512_set1_epi64((long long)((UINT64_C(1) << DIGIT_BITS) - 1));
+    __m512i carry = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int d = 0; d < SUM_DIGITS; d++) {
+        const __m512i t = _mm512_add_epi64(_mm512_sub_epi64(pos[d], neg[d]), carry);
+        carry = _mm512_srai_epi64(t, DIGIT_BITS);
+        pos[d] = _mm512_and_si512(t, digit_mask);
+    }
+    uint64_t limbs[WINDOW_LIMBS][LANES];
+#pragma GCC unroll 8
+    for (int k = 0; k < WINDOW_LIMBS; k++) {
+        /* limb k: bits [64 k, 64 k + 64) of the digits, and the carry's sign above them */
+        __m512i w = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int d = 0; d <= SUM_DIGITS; d++) {
+            const int at = DIGIT_BITS * d - 64 * k; /* the digit's lowest bit within the limb */
+            if (at <= -DIGIT_BITS || at >= 64) continue;
+            const __m512i v = d < SUM_DIGITS ? pos[d] : carry;
+            w = _mm512_or_si512(w, at >= 0 ? _mm512_slli_epi64(v, (unsigned)at) : _mm512_srli_epi64(v, (unsigned)-at));
+        }
+        _mm512_storeu_si512(limbs[k], w);
+    }
+    for (unsigned l = 0; l < LANES; l++) {
+        if (!(valid >> l & 1)) break;
+        const size_t j = j0 + l;
+        wide_entry *x = &f->x[j * bt + i];
+        if (live >> l & 1) {
+            uint64_t window[WINDOW_LIMBS];
+            for (int k = 0; k < WINDOW_LIMBS; k++) window[k] = limbs[k][l];
+            add_signed(window, below[l], 0);
+            if (!round_window(window, units[l], dropped[l], x)) return false;
+        } else if (!sum_entry(f, bt, i, j, x)) {
+            return false;
+        }
+        store_digits(f, bt, i, j);
+    }
+    return true;
+}
+#endif
+
+/* Row i of X~ below the diagonal; false where a sum is not certified. */
+static bool substitute_row(fast_chunk *f, size_t bt, size_t i)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (f->ifma) {
+        for (size_t j0 = 0; j0 < i; j0 += LANES)
+            if (!row_group_ifma(f, bt, i, j0)) return false;
+        return true;
+    }
+#endif
+    for (size_t j = 0; j < i; j++)
+        if (!sum_entry(f, bt, i, j, &f->x[j * bt + i])) return false;
+    return true;
 }
 
 /* A nonzero entry read as an exact value (its 128 leading bits, round and sticky). */
@@ -584,10 +744,10 @@ static bool fast_reference_chunk(workspace *ws, ug_ref_value *chunk_out, size_t 
     for (size_t j = 0; j < bt; j++) {
         f->x[j * bt + j] = (wide_entry){.sig = {0, 0, 0, UINT64_C(1) << 63}, .e = 1 - START_PREC}; /* 1 */
         set_factors(&f->x[j * bt + j]);
+        if (f->ifma) store_digits(f, bt, j, j);
     }
     for (size_t i = 1; i < bt; i++)
-        for (size_t j = 0; j < i; j++)
-            if (!sum_entry(f, bt, i, j, &f->x[j * bt + i])) return false;
+        if (!substitute_row(f, bt, i)) return false;
     double max_x = 0;
     for (size_t i = 0; i < bt; i++)
         for (size_t j = 0; j < bt; j++) {
