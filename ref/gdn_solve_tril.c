@@ -616,6 +616,32 @@ static ug_xval entry_value(const wide_entry *x)
                      .sticky = (x->sig[1] << 1 | x->sig[0]) != 0};
 }
 
+/* Where an entry's r_hi, |RNA_53|, r_lo and RN_f32 are normal numbers and
+ * come from its limbs by the hardware's conversions (finish_entry). */
+enum { NORMAL_TOP_MIN = -700, NORMAL_TOP_MAX = 1000 };
+
+/* 2^q as a double, q in [-1022, 1023]. */
+static double pow2_normal(int q)
+{
+    const uint64_t bits = (uint64_t)(q + 1023) << 52;
+    double x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+/* The leading 64 bits of the nonzero d[0 .. 4) with a sticky bit or'ed into
+ * the lowest (below any rounding position of a double or a float: their
+ * conversions round it as the whole value), and the exponent of its unit. */
+static uint64_t leading_64(const uint64_t d[UG_LIMBS256], int *unit)
+{
+    int t = UG_LIMBS256 - 1;
+    while (!d[t]) t--;
+    const int length = 64 * t + 64 - __builtin_clzll(d[t]);
+    *unit = length - 64;
+    const uint64_t lead = word_at_bit(d, UG_LIMBS256, length - 64);
+    return lead | (length > 64 && low_bits_at_least(d, length - 64, false, 1));
+}
+
 /* ug_ref_finish of the entry (r_hi = near, the entry's RN_53, a normal
  * double): r - r_hi is the entry's bits below r_hi's unit 2^(e + 203), less
  * that unit when r_hi rounded up, exact (as the MPFR path's mpfr_sub_d). */
@@ -651,13 +677,30 @@ static void finish_entry(fast_chunk *f, const wide_entry *x, double near, double
         low[CUT_LIMB] &= (UINT64_C(1) << CUT_BIT) - 1;
     }
     double r_lo = 0.0;
-    ug_xval rest = ug_xwin_read(low, UG_XWIN_LIMBS, x->e);
-    if (!rest.zero) {
-        rest.neg = x->neg != up;
-        r_lo = ug_xval_to_double(&rest, MPFR_RNDN);
+    uint32_t rn_bits;
+    if (top >= NORMAL_TOP_MIN && top <= NORMAL_TOP_MAX) {
+        if (low[0] | low[1] | low[2] | low[3]) {
+            int unit;
+            const double rest = (double)leading_64(low, &unit) * pow2_normal(unit + x->e);
+            r_lo = x->neg != up ? -rest : rest;
+        }
+    } else {
+        ug_xval rest = ug_xwin_read(low, UG_XWIN_LIMBS, x->e);
+        if (!rest.zero) {
+            rest.neg = x->neg != up;
+            r_lo = ug_xval_to_double(&rest, MPFR_RNDN);
+        }
     }
-    const ug_xval v = entry_value(x);
-    ug_ref_fill(o, near, r_lo, ug_xval_rn_bits(&v, UG_F32), pre_round_bound, abs_sum, 0, UG_F32);
+    if (top >= -126 && top <= 127) { /* a normal float or its overflow to infinity */
+        int unit;
+        const float rn = (float)((double)(float)leading_64(sig, &unit) * pow2_normal(unit + x->e));
+        memcpy(&rn_bits, &rn, sizeof rn_bits);
+        rn_bits |= x->neg ? 0x80000000u : 0u;
+    } else {
+        const ug_xval v = entry_value(x);
+        rn_bits = ug_xval_rn_bits(&v, UG_F32);
+    }
+    ug_ref_fill(o, near, r_lo, rn_bits, pre_round_bound, abs_sum, 0, UG_F32);
 }
 
 /* y[j] += a * (x[j] + z[j]) for j < n (when z) or y[j] += a * x[j], each
@@ -759,10 +802,20 @@ static bool fast_reference_chunk(workspace *ws, ug_ref_value *chunk_out, size_t 
                 f->near[k] = x->neg ? -0.0 : 0.0;
                 continue;
             }
-            const ug_xval v = entry_value(x);
-            const ug_xval_doubles d = ug_xval_to_doubles(&v);
-            f->near[k] = d.nearest;
-            f->away[k] = fabs(d.away);
+            const int top = x->e + START_PREC - 1;
+            if (top >= NORMAL_TOP_MIN && top <= NORMAL_TOP_MAX) {
+                /* RN by the conversion of the leading 64 bits and a sticky bit; RNA by a carry */
+                const uint64_t lead = x->sig[3], rest = lead & 0x7FF, below = x->sig[2] | x->sig[1] | x->sig[0];
+                const double scale = pow2_normal(x->e + START_PREC - 64);
+                f->near[k] = (double)(lead | (below != 0)) * scale;
+                f->away[k] = (double)((lead >> 11) + ((rest | below) != 0)) * (scale * 0x1p11);
+                if (x->neg) f->near[k] = -f->near[k];
+            } else {
+                const ug_xval v = entry_value(x);
+                const ug_xval_doubles d = ug_xval_to_doubles(&v);
+                f->near[k] = d.nearest;
+                f->away[k] = fabs(d.away);
+            }
             max_x = fmax(max_x, f->away[k]);
         }
     const double n_max = ldexp((double)bt * max_x, 1 - START_PREC);
