@@ -155,7 +155,7 @@ static ug_status workspace_init(workspace *ws, size_t bt)
     f->away = f->near + bt * bt;
     f->rho = f->away + bt * bt;
     f->coef = f->rho + bt * bt;
-    f->simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512f");
+    f->simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512f") && bt % LANES == 0;
     f->ifma = ug_ref_simd_available() && __builtin_cpu_supports("avx512vl") && bt <= 64 && bt % LANES == 0;
     if (f->ifma) {
         f->digits = calloc(1, (2 * X_DIGITS * bt * bt + 2 * bt + bt * bt) * sizeof *f->digits);
@@ -264,10 +264,11 @@ static bool load_factors(fast_chunk *f, size_t bt, const double *l)
         o->sig = 0;
         if (!isfinite(l[k])) return false;
         if (l[k] == 0) continue;
-        int e;
-        const double m = frexp(fabs(l[k]), &e); /* |l| = m 2^e, m in [1/2, 1) with at most 24 bits */
-        o->sig = (uint64_t)ldexp(m, 24);
-        o->e = e - 24;
+        /* an f32 as a double: normal, its significand's low 29 bits zero */
+        uint64_t bits;
+        memcpy(&bits, &l[k], sizeof bits);
+        o->sig = ((bits & ((UINT64_C(1) << 52) - 1)) | UINT64_C(1) << 52) >> 29;
+        o->e = (int)(bits >> 52 & 0x7FF) - 1075 + 29;
         o->neg = l[k] < 0;
     }
     return true;
@@ -703,78 +704,78 @@ static void finish_entry(fast_chunk *f, const wide_entry *x, double near, double
     ug_ref_fill(o, near, r_lo, rn_bits, pre_round_bound, abs_sum, 0, UG_F32);
 }
 
-/* y[j] += a * (x[j] + z[j]) for j < n (when z) or y[j] += a * x[j], each
- * element's two or three roundings as the MPFR path's scalar loops. */
-static void column_terms_portable(size_t n, double a, const double *x, const double *z, double *y)
-{
-    if (z)
-        for (size_t j = 0; j < n; j++) y[j] += a * (x[j] + z[j]);
-    else
-        for (size_t j = 0; j < n; j++) y[j] += a * x[j];
-}
-
 #if defined(__x86_64__) && defined(__GNUC__)
-/* The same eight columns an instruction (no fused multiply-add). */
-__attribute__((target("avx512f"))) static void column_terms_avx512(size_t n, double a, const double *x,
-                                                                   const double *z, double *y)
+/* Lane l < 8 of sum_{t = begin + l}^{end - 1} a[t] (x[t][j0 + l] + z[t][j0 + l])
+ * (z optional): the scalar bound loops' sums of columns j0 .. j0 + 7, each
+ * lane's terms in increasing t from +0, eight columns an instruction (no
+ * fused multiply-add). */
+__attribute__((target("avx512f"))) static __m512d block_sum(const double *a, const double *x, const double *z,
+                                                            size_t bt, size_t j0, size_t begin, size_t end)
 {
-    const __m512d va = _mm512_set1_pd(a);
-    size_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m512d v = _mm512_loadu_pd(x + j);
-        if (z) v = _mm512_add_pd(v, _mm512_loadu_pd(z + j));
-        _mm512_storeu_pd(y + j, _mm512_add_pd(_mm512_loadu_pd(y + j), _mm512_mul_pd(va, v)));
+    __m512d s = _mm512_setzero_pd();
+    for (size_t t = begin; t < end; t++) {
+        const __mmask8 begun = t - begin >= LANES - 1 ? 0xFF : (__mmask8)((2u << (t - begin)) - 1);
+        __m512d v = _mm512_loadu_pd(x + t * bt + j0);
+        if (z) v = _mm512_add_pd(v, _mm512_loadu_pd(z + t * bt + j0));
+        s = _mm512_mask_add_pd(s, begun, s, _mm512_mul_pd(_mm512_set1_pd(a[t]), v));
     }
-    if (j < n) {
-        const __mmask8 k = (__mmask8)((1u << (n - j)) - 1);
-        __m512d v = _mm512_maskz_loadu_pd(k, x + j);
-        if (z) v = _mm512_add_pd(v, _mm512_maskz_loadu_pd(k, z + j));
-        _mm512_mask_storeu_pd(y + j, k, _mm512_add_pd(_mm512_maskz_loadu_pd(k, y + j), _mm512_mul_pd(va, v)));
-    }
-}
-#endif
-
-static void column_terms(const fast_chunk *f, size_t n, double a, const double *x, const double *z, double *y)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (f->simd) {
-        column_terms_avx512(n, a, x, z, y);
-        return;
-    }
-#endif
-    (void)f;
-    column_terms_portable(n, a, x, z, y);
+    return s;
 }
 
-/* propagate_bound's values with every column j at once: row m's sums are
- * taken for all columns j < m, term by term in the same order (l and p
- * increasing), each column's term skipped where its sum has not begun. */
-static void propagate_bound_columns(workspace *ws)
+static __mmask8 lanes_below(size_t j0, size_t n) { return n - j0 >= LANES ? 0xFF : (__mmask8)((1u << (n - j0)) - 1); }
+
+/* propagate_bound's delta, eight columns at a time (rho kept per column). */
+__attribute__((target("avx512f"))) static void propagate_bound_avx512(workspace *ws)
 {
     const size_t bt = ws->bt;
     const fast_chunk *f = &ws->fast;
     const double *al = ws->abs_l, *ax = ws->abs_x, underflow = ug_f32_underflow(ws->model);
-    double *delta = ws->delta, *rho = f->rho, *s = ws->rho;
+    double *delta = ws->delta, *rho = f->rho;
     for (size_t k = 0; k < bt * bt; k++) delta[k] = rho[k] = 0;
     for (size_t m = 1; m < bt; m++) {
-        for (size_t j = 0; j < m; j++) s[j] = 0;
-        for (size_t l = 0; l < m; l++) column_terms(f, l + 1, al[m * bt + l], ax + l * bt, delta + l * bt, s);
-        for (size_t j = 0; j < m; j++) rho[m * bt + j] = f->coef[m - j] * s[j] + (double)(m - j) * underflow;
-        for (size_t p = 1; p <= m; p++) column_terms(f, p, ax[m * bt + p], rho + p * bt, NULL, delta + m * bt);
+        for (size_t j0 = 0; j0 < m; j0 += LANES) {
+            double s[LANES];
+            _mm512_storeu_pd(s, block_sum(al + m * bt, ax, delta, bt, j0, j0, m));
+            for (size_t j = j0; j < m && j < j0 + LANES; j++)
+                rho[m * bt + j] = f->coef[m - j] * s[j - j0] + (double)(m - j) * underflow;
+        }
+        for (size_t j0 = 0; j0 < m; j0 += LANES)
+            _mm512_mask_storeu_pd(delta + m * bt + j0, lanes_below(j0, m),
+                                  block_sum(ax + m * bt, rho, NULL, bt, j0, j0 + 1, m + 1));
     }
 }
 
-/* skeel_magnitudes' values, a row of columns at a time in the same order. */
-static void skeel_columns(workspace *ws)
+/* skeel_magnitudes' values, eight columns at a time. */
+__attribute__((target("avx512f"))) static void skeel_magnitudes_avx512(workspace *ws)
 {
     const size_t bt = ws->bt;
-    const fast_chunk *f = &ws->fast;
     double *lx = ws->abs_lx, *skeel = ws->skeel;
     for (size_t k = 0; k < bt * bt; k++) lx[k] = skeel[k] = 0;
     for (size_t i = 0; i < bt; i++) {
-        for (size_t m = 0; m < i; m++) column_terms(f, m + 1, ws->abs_l[i * bt + m], ws->abs_x + m * bt, NULL, lx + i * bt);
-        for (size_t m = 0; m <= i; m++) column_terms(f, m + 1, ws->abs_x[i * bt + m], lx + m * bt, NULL, skeel + i * bt);
+        for (size_t j0 = 0; j0 < i; j0 += LANES)
+            _mm512_mask_storeu_pd(lx + i * bt + j0, lanes_below(j0, i),
+                                  block_sum(ws->abs_l + i * bt, ws->abs_x, NULL, bt, j0, j0, i));
+        for (size_t j0 = 0; j0 <= i; j0 += LANES)
+            _mm512_mask_storeu_pd(skeel + i * bt + j0, lanes_below(j0, i + 1),
+                                  block_sum(ws->abs_x + i * bt, lx, NULL, bt, j0, j0, i + 1));
     }
+}
+#endif
+
+/* The bound's sums: the MPFR path's loops, or the same sums by column vectors. */
+static void bound_sums(workspace *ws, double *kappa)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (ws->fast.simd) {
+        propagate_bound_avx512(ws);
+        *kappa = gdn_solve_tril_kappa(ws->bt, ws->abs_l, ws->abs_x);
+        skeel_magnitudes_avx512(ws);
+        return;
+    }
+#endif
+    propagate_bound(ws);
+    *kappa = gdn_solve_tril_kappa(ws->bt, ws->abs_l, ws->abs_x);
+    skeel_magnitudes(ws);
 }
 
 /* The chunk on the fast path, every output as the MPFR path would give it;
@@ -825,9 +826,8 @@ static bool fast_reference_chunk(workspace *ws, ug_ref_value *chunk_out, size_t 
         ws->abs_l[k] = fabs(ws->l[k]);
         ws->abs_x[k] = k / bt < k % bt ? 0.0 : f->away[k] + tau;
     }
-    propagate_bound_columns(ws);
-    const double kappa = gdn_solve_tril_kappa(bt, ws->abs_l, ws->abs_x);
-    skeel_columns(ws);
+    double kappa;
+    bound_sums(ws, &kappa);
     for (size_t i = 0; i < bt; i++)
         for (size_t j = 0; j < bt; j++) {
             ug_ref_value *o = &chunk_out[i * row_stride + j];
