@@ -514,8 +514,9 @@ __attribute__((target("avx512f,avx512vl,avx512ifma"))) static bool row_group_ifm
     __m512i pos[SUM_DIGITS], neg[SUM_DIGITS]; /* in registers: the digit loops unrolled */
 #pragma GCC unroll 8
     for (int d = 0; d < SUM_DIGITS; d++) pos[d] = neg[d] = _mm512_setzero_si512();
-    uint64_t below[LANES][WINDOW_LIMBS] = {{0}};
+    uint64_t below[LANES][WINDOW_LIMBS]; /* the terms below a lane's window (lanes in any_below) */
     unsigned dropped[LANES] = {0};
+    __mmask8 any_below = 0;
     for (size_t m = j0; m < i; m++) {
         if (!row[m].sig) continue;
         const __mmask8 started = m - j0 >= LANES - 1 ? 0xFF : (__mmask8)((2u << (m - j0)) - 1);
@@ -526,10 +527,13 @@ __attribute__((target("avx512f,avx512vl,avx512ifma"))) static bool row_group_ifm
                              _mm256_set1_epi32(row[m].e)),
             unit);
         const __mmask8 under = on & _mm256_cmplt_epi32_mask(off, _mm256_setzero_si256());
-        for (unsigned l = 0; l < LANES; l++)
-            if (under >> l & 1)
-                dropped[l] += add_term_below(below[l], &f->x[(j0 + l) * bt + m], &row[m],
-                                             row[m].e + f->ex[m * bt + j0 + l] - units[l]);
+        for (unsigned left = under; left; left &= left - 1) {
+            const int l = __builtin_ctz(left);
+            if (!(any_below >> l & 1)) memset(below[l], 0, sizeof below[l]);
+            dropped[l] += add_term_below(below[l], &f->x[(j0 + l) * bt + m], &row[m],
+                                         row[m].e + f->ex[m * bt + j0 + l] - units[l]);
+        }
+        any_below |= under;
         on &= (__mmask8)~under;
         const __mmask8 form26 = _mm256_cmpge_epi32_mask(off, _mm256_set1_epi32(26));
         const __mmask8 up52 = _mm256_cmpge_epi32_mask(off, _mm256_set1_epi32(2 * 26));
@@ -581,7 +585,7 @@ __attribute__((target("avx512f,avx512vl,avx512ifma"))) static bool row_group_ifm
         if (live >> l & 1) {
             uint64_t window[WINDOW_LIMBS];
             for (int k = 0; k < WINDOW_LIMBS; k++) window[k] = limbs[k][l];
-            add_signed(window, below[l], 0);
+            if (any_below >> l & 1) add_signed(window, below[l], 0);
             if (!round_window(window, units[l], dropped[l], x)) return false;
         } else if (!sum_entry(f, bt, i, j, x)) {
             return false;
