@@ -91,43 +91,52 @@ static void solve_zeros_cancellation_and_empty_sums(void)
 }
 
 /* A chunk whose column 0 makes one 256-bit rounding visible: X~[1][0] =
- * 2^-120 and X~[2][0] = 2^-250 (tiny rows), then rows 3 .. 18 multiply by
- * 1 + 2^-16, so X~[18][0] = RN((1 + 2^-16)^16), 257 bits whose last is
- * half a unit: a tie, to even (down). `lsb` adds 2^-255 to row 18's sum
- * (an odd tie: up); `far_below` adds 2^-399, below any window of row 18's
- * terms (just above the tie: up, which the window alone cannot see). Row 19
- * takes X~[18][0] - (1 + 2^-16) X~[17][0] (less the added 2^-255): the
- * rounding error itself, +-2^-256, so r_hi shows the rounding. */
-static void tie_probe(float *l, size_t chunk, bool lsb, bool far_below)
+ * 2^-120, X~[2][0] = 2^-250 and X~[3][0] = 2^22 + 2^-200 (rows of a few
+ * terms), then rows 4 .. 19 multiply by 1 + 2^-16, so X~[19][0] =
+ * RN((1 + 2^-16)^16), 257 bits whose last is half a unit: a tie, to even
+ * (down). `lsb` adds 2^-255 to row 19's sum (an odd tie: up); `far_below`
+ * adds 2^-399, below any window of row 19's terms, and `partly_below`
+ * 2^-149 X~[3][0], whose low limb falls below the window (either: just
+ * above the tie, up, which the window alone cannot see). Row 20 takes
+ * X~[19][0] - (1 + 2^-16) X~[18][0] less the added terms: the rounding
+ * error itself, about 2^-256, so r_hi shows the rounding. */
+static void tie_probe(float *l, size_t chunk, bool lsb, bool far_below, bool partly_below)
 {
     const float factor = -(1.0f + 0x1p-16f);
     *at(l, chunk, 1, 0) = -0x1p-120f;
     *at(l, chunk, 2, 1) = -0x1p-130f;
-    *at(l, chunk, 3, 0) = factor;
-    for (size_t k = 4; k <= 18; k++) *at(l, chunk, k, k - 1) = factor;
-    *at(l, chunk, 19, 18) = 1.0f;
-    *at(l, chunk, 19, 17) = factor;
+    *at(l, chunk, 3, 0) = -0x1p22f;
+    *at(l, chunk, 3, 1) = -0x1p-80f;
+    *at(l, chunk, 4, 0) = factor;
+    for (size_t k = 5; k <= 19; k++) *at(l, chunk, k, k - 1) = factor;
+    *at(l, chunk, 20, 19) = 1.0f;
+    *at(l, chunk, 20, 18) = factor;
     if (lsb) {
-        *at(l, chunk, 18, 1) = -0x1p-135f;
         *at(l, chunk, 19, 1) = -0x1p-135f;
+        *at(l, chunk, 20, 1) = -0x1p-135f;
     }
-    if (far_below) *at(l, chunk, 18, 2) = -0x1p-149f;
+    if (far_below) *at(l, chunk, 19, 2) = -0x1p-149f;
+    if (partly_below) {
+        *at(l, chunk, 19, 3) = -0x1p-149f;
+        *at(l, chunk, 20, 3) = -0x1p-149f;
+    }
 }
 
 static void solve_roundings_at_and_near_ties(void)
 {
-    /* Three probes (an even tie, an odd tie, a tie plus a term below the
-     * window); then subdiagonal factors -(1 + 2^-a), a in [14, 18]:
+    /* Four probes (an even tie, an odd tie, a tie plus a term below the
+     * window or partly below it); then subdiagonal factors -(1 + 2^-a), a in [14, 18]:
      * X~[i][j] is the product of (1 + 2^-a) over rows j+1 .. i, exact
      * until its lowest term 2^-(sum a) leaves 256 bits; where the sum is
      * 256 the dropped part is exactly half a unit. Some chunks add a
      * second diagonal that carries the roundings on, and terms far below. */
-    enum { PROBES = 3, CHUNKS = PROBES + 6 };
+    enum { PROBES = 4, CHUNKS = PROBES + 6 };
     float *l = chunks_alloc(CHUNKS);
     uint64_t state = 23;
-    tie_probe(l, 0, false, false);
-    tie_probe(l, 1, true, false);
-    tie_probe(l, 2, false, true);
+    tie_probe(l, 0, false, false, false);
+    tie_probe(l, 1, true, false, false);
+    tie_probe(l, 2, false, true, false);
+    tie_probe(l, 3, false, false, true);
     for (size_t c = PROBES; c < CHUNKS; c++)
         for (size_t i = 1; i < BT; i++) {
             const int a = 14 + (int)(ug_test_next_u32(&state) % 5);
