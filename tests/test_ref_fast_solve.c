@@ -27,10 +27,10 @@ static void solve_fast_equals_mpfr_on_every_regime(void)
     CU_ASSERT(ug_test_family_fast_equals_mpfr("gdn_solve_tril", names, 4, values, 2) > 10000);
 }
 
-/* The reference of `chunks` chunks of one head (L as given) through the MPFR
- * path and through the fast path, with and without its vector loops; the
- * elements that differ in any field. */
-static size_t solve_differences(const float *l, size_t chunks)
+/* The reference of `chunks` chunks of one head (L as given, freed here)
+ * through the MPFR path and through the fast path, with and without its
+ * vector loops: no element may differ in any field. */
+static void expect_paths_agree(float *l, size_t chunks)
 {
     const gdn_solve_tril_shape s = {1, chunks * BT, 1, BT};
     const size_t n = chunks * BT * BT;
@@ -49,9 +49,10 @@ static size_t solve_differences(const float *l, size_t chunks)
         differ += ug_test_count_ref_differences(fast, plain, n, &mismatches);
     }
     ug_ref_simd_set_enabled(true);
+    CU_ASSERT_EQUAL(differ, 0);
     free(plain);
     free(fast);
-    return differ;
+    free(l);
 }
 
 /* A value 2^e·(1 + f), e uniform in [lo, hi], f with `bits` random bits, random sign. */
@@ -86,8 +87,7 @@ static void solve_zeros_cancellation_and_empty_sums(void)
             *at(l, 3, i, j) = i - j <= 2 ? (float)((int)(r % 5) - 2) : 0.0f;
             *at(l, 4, i, j) = j == i / 2 ? 1.0f : -0.0f;
         }
-    CU_ASSERT_EQUAL(solve_differences(l, CHUNKS), 0);
-    free(l);
+    expect_paths_agree(l, CHUNKS);
 }
 
 /* A chunk whose column 0 makes one 256-bit rounding visible: X~[1][0] =
@@ -144,8 +144,7 @@ static void solve_roundings_at_and_near_ties(void)
             if (c % 2 && i >= 2) *at(l, c, i, i - 2) = ldexpf(c % 4 == 1 ? 1.0f : -1.0f, -(int)(c * 7 % 23) - 100);
             if (c >= PROBES + 4 && i % 3 == 0) *at(l, c, i, 0) = ldexpf(1.0f + ldexpf(1.0f, -23), -40);
         }
-    CU_ASSERT_EQUAL(solve_differences(l, CHUNKS), 0);
-    free(l);
+    expect_paths_agree(l, CHUNKS);
 }
 
 static void solve_exponents_and_windows(void)
@@ -166,8 +165,7 @@ static void solve_exponents_and_windows(void)
                 if (c == 5 && ug_test_next_u32(&state) % 4) v = ldexpf(v, -100); /* mostly tiny, a few large */
                 *at(l, c, i, j) = v;
             }
-    CU_ASSERT_EQUAL(solve_differences(l, CHUNKS), 0);
-    free(l);
+    expect_paths_agree(l, CHUNKS);
 }
 
 static void solve_growth_past_256_bits(void)
@@ -184,8 +182,7 @@ static void solve_growth_past_256_bits(void)
         *at(l, 2, i, i - 1) = -0x1p12f; /* 2^756: 2048 bits */
         for (size_t j = 0; j < i; j++) *at(l, 3, i, j) = spread(&state, -1, 0, 23);
     }
-    CU_ASSERT_EQUAL(solve_differences(l, CHUNKS), 0);
-    free(l);
+    expect_paths_agree(l, CHUNKS);
 }
 
 static void solve_nonfinite_inputs(void)
@@ -200,8 +197,7 @@ static void solve_nonfinite_inputs(void)
     *at(l, 1, 40, 39) = INFINITY;
     *at(l, 2, 63, 0) = -INFINITY;
     *at(l, 3, 5, 2) = 0x1p127f; /* finite, huge: X~ and the bounds overflow */
-    CU_ASSERT_EQUAL(solve_differences(l, CHUNKS), 0);
-    free(l);
+    expect_paths_agree(l, CHUNKS);
 }
 
 UG_TEST_SUITE(ref_fast_solve_suite, "ref_fast_solve",
