@@ -26,13 +26,13 @@ enum { START_PREC = 256, MAX_PREC = 4096 };
  * (docs/error-model.md §2.1, "gdn_solve_tril"): an entry is ±sig·2^e with
  * sig a 256-bit integer whose top bit is set, a term L[i][m] X~[m][j] the
  * exact 280-bit product of sig and L's 24-bit significand, and each sum is
- * taken in a window of two's complement limbs whose unit lies 64 bits
- * below the lowest bit of the largest term: exact unless a smaller term
- * reaches below the window, and rounded once to 256 bits where the dropped
- * parts cannot change that rounding. A chunk the fast path cannot certify
- * (a non-finite L, a sum whose rounding the dropped parts might change, an
- * entry outside the normal double range, a precision above START_PREC)
- * goes through the MPFR path whole. */
+ * taken in a window of two's complement limbs whose unit lies
+ * WINDOW_LOW_BITS below the highest lowest bit of its terms: exact unless a
+ * term reaches below the window, and rounded once to 256 bits where the
+ * dropped parts cannot change that rounding. A chunk the fast path cannot
+ * certify (a non-finite L, a sum whose rounding the dropped parts might
+ * change, a precision above START_PREC) goes through the MPFR path whole;
+ * an entry outside the normal doubles is finished by MPFR. */
 enum {
     WINDOW_LOW_BITS = 63,  /* the window's unit lies this far below the largest term's lowest bit */
     WINDOW_LIMBS = 6,      /* terms below 2^(280 + 63), fewer than 2^40 of them, and the sign */
@@ -143,26 +143,22 @@ static ug_status workspace_init(workspace *ws, size_t bt)
     }
     if (!ug_ref_fast()) return ug_ok();
     fast_chunk *f = &ws->fast;
+    f->simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512f") && bt % LANES == 0;
+    f->ifma = ug_ref_simd_available() && __builtin_cpu_supports("avx512vl") && bt <= 64 && bt % LANES == 0;
     f->x = malloc(bt * bt * sizeof *f->x);
     f->lf = malloc(bt * bt * sizeof *f->lf);
     f->near = malloc((3 * bt * bt + bt) * sizeof *f->near);
-    if (!f->x || !f->lf || !f->near) {
+    if (f->ifma) f->digits = calloc(2 * X_DIGITS * bt * bt + 2 * bt + bt * bt, sizeof *f->digits);
+    if (!f->x || !f->lf || !f->near || (f->ifma && !f->digits)) {
         free(f->x);
-        f->x = NULL;
+        f->x = NULL; /* nothing of MPFR's to clear */
         workspace_free(ws);
         return ug_fail(UG_ENOMEM, "gdn_solve_tril reference: cannot allocate a %zu x %zu fast workspace", bt, bt);
     }
     f->away = f->near + bt * bt;
     f->rho = f->away + bt * bt;
     f->coef = f->rho + bt * bt;
-    f->simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512f") && bt % LANES == 0;
-    f->ifma = ug_ref_simd_available() && __builtin_cpu_supports("avx512vl") && bt <= 64 && bt % LANES == 0;
     if (f->ifma) {
-        f->digits = calloc(1, (2 * X_DIGITS * bt * bt + 2 * bt + bt * bt) * sizeof *f->digits);
-        if (!f->digits) {
-            workspace_free(ws);
-            return ug_fail(UG_ENOMEM, "gdn_solve_tril reference: cannot allocate a %zu x %zu fast workspace", bt, bt);
-        }
         f->nonzero = f->digits + 2 * X_DIGITS * bt * bt;
         f->negative = f->nonzero + bt;
         f->ex = (int32_t *)(void *)(f->negative + bt);
