@@ -753,3 +753,5 @@ void ug_xsum_add_xwin(ug_xsum *a, const uint64_t *acc, int limbs, int e)
     for (int k = 0; k < limbs; k++)
         if (mag[k]) ug_xsum_add(a, neg, mag[k], e + 64 * k);
 }
+
+bool ug_xwin_magnitude(const uint64_t *acc, int limbs, uint64_t *mag) { return window_magnitude(acc, limbs, mag); }

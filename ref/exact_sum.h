@@ -333,6 +333,10 @@ int ug_xwin_bit_length(const uint64_t *m, int n);
  * (the sign of a zero sum depends on its terms: the caller's rule). */
 ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e);
 
+/* mag[0 .. limbs) = |acc| for a two's complement integer acc[0 .. limbs)
+ * (any number of limbs); returns whether acc is negative. */
+bool ug_xwin_magnitude(const uint64_t *acc, int limbs, uint64_t *mag);
+
 /* S += acc·2^e, a window's value (limbs <= UG_XWIN_LIMBS): an exact
  * continuation of a sum begun in a window (an add outside the range marks
  * the accumulator). */
