@@ -96,6 +96,16 @@ $(BUILD)/plugin-fixtures/rounding-%.so: fixtures/plugin/tensor_core_order.c incl
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) -D$* $< -o $@ -lm
 
+# An outside pipeline (fixtures/plugin/gdn_e2e.c, tests/e2e_plugin.sh), one build per set of its
+# -DE2E_<FLAG>s joined by "+" ("all": none): correct and handing over every intermediate, none, all
+# but A; a bug only the chained check of an intermediate sees, and the same bug fused away.
+E2E_PLUGINS := $(patsubst %,$(BUILD)/plugin-fixtures/gdn-e2e-%.so,all fused without_a bug_vnew_f32 \
+                 fused+bug_vnew_f32)
+$(BUILD)/plugin-fixtures/gdn-e2e-%.so: fixtures/plugin/gdn_e2e.c include/ulpgate/kernel_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(PLUGIN_LINK) \
+	    $(addprefix -DE2E_,$(filter-out ALL,$(subst +, ,$(shell echo '$*' | tr a-z A-Z)))) $< -o $@ -lm
+
 # tests/test_plugin.c loads these from the test binary's $(BUILD) (order-only: not linked in).
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(LIB_OBJ) | $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcunit
@@ -112,7 +122,7 @@ $(BUILD)/mutants/ulpgate-%: $(BUILD)/mutants/%.o $(BUILD)/harness/main.o $(LIB_O
 # The README's test command: unit tests, then the end-to-end smoke sweep
 # through the gate, then the proof that the gate catches every mutant.
 test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES) $(TC_ORDER_PLUGINS) \
-      $(ROUNDING_BUG_PLUGINS)
+      $(ROUNDING_BUG_PLUGINS) $(E2E_PLUGINS)
 	@$(call timed,unit tests,$(BUILD)/tests/run_tests)
 	@$(call timed,smoke sweep,$(BUILD)/ulpgate verify --sweep fixtures/sweeps/smoke \
 	    --budgets $(BUDGETS) --reports $(BUILD)/smoke-reports --quiet)
@@ -120,6 +130,7 @@ test: $(BUILD)/tests/run_tests $(BUILD)/ulpgate $(BUILD)/libulpgate_kernels.so $
 	    --sweep fixtures/sweeps/memcheck --budgets $(BUDGETS) --reports $(BUILD)/plugin-reports --quiet)
 	@$(call timed,hostile plugins,tests/hostile/run.sh $(BUILD))
 	@$(call timed,plugin baseline,tests/plugin_baseline.sh $(BUILD))
+	@$(call timed,outside gdn_e2e pipeline,tests/e2e_plugin.sh $(BUILD))
 	@$(MAKE) --no-print-directory profiles
 
 	@$(call timed,command line,tests/cli/exit_codes.sh $(BUILD) && tests/cli/report_set.sh $(BUILD) && \

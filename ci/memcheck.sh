@@ -6,7 +6,7 @@
 # longest jobs start first, so that none is left running alone at the end:
 # the suites in LONGEST (measured under valgrind on the 2-core machine:
 # ref_fast_path_regimes and ref_fast_path about 120 s each, nonfinite 100 s,
-# kernel_gdn_recompute_wu 47 s, the sweep 40-60 s), then the sweep, then the
+# ref_fast_kkt_regimes 62 s, kernel_gdn_recompute_wu 47 s, the sweep 40-60 s), then the sweep, then the
 # rest in the runner's order. A name not (or no longer) a suite is skipped.
 # A job's log is printed when it fails; a
 # valgrind error (exit 99), a definite leak, a failed test or a failed gate
@@ -29,7 +29,7 @@ run() { # name command...: runs it under valgrind, its exit status in the name's
   echo $? >"$logs/$name.rc"
 }
 
-LONGEST="ref_fast_path_regimes ref_fast_path nonfinite kernel_gdn_recompute_wu"
+LONGEST="ref_fast_path_regimes ref_fast_path nonfinite ref_fast_kkt_regimes kernel_gdn_recompute_wu"
 sweep_job="verify memcheck sweep" # a name no suite can have (it has spaces)
 queue=()
 for name in $LONGEST; do grep -qx "$name" <<<"$suites" && queue+=("$name"); done

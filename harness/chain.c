@@ -82,6 +82,36 @@ ug_status ug_case_measured(const ug_family *f, const bool present[UG_MAX_BUFFERS
     return ug_ok();
 }
 
+ug_status ug_case_unchecked(const ug_family *f, const bool present[UG_MAX_BUFFERS], int missing[UG_MAX_BUFFERS])
+{
+    chain_plan cp;
+    UG_TRY(plan_make(f, present, &cp));
+    for (size_t i = 0; i < UG_MAX_BUFFERS; i++) missing[i] = -1;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        const int s = cp.produced_by[i];
+        if (!f->buffers[i].optional || !present[i] || s < 0 || cp.stage_runs[s]) continue;
+        const ug_family *sf;
+        int map[UG_MAX_BUFFERS];
+        UG_TRY(stage_family(f, (size_t)s, &sf));
+        UG_TRY(stage_buffers(f, sf, &f->stages[s], map));
+        for (size_t k = 0; k < sf->n_buffers && missing[i] < 0; k++)
+            if (!sf->buffers[k].is_output && !present[map[k]]) missing[i] = map[k];
+    }
+    return ug_ok();
+}
+
+ug_status ug_chain_stage_name(const ug_family *f, size_t buffer, const char **name)
+{
+    bool present[UG_MAX_BUFFERS] = {0};
+    chain_plan cp;
+    UG_TRY(plan_make(f, present, &cp));
+    if (buffer >= f->n_buffers || cp.produced_by[buffer] < 0)
+        return ug_fail(UG_EINVAL, "%s: buffer %zu is produced by none of its %zu stages", f->name, buffer,
+                       f->n_stages);
+    *name = f->stages[cp.produced_by[buffer]].family;
+    return ug_ok();
+}
+
 /* Whether the stage's reference replaces output buffer i's in this mode. */
 static bool stage_checks(const ug_family *f, const chain_plan *cp, size_t s, size_t i, ug_ref_mode mode)
 {

@@ -29,6 +29,17 @@
 ug_status ug_case_measured(const ug_family *f, const bool present[UG_MAX_BUFFERS], ug_ref_mode mode,
                            bool measured[UG_MAX_BUFFERS]);
 
+/* Why an intermediate the kernel handed over (optional, present) is checked
+ * in neither mode: its stage lacked an input. Per buffer index,
+ * missing[i] is the buffer index of the first input of the stage producing
+ * buffer i that is not there, or -1 when buffer i is checked, not handed
+ * over or not an intermediate. */
+ug_status ug_case_unchecked(const ug_family *f, const bool present[UG_MAX_BUFFERS], int missing[UG_MAX_BUFFERS]);
+
+/* The family name of the stage that produces buffer (a pipeline's output)
+ * into *name; fails naming the buffer when no stage produces it. */
+ug_status ug_chain_stage_name(const ug_family *f, size_t buffer, const char **name);
+
 /* The reference of every measured output in this mode into outs (per
  * output ordinal, as ug_family.reference takes them): the family's own,
  * then its stages'. bufs: the inputs, and the kernel's outputs; an optional

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../core/json.h"
+#include "chain.h"
 
 enum { MAX_FAILED_CASES = 50 };
 
@@ -180,6 +181,34 @@ static void check_paths_agree(findings *fs, const ug_run_result *run, const ug_f
         paths);
 }
 
+/* An intermediate handed over but never checked passes silently otherwise: one INFO per output of a pipeline
+ * family, with the cases and the stage inputs that were missing (harness/chain.h). */
+static ug_status check_unchecked(findings *fs, const ug_run_result *run, const ug_family_result *fr)
+{
+    for (size_t o = 0; o < fr->n_outputs && fr->family->n_stages; o++) {
+        size_t cases = 0;
+        uint32_t missing = 0; /* buffer indices */
+        for (size_t i = 0; i < run->n_cases; i++) {
+            const ug_case_result *r = &run->cases[i];
+            if (r->c->family != fr->family || !r->unchecked[o]) continue;
+            cases++;
+            missing |= 1u << r->unchecked_missing[o];
+        }
+        if (!cases) continue;
+        const char *stage;
+        UG_TRY(ug_chain_stage_name(fr->family, (size_t)fr->output_buffer[o], &stage));
+        char names[160] = "";
+        size_t n = 0;
+        for (size_t b = 0, used = 0; b < fr->family->n_buffers && used < sizeof names; b++)
+            if (missing >> b & 1u)
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", n++ ? " or " : "",
+                                         fr->family->buffers[b].name);
+        add(fs, UG_FINDING_INFO, "%s: %s was handed over in %zu case%s but not checked: its stage %s reads %s, which "
+            "was not handed over", fr->family->name, output_name(fr, o), cases, cases == 1 ? "" : "s", stage, names);
+    }
+    return ug_ok();
+}
+
 /* Why a run measured another element count than the baseline, as far as the run can tell. */
 static void count_mismatch_reason(const ug_run_result *run, const ug_family_result *fr, char *out, size_t size)
 {
@@ -314,6 +343,11 @@ ug_status ug_gate_evaluate(const ug_run_result *run, const ug_budgets *budgets,
                 check_output_mode(&fs, run, fr, o, (ug_ref_mode)m, budgets, baseline);
         check_paths_agree(&fs, run, fr);
         if (baseline) check_bits(&fs, run, fr, baseline);
+        const ug_status st = check_unchecked(&fs, run, fr);
+        if (!ug_is_ok(&st)) {
+            ug_verdict_free(out);
+            return st;
+        }
     }
     if (!fs.out_of_memory) return ug_ok();
     ug_verdict_free(out);

@@ -101,7 +101,8 @@ static const field output_fields[] = {{"name", 'S'}, {"modes", 'O'}, {NULL, 0}};
 static const field case_fields[] = {
     {"index", 'U'}, {"label", 'S'}, {"family", 'S'}, {"passed", 'B'}, {"failure", 's'}, {"kernel_status", 'O'},
     {"elements", 'U'}, {"isa_bits_agree", 'B'}, {"kernel_seconds", 'R'}, {"reference_seconds", 'R'},
-    {"bits_hash", 'h'}, {"isa_bits", 'O'}, {"plan", 'o'}, {"samples", 'A'}, {"outputs", 'O'}, {NULL, 0},
+    {"bits_hash", 'h'}, {"isa_bits", 'O'}, {"plan", 'o'}, {"samples", 'A'}, {"outputs", 'O'}, {"unchecked", 'o'},
+    {NULL, 0},
 };
 static const field status_fields[] = {{"code", 'S'}, {"message", 'S'}, {NULL, 0}};
 static const field plan_fields[] = {
@@ -450,7 +451,16 @@ static ug_status read_case(const char *path, const json_t *j, ug_run_result *out
     }
     const ug_family_result *fr = family_of(out, r->c->family);
     const char *output;
-    json_t *modes;
+    json_t *modes, *input;
+    json_object_foreach(json_object_get(j, "unchecked"), output, input) {
+        const char *name = json_string_value(input);
+        const int o = output_ordinal(fr, output), missing = name ? ug_family_buffer_index(r->c->family, name) : -1;
+        if (o < 0 || missing < 0)
+            return ug_fail(UG_EPARSE, "%s: case %zu: unchecked: '%s' is not an output, or its value not a buffer, "
+                           "of %s", path, idx, output, r->c->family->name);
+        r->unchecked[o] = true;
+        r->unchecked_missing[o] = (uint8_t)missing;
+    }
     json_object_foreach(json_object_get(j, "outputs"), output, modes) {
         int o = output_ordinal(fr, output);
         if (o < 0) return ug_fail(UG_EPARSE, "%s: case %zu: unknown output '%s'", path, idx, output);

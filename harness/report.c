@@ -264,19 +264,22 @@ static void md_chained(FILE *f, const ug_run_result *run)
                    "Each output below is checked against its stage's reference computed from the kernel's own "
                    "earlier outputs (the staged mode of o and final_state; both modes of an intermediate); the exact "
                    "mode of o and final_state compares them with the exact recurrence. A case that does not hand "
-                   "over an intermediate, or an input of its stage, leaves that check out.\n\n"
-                   "| output | cases checked (exact) | cases checked (staged) | accepted cases |\n|---|---:|---:|---:|\n",
+                   "over an intermediate, or an input of its stage, leaves that check out; Findings has an INFO "
+                   "for each intermediate handed over but not checked, naming the input its stage lacked.\n\n"
+                   "| output | cases checked (exact) | cases checked (staged) | accepted cases | handed over, not "
+                   "checked |\n|---|---:|---:|---:|---:|\n",
                 fr->family->name);
         for (size_t o = 0; o < fr->n_outputs; o++) {
-            size_t checked[UG_REF_MODE_COUNT] = {0}, accepted = 0;
+            size_t checked[UG_REF_MODE_COUNT] = {0}, unchecked = 0, accepted = 0;
             for (size_t k = 0; k < run->n_cases; k++) {
                 const ug_case_result *cr = &run->cases[k];
                 if (cr->c->family != fr->family || cr->c->expect_reject) continue;
                 accepted++;
+                unchecked += cr->unchecked[o];
                 for (int m = 0; m < UG_REF_MODE_COUNT; m++) checked[m] += cr->sum[o][m].elements > 0;
             }
-            fprintf(f, "| %s | %zu | %zu | %zu |\n", output_name(fr, o), checked[UG_REF_EXACT],
-                    checked[UG_REF_STAGED], accepted);
+            fprintf(f, "| %s | %zu | %zu | %zu | %zu |\n", output_name(fr, o), checked[UG_REF_EXACT],
+                    checked[UG_REF_STAGED], accepted, unchecked);
         }
     }
 }
@@ -572,6 +575,18 @@ static json_t *case_outputs_json(const ug_run_result *run, const ug_case_result 
     return outputs;
 }
 
+/* {output: the stage input that was missing} per intermediate handed over and not checked (harness/chain.h). */
+static json_t *case_unchecked_json(const ug_run_result *run, const ug_case_result *cr)
+{
+    const ug_family_result *fr = family_result(run, cr->c->family);
+    json_t *unchecked = json_object();
+    for (size_t o = 0; unchecked && fr && o < fr->n_outputs; o++)
+        if (cr->unchecked[o])
+            unchecked = set(unchecked, output_name(fr, o),
+                            json_string(cr->c->family->buffers[cr->unchecked_missing[o]].name));
+    return unchecked;
+}
+
 static json_t *expect_json(const ug_case *c)
 {
     json_t *expect = json_array();
@@ -616,6 +631,7 @@ static json_t *case_json(const ug_run_result *run, const ug_case_result *cr)
                                                   (json_int_t)cr->plan.tg_bytes_planned, "tg_bytes_needed",
                                                   (json_int_t)cr->plan.tg_bytes_needed, "finding",
                                                   cr->plan_finding[0] ? cr->plan_finding : NULL));
+    j = set(j, "unchecked", case_unchecked_json(run, cr));
     return set(j, "outputs", case_outputs_json(run, cr));
 }
 

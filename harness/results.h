@@ -21,6 +21,11 @@ typedef struct {
     /* accepted cases: per output ordinal and mode (0 elements: not measured,
        an intermediate not handed over: harness/chain.h) */
     ug_summary sum[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
+    /* per output ordinal: an intermediate the kernel handed over that no
+       stage checked, and the buffer index of the input its stage lacked
+       (harness/chain.h ug_case_unchecked) */
+    bool unchecked[UG_MAX_BUFFERS];
+    uint8_t unchecked_missing[UG_MAX_BUFFERS];
     uint64_t bits_hash;         /* FNV-1a of all outputs' bytes (first ISA) */
     bool isa_bits_agree;        /* every ISA produced the same bits */
     double kernel_seconds, reference_seconds;

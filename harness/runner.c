@@ -265,11 +265,13 @@ static void check_rejection(const ug_case *c, case_buffers *cb, const char *labe
 
 /* ---- measuring a set of outputs against the reference, slice by slice ---------- */
 
-/* The run's case workers that found no case left: a case still running
- * borrows them for its slices. */
+/* The run's case workers that found no case left, or that wait for memory
+ * to start theirs: a case still running borrows them for its slices. A
+ * waiting worker that starts while its place is lent out is owed that
+ * place: the lent thread then hands it back to no one. */
 typedef struct {
     pthread_mutex_t *lock;
-    size_t idle;
+    size_t idle, owed;
 } worker_pool;
 
 /* The elements with the largest ratios of one output and mode, largest
@@ -421,10 +423,11 @@ static ug_status measure_slice(const slice_work *w, size_t s, slice_result *sr)
         if (!refs[o]) st = ug_fail(UG_ENOMEM, "reference of %s: %zu elements", f->buffers[w->out_buf[o]].name, n);
     }
     for (int m = 0; m < UG_REF_MODE_COUNT && ug_is_ok(&st); m++) {
-        for (size_t o = 0; o < w->n_outputs; o++)
+        const bool same_as_exact = m != UG_REF_EXACT && f->staged_is_exact && !f->n_stages;
+        for (size_t o = 0; o < w->n_outputs && !same_as_exact; o++)
             memset(refs[o], 0, (sb[w->out_buf[o]].count ? sb[w->out_buf[o]].count : 1) * sizeof(ug_ref_value));
         const double t0 = now_seconds();
-        st = ug_case_reference(f, &sub, sb, w->opt->model, (ug_ref_mode)m, refs);
+        if (!same_as_exact) st = ug_case_reference(f, &sub, sb, w->opt->model, (ug_ref_mode)m, refs);
         sr->reference_seconds += now_seconds() - t0;
         for (size_t o = 0; o < w->n_outputs && ug_is_ok(&st); o++) {
             if (!w->checked[w->out_buf[o]][m]) continue;
@@ -511,7 +514,8 @@ static void *lent_slice_worker(void *arg)
     slice_worker(w);
     mpfr_free_cache(); /* MPFR's constant caches are per thread */
     pthread_mutex_lock(w->pool->lock);
-    w->pool->idle++;
+    if (w->pool->owed > 0) w->pool->owed--;
+    else w->pool->idle++;
     pthread_mutex_unlock(w->pool->lock);
     return NULL;
 }
@@ -562,6 +566,12 @@ static ug_status outputs_present(slice_work *w, ug_case_result *r)
         bool measured[UG_MAX_BUFFERS];
         UG_TRY(ug_case_measured(f, w->present, (ug_ref_mode)m, measured));
         for (size_t i = 0; i < f->n_buffers; i++) w->checked[i][m] = measured[i];
+    }
+    int missing[UG_MAX_BUFFERS];
+    UG_TRY(ug_case_unchecked(f, w->present, missing));
+    for (size_t o = 0; o < w->n_outputs; o++) {
+        r->unchecked[o] = missing[w->out_buf[o]] >= 0;
+        r->unchecked_missing[o] = (uint8_t)(r->unchecked[o] ? missing[w->out_buf[o]] : 0);
     }
     return ug_ok();
 }
@@ -785,7 +795,36 @@ typedef struct {
     size_t next, done;
     ug_status first_error;
     worker_pool pool;   /* lock: &lock */
+    size_t running_bytes; /* the buffers of the cases running now */
+    pthread_cond_t case_done;
 } work_queue;
+
+/* The bytes of a case's buffers (0 when they cannot be sized: run_case
+ * reports why). */
+static size_t case_bytes(const ug_case *c, size_t max_bytes)
+{
+    ug_buf bufs[UG_MAX_BUFFERS];
+    const ug_status st = buffers_size(bufs, c, max_bytes);
+    size_t total = 0;
+    for (size_t i = 0; ug_is_ok(&st) && i < c->family->n_buffers; i++) total += buf_bytes(&bufs[i]);
+    return total;
+}
+
+/* Waits (lent to the running cases' slices meanwhile) until the buffers of
+ * the cases running and of case c fit under the cap together, or nothing
+ * else runs; then counts c's buffers in. Under q->lock. */
+static void admit(work_queue *q, size_t bytes)
+{
+    bool lent = false;
+    while (q->running_bytes > 0 && q->running_bytes + bytes > q->opt->max_case_bytes) {
+        if (!lent) q->pool.idle++;
+        lent = true;
+        pthread_cond_wait(&q->case_done, &q->lock);
+    }
+    if (lent && q->pool.idle > 0) q->pool.idle--;
+    else if (lent) q->pool.owed++;
+    q->running_bytes += bytes;
+}
 
 /* A case's work, for the order: the elements its outputs hold (the
  * reference's cost grows with them); a rejected shape runs no reference. */
@@ -852,8 +891,14 @@ static void *worker(void *arg)
         }
         i = q->order[i];
         const ug_case *c = &q->sweep->cases[i];
+        const size_t bytes = case_bytes(c, q->opt->max_case_bytes);
+        pthread_mutex_lock(&q->lock);
+        admit(q, bytes);
+        pthread_mutex_unlock(&q->lock);
         ug_status st = run_case(c, q->opt, &q->pool, &q->out->cases[i]);
         pthread_mutex_lock(&q->lock);
+        q->running_bytes -= bytes;
+        pthread_cond_broadcast(&q->case_done);
         q->done++;
         if (!ug_is_ok(&st) && ug_is_ok(&q->first_error)) q->first_error = st;
         if (q->opt->progress)
@@ -929,7 +974,8 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
         ug_run_result_free(out);
         return ug_fail(UG_ENOMEM, "cannot allocate the order of %zu cases", sw->n_cases);
     }
-    work_queue q = {sw, opt, out, order, PTHREAD_MUTEX_INITIALIZER, 0, 0, ug_ok(), {NULL, 0}};
+    work_queue q = {sw, opt, out, order, PTHREAD_MUTEX_INITIALIZER, 0, 0, ug_ok(), {NULL, 0, 0}, 0,
+                    PTHREAD_COND_INITIALIZER};
     q.pool.lock = &q.lock;
     pthread_t threads[256];
     int started = 0;

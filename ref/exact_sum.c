@@ -374,10 +374,9 @@ static bool finish_normal(bool neg, ug_u128 m, int top, ug_dtype dtype, double *
     return true;
 }
 
-void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bound, double abs_sum,
-                    uint32_t flagged, ug_dtype dtype)
+ug_xval ug_xval_round128(const ug_xval *exact)
 {
-    ug_xval r = *exact; /* r = RN_128(S), exactly as mpfr_sum at UG_REF_PREC bits */
+    ug_xval r = *exact;
     if (!exact->zero && exact->m >> 127) { /* 128 bits already (the windows' reads): ties to even */
         r.m += exact->round && (exact->sticky || (exact->m & 1));
         if (r.m == 0) { /* carried out: 2^128 */
@@ -389,6 +388,13 @@ void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bo
         round_value(exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
         r.round = r.sticky = false;
     }
+    return r;
+}
+
+void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bound, double abs_sum,
+                    uint32_t flagged, ug_dtype dtype)
+{
+    const ug_xval r = ug_xval_round128(exact); /* r = RN_128(S), exactly as mpfr_sum at UG_REF_PREC bits */
     ug_u128 m;
     int top;
     double hi, lo;
@@ -816,3 +822,5 @@ void ug_xsum_add_xwin(ug_xsum *a, const uint64_t *acc, int limbs, int e)
     for (int k = 0; k < limbs; k++)
         if (mag[k]) ug_xsum_add(a, neg, mag[k], e + 64 * k);
 }
+
+bool ug_xwin_magnitude(const uint64_t *acc, int limbs, uint64_t *mag) { return window_magnitude(acc, limbs, mag); }

@@ -198,6 +198,10 @@ ug_xval_doubles ug_xval_to_doubles(const ug_xval *v);
  * ug_mpfr_to_f32_bits of v. */
 uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype);
 
+/* RN_128(v), as MPFR rounds v to UG_REF_PREC bits to nearest (ties to
+ * even): round and sticky cleared, m below 2^128. */
+ug_xval ug_xval_round128(const ug_xval *v);
+
 /* The exact product ±m1·m2·2^e read as a ug_xval, without an accumulator. */
 ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e);
 
@@ -341,6 +345,10 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e);
  * sign). */
 bool ug_xwin_read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
                        ug_xval *out);
+
+/* mag[0 .. limbs) = |acc| for a two's complement integer acc[0 .. limbs)
+ * (any number of limbs); returns whether acc is negative. */
+bool ug_xwin_magnitude(const uint64_t *acc, int limbs, uint64_t *mag);
 
 /* S += acc·2^e, a window's value (limbs <= UG_XWIN_LIMBS): an exact
  * continuation of a sum begun in a window (an add outside the range marks

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exact_sum.h"
+#include "gdn_fast.h"
 #include "round.h"
 #include "rowsimd.h"
 
@@ -156,24 +157,12 @@ static mpfr_srcptr exact_dot(dot_workspace *dw, const int_vector *a, const int_v
 
 /* ---- the fast path's pieces (docs/error-model.md §2.1) ---------------------- */
 
-/* A positive number m·2^e (m < 2^128): a correctly rounded exp. */
-typedef struct {
-    ug_u128 m;
-    int e;
-} fx;
-
-/* exp(y) at 256 bits, RN: the 256-bit integer d times 2^e. */
-typedef struct {
-    mp_limb_t d[4];
-    long e;
-} exp256;
-
 /* An attention operand x = dot·e·2^exp on the fast path: dot the exact q.k
  * as an integer (unit 2^(q_lo + k_lo)), e = RN_128(exp(g_t - g_s)) (1 when
  * the gates are equal), exactly the MPFR path's x. */
 typedef struct {
     int64_t dot;
-    fx e;
+    ug_gdn_fx e;
 } pair_operand;
 
 /* Operand factors [begin, end) of a row on one grid 2^grid, nc limbs each. */
@@ -189,7 +178,7 @@ typedef struct {
 typedef struct {
     int64_t *q_int, *k_int, *h_int; /* [bt][kdim], [bt][kdim], [width][kdim] */
     int q_lo, k_lo, h_lo;
-    exp256 *gate_exp, *gate_inv;    /* [bt]: exp(g_t), exp(-g_t) */
+    ug_gdn_exp256 *gate_exp, *gate_inv; /* [bt]: exp(g_t), exp(-g_t) */
     pair_operand *pair;             /* [bt][bt], j <= i */
     bool *row_mpfr;                 /* [bt]: the row goes through the MPFR path */
     bool scaled_v_done;             /* the MPFR path's scaled_v is filled for this chunk */
@@ -592,110 +581,11 @@ static bool chunk_in_fast_domain(workspace *ws, const args *a, size_t b, size_t 
     return true;
 }
 
-/* sum_d a[d] b[d] (exact: the domain's bound) and sum_d |a[d] b[d]|. */
-static int64_t int_dot_portable(const int64_t *a, const int64_t *b, size_t n, int64_t *magnitude)
-{
-    int64_t sum = 0, mag = 0;
-    for (size_t d = 0; d < n; d++) {
-        const int64_t p = a[d] * b[d];
-        sum += p;
-        mag += p < 0 ? -p : p;
-    }
-    *magnitude = mag;
-    return sum;
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-/* The same eight terms at a time (integer sums: any order, the same bits). */
-__attribute__((target("avx512f,avx512dq"))) static int64_t int_dot_avx512(const int64_t *a, const int64_t *b,
-                                                                           size_t n, int64_t *magnitude)
-{
-    __m512i sum = _mm512_setzero_si512(), mag = _mm512_setzero_si512();
-    size_t d = 0;
-    for (; d + 8 <= n; d += 8) {
-        const __m512i p = _mm512_mullo_epi64(_mm512_loadu_si512(a + d), _mm512_loadu_si512(b + d));
-        sum = _mm512_add_epi64(sum, p);
-        mag = _mm512_add_epi64(mag, _mm512_abs_epi64(p));
-    }
-    int64_t rest_mag;
-    const int64_t rest = int_dot_portable(a + d, b + d, n - d, &rest_mag);
-    *magnitude = _mm512_reduce_add_epi64(mag) + rest_mag;
-    return _mm512_reduce_add_epi64(sum) + rest;
-}
-#endif
-
-/* int_dot_portable, on AVX-512 where the CPU has it and the reference's
- * vector paths are on (ug_ref_simd_available: off under valgrind, and where
- * the tests turn it off to compare). */
-static int64_t int_dot(const int64_t *a, const int64_t *b, size_t n, int64_t *magnitude, bool simd)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (simd) return int_dot_avx512(a, b, n, magnitude);
-#endif
-    (void)simd;
-    return int_dot_portable(a, b, n, magnitude);
-}
-
 /* |dot|·2^lo rounded away from zero to a double, as mpfr_get_d(RNDA). */
 static double abs_away(int64_t dot, int lo)
 {
     const ug_xval v = {.zero = dot == 0, .m = dot < 0 ? -(ug_u128)dot : (ug_u128)dot, .e = lo};
     return dot == 0 ? 0.0 : ug_xval_to_double(&v, MPFR_RNDA);
-}
-
-/* exp(g) and exp(-g) at 256 bits: E = RN(exp(g)) and F = RN(1/E), so
- * |E - exp(g)| <= 2^-256 E and |F - exp(-g)| < 2^-254.9 exp(-g) (false
- * outside MPFR's regular numbers). */
-static bool exp_wide(fast_chunk *f, float g, exp256 *e, exp256 *inv)
-{
-    mpfr_set_flt(f->wide, g, MPFR_RNDN);
-    mpfr_exp(f->wide, f->wide, MPFR_RNDN);
-    if (!mpfr_regular_p(f->wide)) return false;
-    memcpy(e->d, mpfr_custom_get_significand(f->wide), sizeof e->d);
-    e->e = mpfr_get_exp(f->wide) - 4 * 64;
-    mpfr_ui_div(f->wide, 1, f->wide, MPFR_RNDN);
-    if (!mpfr_regular_p(f->wide)) return false;
-    memcpy(inv->d, mpfr_custom_get_significand(f->wide), sizeof inv->d);
-    inv->e = mpfr_get_exp(f->wide) - 4 * 64;
-    return true;
-}
-
-/* 64 bits of the n-limb integer d from bit `bit` up (zeros above). */
-static uint64_t bits_at(const mp_limb_t *d, int n, int bit)
-{
-    const int k = bit >> 6, shift = bit & 63;
-    const uint64_t low = k < n ? d[k] >> shift : 0, high = shift && k + 1 < n ? d[k + 1] << (64 - shift) : 0;
-    return low | high;
-}
-
-/* RN_128 of a real known to lie within 2^-250 relative of the n-limb
- * integer d·2^e (d's top limb nonzero, at least 192 bits): the rounding of
- * d itself, certain unless d's bits after its leading 128 lie within 2^-64
- * of a half (then false: the caller asks MPFR). exp(y) is never a 128-bit
- * midpoint, nor exactly representable but at y = 0. */
-static bool round_certified(const mp_limb_t *d, int n, long e, fx *out)
-{
-    const int top = 64 * (n - 1) + 64 - __builtin_clzll(d[n - 1]); /* bit length */
-    const uint64_t next = bits_at(d, n, top - 192);
-    if (next == UINT64_C(1) << 63 || next == (UINT64_C(1) << 63) - 1) return false;
-    out->m = (ug_u128)bits_at(d, n, top - 64) << 64 | bits_at(d, n, top - 128);
-    long q = e + top - 128;
-    if (next > UINT64_C(1) << 63 && ++out->m == 0) {
-        out->m = (ug_u128)1 << 127;
-        q++;
-    }
-    if (q < INT_MIN / 4 || q > INT_MAX / 4) return false;
-    out->e = (int)q;
-    return true;
-}
-
-/* RN_128(exp(g_t - g_s)) from exp(g_t)·exp(-g_s) at 256 bits (exp_wide):
- * their product lies within 2^-253 relative of the exponential. */
-static bool pair_exp(const fast_chunk *f, size_t i, size_t j, fx *out)
-{
-    mp_limb_t product[8];
-    mpn_mul_n(product, f->gate_exp[i].d, f->gate_inv[j].d, 4);
-    return round_certified(product, 8, f->gate_exp[i].e + f->gate_inv[j].e, out);
 }
 
 /* y = a - b of two finite floats rounded up and away from zero to a double,
@@ -728,12 +618,12 @@ static bool fast_operand(workspace *ws, const args *a, size_t b, size_t head, si
     fast_chunk *f = &ws->fast;
     pair_operand *p = &f->pair[i * ws->bt + j];
     int64_t magnitude;
-    p->dot = int_dot(f->q_int + i * ws->kdim, f->k_int + j * ws->kdim, ws->kdim, &magnitude, f->simd);
+    p->dot = ug_gdn_int_dot(f->q_int + i * ws->kdim, f->k_int + j * ws->kdim, ws->kdim, &magnitude, f->simd);
     const int lo = f->q_lo + f->k_lo;
     const float g_t = gate(a, b, t0 + i, head), g_s = gate(a, b, t0 + j, head);
     const bool unit_decay = g_t == g_s, exact = unit_decay || p->dot == 0;
-    p->e = (fx){1, 0};
-    if (!unit_decay && !pair_exp(f, i, j, &p->e)) return false;
+    p->e = (ug_gdn_fx){1, 0};
+    if (!unit_decay && !ug_gdn_pair_exp(&f->gate_exp[i], &f->gate_inv[j], &p->e)) return false;
     double diff_up, diff_away;
     difference_directed(g_t, g_s, &diff_up, &diff_away);
     const double abs_terms = ldexp((double)magnitude, lo) * UG_F32_SLACK; /* as exact_dot's */
@@ -988,8 +878,8 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
     const gdn_chunk_o_shape *s = a->s;
     fast_chunk *f = &ws->fast;
     const row_constants row = row_constants_of(ws, a, gate(a, b, t0 + i, head), i);
-    fx e_t;
-    if (!round_certified(f->gate_exp[i].d, 4, f->gate_exp[i].e, &e_t)) return false;
+    ug_gdn_fx e_t;
+    if (!ug_gdn_round_certified(f->gate_exp[i].d, 4, f->gate_exp[i].e, &e_t)) return false;
     bool scale_neg;
     uint64_t scale_m;
     int scale_e;
@@ -1009,7 +899,8 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
             rn->max_e + v->max_e - rn->min_e - v->min_e + PRODUCT_BITS + CARRY_BITS > TERM_PREC - 24)
             return false;
         int64_t magnitude;
-        const int64_t dot = int_dot(f->q_int + i * ws->kdim, f->h_int + col * ws->kdim, ws->kdim, &magnitude, f->simd);
+        const int64_t dot =
+            ug_gdn_int_dot(f->q_int + i * ws->kdim, f->h_int + col * ws->kdim, ws->kdim, &magnitude, f->simd);
         ug_xsum_clear(acc);
         if (dot != 0) add_wide(acc, dot < 0, dot < 0 ? -(ug_u128)dot : (ug_u128)dot, e_t.m, state_lo + e_t.e);
         for (size_t g = 0; g < f->n_groups; g++) {
@@ -1069,7 +960,7 @@ static ug_status fast_chunk_rows(workspace *ws, const args *a, size_t b, size_t 
     f->simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512dq");
     for (size_t i = 0; i < bt; i++) {
         const float g = gate(a, b, t0 + i, head);
-        f->row_mpfr[i] = !exp_wide(f, g, &f->gate_exp[i], &f->gate_inv[i]);
+        f->row_mpfr[i] = !ug_gdn_exp_wide(f->wide, g, &f->gate_exp[i], &f->gate_inv[i]);
     }
     for (size_t i = 0; i < bt; i++)
         for (size_t j = 0; j <= i; j++)

@@ -11,7 +11,9 @@
  * exact mode. Per element: r, RN_f32(r), the bound of the kernel's f32
  * arithmetic (any summation order of the dot product, either order of the
  * two products, expf of the f32 gate difference) and beta exp(.) sum |k_t k_s|
- * for the condition number. Shapes must satisfy the kernel's validation. */
+ * for the condition number. Shapes must satisfy the kernel's validation.
+ * By default a fast path (docs/error-model.md §2.1) forms the same values,
+ * bit for bit, without MPFR wherever it can certify them. */
 #ifndef UG_REF_GDN_CHUNK_SCALED_KKT_H
 #define UG_REF_GDN_CHUNK_SCALED_KKT_H
 

@@ -516,7 +516,9 @@ static void norm_end_chunk(workspace *ws, const io *a, size_t t0)
         for (size_t col = 0; col < dim_v; col++) {
             const size_t x = i * dim_v + col;
             const double x_abs = (n->op_abs_dec[x] + 0x1p-134) * (1 + 0x1p-7); /* >= |e_i v_i| */
-            n->dec_dev[x] = (e_rel * (ws->v_mag[x] + v_norm[col]) + ug_f32_underflow_half(ws->model)) * UG_F32_SLACK;
+            /* plus the reference operand's own 2^-127 relative rounding, as decayed_values adds it */
+            n->dec_dev[x] = (e_rel * (ws->v_mag[x] + v_norm[col]) + ug_f32_underflow_half(ws->model)) * UG_F32_SLACK +
+                            x_abs * 0x1p-100;
             n->v_dev[x] = casts * (0x1p-8 * x_abs + 0x1p-134);
         }
     }

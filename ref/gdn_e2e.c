@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "limbs256.h"
+
 /* Two forms of the state, chosen per head (docs/error-model-gdn_e2e.md §2).
  *
  * The grid form, for every head whose inputs are finite and moderate
@@ -48,6 +50,7 @@ static long grid_floor(mpfr_prec_t p) { return (long)p - 40; }
 typedef unsigned __int128 u128;
 enum { LIMBS = 4, FAST_PREC = 192, FAST_FACTOR_BITS = 48, FAST_MAX_K = 1 << 14 };
 _Static_assert(GMP_LIMB_BITS == 64, "the fast path reads GMP limbs as 64-bit words");
+_Static_assert((int)LIMBS == (int)UG_LIMBS256, "the fast path multiplies its entries by limbs256.h");
 
 /* One token's key or query on one grid: component = m · 2^lsb, |component|
  * < 2^top; zero vectors have nonzero == false. */
@@ -541,28 +544,6 @@ typedef struct {
     int round_limbs; /* L; > LIMBS: every product rounds to 0 */
 } limb_delta;
 
-/* p[0 .. 4] = k · d[0 .. 3]. */
-__attribute__((always_inline)) static inline void mul_limbs(uint64_t k, const uint64_t d[LIMBS], uint64_t p[LIMBS + 1])
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    /* GCC 12 breaks this carry chain into setb / add $0xff pairs */
-    __asm__("movq %[d0], %%rax\n\tmulq %[k]\n\tmovq %%rax, %[p0]\n\tmovq %%rdx, %[p1]\n\t"
-            "movq %[d1], %%rax\n\tmulq %[k]\n\taddq %%rax, %[p1]\n\tadcq $0, %%rdx\n\tmovq %%rdx, %[p2]\n\t"
-            "movq %[d2], %%rax\n\tmulq %[k]\n\taddq %%rax, %[p2]\n\tadcq $0, %%rdx\n\tmovq %%rdx, %[p3]\n\t"
-            "movq %[d3], %%rax\n\tmulq %[k]\n\taddq %%rax, %[p3]\n\tadcq $0, %%rdx\n\tmovq %%rdx, %[p4]"
-            : [p0] "=&r"(p[0]), [p1] "=&r"(p[1]), [p2] "=&r"(p[2]), [p3] "=&r"(p[3]), [p4] "=&r"(p[4])
-            : [k] "r"(k), [d0] "m"(d[0]), [d1] "m"(d[1]), [d2] "m"(d[2]), [d3] "m"(d[3])
-            : "rax", "rdx", "cc");
-#else
-    u128 t = 0;
-    for (int i = 0; i < LIMBS; i++) {
-        t = (u128)k * d[i] + (uint64_t)(t >> 64);
-        p[i] = (uint64_t)t;
-    }
-    p[LIMBS] = (uint64_t)(t >> 64);
-#endif
-}
-
 /* x += (neg ? -1 : 1) · (q + round), round in {0, 1}, mod 2^256. */
 __attribute__((always_inline)) static inline void add_rounded(uint64_t x[LIMBS], uint64_t q0, uint64_t q1, uint64_t q2,
                                                               uint64_t q3, uint64_t round, uint64_t neg)
@@ -605,7 +586,7 @@ __attribute__((always_inline)) static inline void fast_update(uint64_t (*col)[LI
     for (size_t k = 0; k < n; k++) {
         const uint64_t kneg = (uint64_t)(km[k] >> 63), ku = ((uint64_t)km[k] ^ kneg) - kneg;
         uint64_t p[LIMBS + 1];
-        mul_limbs(ku, dl->dm, p);
+        ug_limbs256_mul_1(ku, dl->dm, p);
         const uint64_t round = round_limbs ? limb_at(round_limbs - 1, p[0], p[1], p[2], p[3], p[4]) >> 63 : 0;
         add_rounded(col[k], limb_at(round_limbs, p[0], p[1], p[2], p[3], p[4]),
                     limb_at(round_limbs + 1, p[0], p[1], p[2], p[3], p[4]),

@@ -9,7 +9,10 @@
  * |R| <= 2^(1-P) |X~| and |X~ - X| <= tau = 2^(2-P) BT max|X~|^2; P grows
  * (Ziv) until tau <= 2^-190, below 2^-40 of the smallest f32 spacing
  * (docs/error-model-gdn_stages.md §3). The stage has no deliberate
- * intermediate rounding: the staged mode is the exact mode.
+ * intermediate rounding: the staged mode is the exact mode. With
+ * ug_ref_fast() the chunks whose X~ at 256 bits it can certify are computed
+ * in integers (AVX-512 IFMA where available), every field bit for bit the
+ * MPFR path's (docs/error-model.md §2.1); the others take the MPFR path.
  *
  * Per element: r, RN_f32(r), the a-priori bound of f32 forward substitution
  * (any order of each row's sum, FMA or not), propagated through the exact

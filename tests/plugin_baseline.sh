@@ -15,14 +15,8 @@ rm -rf "$work" && mkdir -p "$work/main" "$work/pr" "$work/other"
 cp "$build/plugin-fixtures/cumsum-none.so" "$work/main/libmine.so"
 cp "$build/plugin-fixtures/cumsum-backward.so" "$work/pr/libmine.so"
 cp "$build/plugin-fixtures/cumsum-none.so" "$work/other/libother.so"
-passed=0 failed=0
-check() { # NAME EXPECTED-EXIT ACTUAL-EXIT LOG [TEXT]
-  if [ "$3" -eq "$2" ] && { [ -z "${5:-}" ] || grep -qF -- "$5" "$4"; }; then
-    passed=$((passed + 1)); echo "plugin-baseline: ok: $1"
-  else
-    failed=$((failed + 1)); echo "plugin-baseline: FAILED: $1 (exit $3, expected $2${5:+, text '$5'})"; tail -5 "$4"
-  fi
-}
+check_prefix=plugin-baseline
+. "$(dirname "$0")/check.sh"
 verify() { # LIB LOG ARGS...
   local lib=$1 log=$2; shift 2
   "$ulpgate" verify --kernel-lib "$lib" --sweep fixtures/sweeps/default --budgets fixtures/budgets --quiet "$@" \
@@ -54,5 +48,4 @@ check "compare refuses results of two sources" 1 $? "$work/compare3.log" "a base
 "$ulpgate" report --budgets fixtures/budgets --baseline "$work/baseline.json" "$work/r-pr/report.json" \
   >"$work/report.log" 2>&1
 check "report re-gates the library's run against its baseline" 1 $? "$work/report.log" "max_ulp_dist worsened 5 -> 6"
-echo "plugin-baseline: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_summary

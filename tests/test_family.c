@@ -3,6 +3,7 @@
  * and the export shape all follow from the declaration, and agree. */
 #include <string.h>
 
+#include "../harness/chain.h"
 #include "../harness/family.h"
 #include "../harness/sweep.h"
 #include "tests.h"
@@ -93,8 +94,51 @@ static void overflow_names_the_buffer_and_its_layout(void)
     CU_ASSERT_EQUAL(count, 1ull << 40);
 }
 
+/* gdn_e2e with every buffer there but the named ones: the input each intermediate's stage lacked (-1: checked). */
+static void unchecked_without(const char *const *absent, size_t n_absent, int missing[UG_MAX_BUFFERS])
+{
+    const ug_family *f = ug_family_find("gdn_e2e");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    bool present[UG_MAX_BUFFERS];
+    for (size_t i = 0; i < f->n_buffers; i++) present[i] = true;
+    for (size_t a = 0; a < n_absent; a++) present[ug_family_buffer_index(f, absent[a])] = false;
+    CU_ASSERT_EQUAL_FATAL(ug_case_unchecked(f, present, missing).code, UG_OK);
+}
+
+static int missing_of(const int missing[UG_MAX_BUFFERS], const char *output)
+{
+    return missing[ug_family_buffer_index(ug_family_find("gdn_e2e"), output)];
+}
+
+static void unchecked_intermediates_name_the_input_their_stage_lacked(void)
+{
+    const ug_family *f = ug_family_find("gdn_e2e");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const int a = ug_family_buffer_index(f, "A"), g = ug_family_buffer_index(f, "g");
+    int missing[UG_MAX_BUFFERS];
+    unchecked_without(NULL, 0, missing);
+    for (size_t i = 0; i < f->n_buffers; i++) CU_ASSERT_EQUAL(missing[i], -1);
+    unchecked_without((const char *const[]){"A"}, 1, missing);
+    CU_ASSERT_EQUAL(missing_of(missing, "w"), a);
+    CU_ASSERT_EQUAL(missing_of(missing, "u"), a);
+    CU_ASSERT_EQUAL(missing_of(missing, "A"), -1); /* not handed over */
+    CU_ASSERT_EQUAL(missing_of(missing, "h"), -1); /* chunk_state does not read A */
+    CU_ASSERT_EQUAL(missing_of(missing, "o"), -1); /* not an intermediate */
+    unchecked_without((const char *const[]){"g"}, 1, missing);
+    const char *const need_g[] = {"L", "w", "u", "h", "v_new"};
+    for (size_t k = 0; k < 5; k++) CU_ASSERT_EQUAL(missing_of(missing, need_g[k]), g);
+    CU_ASSERT_EQUAL(missing_of(missing, "A"), -1); /* solve_tril reads L only */
+    const char *stage = NULL;
+    CU_ASSERT_EQUAL(ug_chain_stage_name(f, (size_t)ug_family_buffer_index(f, "w"), &stage).code, UG_OK);
+    CU_ASSERT_STRING_EQUAL(stage, "gdn_recompute_wu");
+    const ug_status st = ug_chain_stage_name(f, (size_t)ug_family_buffer_index(f, "q"), &stage);
+    CU_ASSERT_EQUAL(st.code, UG_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "produced by none of its 6 stages"));
+}
+
 UG_TEST_SUITE(family_suite, "family",
               UG_TEST(layout_text_names_dims_derived_dims_and_conditions),
               UG_TEST(count_is_the_product_of_the_shape),
               UG_TEST(derived_dim_and_condition_enter_the_count),
-              UG_TEST(overflow_names_the_buffer_and_its_layout));
+              UG_TEST(overflow_names_the_buffer_and_its_layout),
+              UG_TEST(unchecked_intermediates_name_the_input_their_stage_lacked));

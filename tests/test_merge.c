@@ -160,6 +160,17 @@ static void write_json(const fixture *fx, const char *name, const json_t *root, 
     CU_ASSERT_FATAL(json_dump_file(root, out, JSON_COMPACT) == 0);
 }
 
+/* A fresh fixture's unsharded run: its report.json, loaded, and its path in src. */
+static json_t *full_report(fixture *fx, const char *dir_template, char src[200])
+{
+    fixture_open(fx, dir_template);
+    run_and_report(fx, 0, 0, "full");
+    snprintf(src, 200, "%s/full/report.json", fx->dir);
+    json_t *report = json_load_file(src, 0, NULL);
+    CU_ASSERT_FATAL(report != NULL);
+    return report;
+}
+
 /* `report` (merge of one report) and `compare` (the figures) read a report.json
  * through one strict check: they accept and refuse the same files. With
  * max_ratio deleted from one aggregate the lenient reader of merge.c read 0
@@ -183,12 +194,8 @@ static void expect_both_refuse(const char *path, const char *needle)
 static void test_report_and_compare_accept_the_same_files(void)
 {
     fixture fx;
-    fixture_open(&fx, "/tmp/ug_test_strict_XXXXXX");
-    run_and_report(&fx, 0, 0, "full");
     char src[200], path[200];
-    snprintf(src, sizeof src, "%s/full/report.json", fx.dir);
-    json_t *report = json_load_file(src, 0, NULL);
-    CU_ASSERT_FATAL(report != NULL);
+    json_t *report = full_report(&fx, "/tmp/ug_test_strict_XXXXXX", src);
     /* the file as written: both read it */
     ug_sweep sw;
     ug_run_result run;
@@ -232,5 +239,42 @@ static void test_report_and_compare_accept_the_same_files(void)
     ug_test_remove_tree(fx.dir);
 }
 
+/* cases[].unchecked (an intermediate handed over, not checked) survives a merge; a bad entry is refused. */
+static void test_merge_reads_unchecked_intermediates(void)
+{
+    fixture fx;
+    char src[200], path[200];
+    json_t *report = full_report(&fx, "/tmp/ug_test_unchecked_XXXXXX", src);
+    json_t *unchecked = json_object_get(json_array_get(json_object_get(report, "cases"), 0), "unchecked");
+    CU_ASSERT_FATAL(json_is_object(unchecked) && json_object_size(unchecked) == 0);
+    json_object_set_new(unchecked, "u", json_string("A"));
+    write_json(&fx, "unchecked.json", report, path);
+    const char *paths[] = {path};
+    ug_sweep sw;
+    ug_run_result run;
+    CU_ASSERT_EQUAL_FATAL(ug_merge_shards(paths, 1, &sw, &run).code, UG_OK);
+    const ug_family *f = run.cases[0].c->family;
+    CU_ASSERT(!run.cases[0].unchecked[0]); /* w */
+    CU_ASSERT(run.cases[0].unchecked[1]);  /* u */
+    CU_ASSERT_EQUAL(run.cases[0].unchecked_missing[1], ug_family_buffer_index(f, "A"));
+    ug_run_result_free(&run);
+    ug_sweep_free(&sw);
+    static const char *const bad[][2] = {{"o", "A"}, {"u", "Z"}, {"u", NULL}};
+    for (size_t k = 0; k < 3; k++) {
+        json_object_clear(unchecked);
+        json_object_set_new(unchecked, bad[k][0], bad[k][1] ? json_string(bad[k][1]) : json_integer(3));
+        write_json(&fx, "bad_unchecked.json", report, path);
+        const ug_status st = ug_merge_shards(paths, 1, &sw, &run);
+        CU_ASSERT_EQUAL(st.code, UG_EPARSE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "unchecked: '"));
+        ug_run_result_free(&run);
+        ug_sweep_free(&sw);
+    }
+    json_decref(report);
+    ug_budgets_free(&fx.b);
+    ug_test_remove_tree(fx.dir);
+}
+
 UG_TEST_SUITE(merge_suite, "merge", UG_TEST(test_merged_shards_equal_unsharded_run),
-              UG_TEST(test_two_runs_give_identical_reports), UG_TEST(test_report_and_compare_accept_the_same_files));
+              UG_TEST(test_two_runs_give_identical_reports), UG_TEST(test_report_and_compare_accept_the_same_files),
+              UG_TEST(test_merge_reads_unchecked_intermediates));

@@ -3,12 +3,15 @@
  * cases built by hand: an accepted case is measured and passes within its
  * bounds; a rejected case passes only when the kernel rejects it with every
  * expected substring; a case over the byte cap fails without stopping the
- * run; and a run is deterministic. Shapes are the smallest the kernel takes
+ * run, and cases run at once keep their buffers under it together; and a
+ * run is deterministic. Shapes are the smallest the kernel takes
  * (one 64-token chunk), so the suite stays quick under valgrind. */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../harness/runner.h"
 #include "tests.h"
@@ -351,8 +354,59 @@ static void test_two_jobs_same_results_as_one(void)
     ug_run_result_free(&two);
 }
 
+/* --max-case-mib also caps the buffers of the cases running at once: a
+ * source that counts its concurrent calls sees two cases at once with room
+ * for two, and one at a time when two do not fit. */
+static int concurrent_calls, most_concurrent_calls;
+static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ug_status counting_run(void *ctx, const ug_case *c, ug_buf *bufs)
+{
+    (void)ctx, (void)c, (void)bufs;
+    pthread_mutex_lock(&calls_lock);
+    concurrent_calls++;
+    if (concurrent_calls > most_concurrent_calls) most_concurrent_calls = concurrent_calls;
+    pthread_mutex_unlock(&calls_lock);
+    nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    pthread_mutex_lock(&calls_lock);
+    concurrent_calls--;
+    pthread_mutex_unlock(&calls_lock);
+    return ug_fail(UG_EINVAL, "counting source: no kernel");
+}
+
+static int most_concurrent_cases(size_t max_case_bytes)
+{
+    ug_case cases[4];
+    for (int i = 0; i < 4; i++) cases[i] = rejected_case("counted", K, "no kernel"); /* no reference runs */
+    ug_sweep sw = {.n_cases = 4, .cases = cases};
+    const ug_kernel_source source = {"counting", counting_run, NULL};
+    ug_run_options opt = options(max_case_bytes);
+    opt.jobs = 2;
+    opt.source = &source;
+    most_concurrent_calls = 0;
+    ug_run_result out;
+    ug_status st = ug_run_sweep(&sw, &opt, &out);
+    CU_ASSERT_EQUAL(st.code, UG_OK);
+    ug_run_result_free(&out);
+    return most_concurrent_calls;
+}
+
+static void test_cases_at_once_fit_the_byte_cap(void)
+{
+    const ug_case c = accepted_case("sized", 0);
+    size_t bytes = 0;
+    for (size_t i = 0; i < c.family->n_buffers; i++) {
+        size_t count;
+        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(c.family, &c.params, i, &count).code, UG_OK);
+        bytes += count * ug_dtype_size(c.family->buffers[i].dtype);
+    }
+    CU_ASSERT_EQUAL(most_concurrent_cases(2 * bytes), 2);
+    CU_ASSERT_EQUAL(most_concurrent_cases(bytes + bytes / 2), 1);
+}
+
 UG_TEST_SUITE(runner_suite, "runner",
               UG_TEST(test_accepted_case_passes),
+              UG_TEST(test_cases_at_once_fit_the_byte_cap),
               UG_TEST(test_accepted_case_within_bounds),
               UG_TEST(test_accepted_case_isa_paths_agree),
               UG_TEST(test_family_aggregate_counts_case_elements),

@@ -4,7 +4,8 @@
  * slice, and the reference computed on a slice equals the case's reference at
  * those elements, field for field, in both modes (a pipeline's chained stages
  * included). Checked on every family that declares slicing, on a case of the
- * default sweep with several slices. */
+ * default sweep with several slices. And a family that declares its staged
+ * reference the exact one has equal references in both modes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,46 @@ static void test_slices_give_the_case_reference(void)
     ug_sweep_free(&sw);
 }
 
+/* A family that declares staged_is_exact (the runner then computes its
+ * reference once for both modes) has equal references in both modes, field
+ * for field, on a case of every regime of the default sweep. */
+static void test_staged_is_exact_where_declared(void)
+{
+    ug_sweep sw;
+    CU_ASSERT_FATAL(ug_sweep_load("fixtures/sweeps/default", &sw).code == UG_OK);
+    size_t families = 0, compared = 0, differ = 0;
+    for (size_t k = 0; k < ug_family_count(); k++) {
+        const ug_family *f = ug_family_at(k);
+        if (!f->staged_is_exact) continue;
+        families++;
+        for (size_t regime = 0; regime < f->n_regimes; regime++) {
+            const ug_case *c = NULL;
+            for (size_t j = 0; j < sw.n_cases && !c; j++)
+                if (sw.cases[j].family == f && !sw.cases[j].expect_reject && sw.cases[j].regime == regime)
+                    c = &sw.cases[j];
+            if (!c) continue;
+            buffers b;
+            buffers_alloc(f, &c->params, &b);
+            CU_ASSERT_EQUAL_FATAL(ug_case_generate(c, b.buf).code, UG_OK);
+            ug_ref_value *modes[UG_REF_MODE_COUNT][UG_MAX_BUFFERS];
+            for (int m = 0; m < UG_REF_MODE_COUNT; m++) reference(f, &c->params, &b, (ug_ref_mode)m, modes[m]);
+            for (size_t i = 0, o = 0; i < f->n_buffers; i++) {
+                if (!f->buffers[i].is_output) continue;
+                for (size_t j = 0; j < b.buf[i].count; j++, compared++)
+                    if (!same_value(&modes[UG_REF_EXACT][o][j], &modes[UG_REF_STAGED][o][j]))
+                        UG_TEST_MISMATCH(differ, "%s %s[%zu] (%s): staged differs from exact", f->name,
+                                         f->buffers[i].name, j, c->label);
+                for (int m = 0; m < UG_REF_MODE_COUNT; m++) free(modes[m][o]);
+                o++;
+            }
+            buffers_free(f, &b);
+        }
+    }
+    CU_ASSERT(families >= 5 && compared > 0);
+    CU_ASSERT_EQUAL(differ, 0);
+    ug_sweep_free(&sw);
+}
+
 /* A family without slicing is one slice: the case itself. */
 static void test_no_slicing_is_the_whole_case(void)
 {
@@ -181,4 +222,5 @@ static void test_no_slicing_is_the_whole_case(void)
 }
 
 UG_TEST_SUITE(slice_suite, "slice", UG_TEST(test_slices_give_the_case_reference),
+              UG_TEST(test_staged_is_exact_where_declared),
               UG_TEST(test_no_slicing_is_the_whole_case));

@@ -272,6 +272,7 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family attn_reduce_fwht_family = {
     .name = "attn_reduce_fwht",
     .spec_section = "SPEC 1.4",
+    .staged_is_exact = true,
     UG_FAMILY_COMMON_FIELDS,
     .n_regimes = N_REGIMES,
     .regimes = regimes,

@@ -69,6 +69,7 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family gdn_chunk_scaled_kkt_family = {
     .name = "gdn_chunk_scaled_kkt",
     .spec_section = "SPEC 1.3",
+    .staged_is_exact = true,
     UG_FAMILY_COMMON_FIELDS,
     UG_SLICE_BY(P_B, P_H, P_HG),
     UG_FAMILY_VARIANT_FIELDS,

@@ -79,6 +79,7 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family gdn_solve_tril_family = {
     .name = "gdn_solve_tril",
     .spec_section = "SPEC 1.3",
+    .staged_is_exact = true,
     UG_FAMILY_COMMON_FIELDS,
     UG_SLICE_BY(P_B, P_H, -1),
     UG_FAMILY_VARIANT_FIELDS,

@@ -243,6 +243,7 @@ static ug_status generate(const ug_params *p, size_t regime, gsl_rng *rng, ug_bu
 static const ug_family head_norm_rope_family = {
     .name = "head_norm_rope",
     .spec_section = "SPEC 1.5",
+    .staged_is_exact = true,
     UG_FAMILY_COMMON_FIELDS,
     UG_SLICE_BY(P_SEQ_LEN, -1, -1), /* token by token: each one's heads and positions are its own */
     UG_FAMILY_DERIVED_DIM_FIELDS,

@@ -29,7 +29,9 @@
  *    kernel has it: ulpgate then checks that stage on its own, against the
  *    stage's reference computed from the kernel's own earlier intermediates;
  *    leave it untouched if the kernel fuses it away (that check is left out
- *    and the report says so). Optional buffers come after the others, so a
+ *    and the report says so; an intermediate whose stage reads one left
+ *    untouched cannot be checked either, and an INFO line names the input
+ *    it lacked). Optional buffers come after the others, so a
  *    library written before they existed still works;
  *    ULPGATE_EINVAL for a shape or tensor the kernel rejects, with a message
  *    naming the value and the limit (the sweep checks substrings of it, e.g.
