@@ -338,8 +338,8 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e);
 
 /* The exact sum of a window acc·2^e (limbs <= UG_XWIN_LIMBS, two's
  * complement) and ±m·2^m_e (m of n <= 4 little-endian limbs) read as
- * ug_xsum_read would read it, without an accumulator: true where each lies
- * below 2^(64 UG_XWIN_LIMBS - 3) in magnitude on the lower one's grid and
+ * ug_xsum_read would read it, without an accumulator: true where each is at
+ * most 2^(64 UG_XWIN_LIMBS - 3) in magnitude on the lower one's grid and
  * that window lies inside the accumulator's range [2^EMIN, 2^EMAX); false
  * (out unset) otherwise. A zero sum reads +0 (the caller's rule for its
  * sign). */
