@@ -739,22 +739,6 @@ static ug_xval xval_of_double(double d)
 
 static double xval_abs_up(const ug_xval *x) { return x->zero ? 0.0 : fabs(ug_xval_to_double(x, MPFR_RNDA)); }
 
-/* RN_128 of an exact value read out (at most 128 bits and its round and
- * sticky bits), as MPFR rounds to a 128-bit destination. */
-static ug_xval rn128(const ug_xval *x)
-{
-    ug_xval r = *x;
-    if (!x->zero && x->m >> 127) {
-        r.m += x->round && (x->sticky || (x->m & 1));
-        if (r.m == 0) { /* carried out: 2^128 */
-            r.m = (ug_u128)1 << 127;
-            r.e++;
-        }
-    }
-    r.round = r.sticky = false;
-    return r;
-}
-
 static void set_factor(small_factor *f, double *abs, ug_bf16 x, bool negate)
 {
     bool neg;
@@ -1040,7 +1024,7 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
         for (size_t j = 0; j < d->n && !any_term; j++) any_term = w[j].m && !op[j].zero;
         exact.neg = lead->neg && !any_term;
     }
-    *out = rn128(&exact);
+    *out = ug_xval_round128(&exact);
     return true;
 }
 
@@ -1124,7 +1108,7 @@ static bool fast_decayed_values(workspace *ws, size_t t0, const float *g, float 
             ug_xval decayed = {.zero = true, .neg = v->neg};
             if (!v->zero) {
                 const ug_xval product = ug_xval_product128(v->neg, e_m, v->m, e_e + v->e);
-                decayed = rn128(&product);
+                decayed = ug_xval_round128(&product);
             }
             const double v_abs = ws->v_mag[x] + ws->v_err[x]; /* >= |v^| */
             double radius = e_err * v_abs + e * ws->v_err[x] + UG_F32_U * e_up * v_abs + ug_f32_underflow_half(ws->model);
