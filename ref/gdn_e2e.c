@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "gdn_e2e.h"
 
+#include "exact_sum.h"
+
 #include <gmp.h>
 #include <limits.h>
 #include <math.h>
@@ -57,6 +59,7 @@ typedef struct {
     int64_t *m;       /* fast path */
     uint32_t *order;  /* fast path: the indices of the positive m, then of the negative ones */
     size_t n_pos, n_neg;
+    uint64_t abs_total; /* fast path: sum of |m| (< 2^62) */
     mpz_t *z;   /* plain path */
 } factor_vector;
 
@@ -370,6 +373,7 @@ static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
     factor_span(row, n, &f->lsb, &f->top);
     f->nonzero = f->top != LONG_MIN;
     f->n_pos = f->n_neg = 0;
+    f->abs_total = 0;
     for (size_t i = 0; i < n; i++) {
         const double m = f->nonzero ? ldexp(ug_bf16_to_f32(row[i]), (int)-f->lsb) : 0.0; /* exact integer */
         if (!w->fast) {
@@ -377,6 +381,7 @@ static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
             continue;
         }
         f->m[i] = (int64_t)m;
+        f->abs_total += (uint64_t)fabs(m);
         if (m > 0) f->order[f->n_pos++] = (uint32_t)i;
     }
     for (size_t i = 0; w->fast && i < n; i++)
@@ -665,6 +670,24 @@ __attribute__((noinline)) static void fast_abs_dot(const uint64_t (*col)[LIMBS],
     abs_dot[3] = (u128)h3 << 64 | l3;
 }
 
+/* sum_k |q_k| floor(M_k / 2^sh), M = X xor its sign (|X| less [X < 0]):
+ * the 64 bits of each M at and above 2^sh, sh <= 191 (M < 2^255), so the
+ * sum stays below 2^(48 + 64 + 14). One multiply per entry against
+ * fast_abs_dot's four. */
+__attribute__((noinline)) static u128 fast_abs_window(const uint64_t (*col)[LIMBS], size_t n, const int64_t *qm,
+                                                      long sh)
+{
+    const int j = (int)(sh / 64), s = (int)(sh % 64);
+    uint64_t lo = 0, hi = 0;
+    for (size_t k = 0; k < n; k++) {
+        const uint64_t *x = col[k], neg = (uint64_t)((int64_t)x[LIMBS - 1] >> 63);
+        const uint64_t qu = (uint64_t)(qm[k] < 0 ? -qm[k] : qm[k]);
+        const uint64_t window = (x[j] ^ neg) >> s | ((x[j + 1] ^ neg) << 1) << (63 - s); /* j + 1 < LIMBS */
+        mac_unsigned(&lo, &hi, qu, window);
+    }
+    return (u128)hi << 64 | lo;
+}
+
 /* The column's bits: the largest bit length of X xor its sign (ones'
  * complement magnitude, see column_bits). */
 static long fast_column_bits(const uint64_t (*col)[LIMBS], size_t n)
@@ -783,11 +806,49 @@ static void state_regrid(workspace *w, size_t vv, long s)
     }
 }
 
-/* Column v: X += RNA(k delta 2^sh) for every k when update, then z = Xᵀq,
- * z_abs = |X|ᵀ|q| and bits[v]. */
-static void state_update_and_query(workspace *w, size_t vv, bool update, long sh)
+/* |X|ᵀ|q| 2^e rounded up to a double, from z_abs = |X|ᵀ|q| (exact): at prec
+ * bits rounded up, then to a double rounded up. */
+static double abs_products_exact(workspace *w, long e)
+{
+    mpfr_set_z_2exp(w->abs_acc, w->z_abs, e, MPFR_RNDU);
+    return mpfr_get_d(w->abs_acc, MPFR_RNDU);
+}
+
+/* abs_products_exact without the exact sum, where the column's windows
+ * decide it: with sh = bits[v] - 64 (or 0), |X_k| lies in [W_k, W_k + 1]
+ * 2^sh for W_k = floor(M_k / 2^sh) (M = X xor its sign, |X| - [X < 0]), so
+ * |X|ᵀ|q| lies in [L, L + sum |q|] 2^sh, L = sum |q_k| W_k. Rounding up is
+ * monotone, so where both ends round up to the same double the sum does
+ * too; and the least double at or above a prec-bit rounding up is the least
+ * double at or above the sum (doubles have prec bits), as abs_products_exact
+ * gives. False (nothing written) where the ends round apart. */
+static bool fast_abs_products(workspace *w, size_t vv, long e, double *out)
+{
+    const long bits = w->bits[vv];
+    if (bits == 0) { /* X = 0: the exact sum is 0 */
+        *out = 0.0;
+        return true;
+    }
+    const long sh = bits > 64 ? bits - 64 : 0;
+    const u128 low = fast_abs_window((const uint64_t(*)[LIMBS])(w->limbs + vv * w->s->k), w->s->k, w->query_f.m, sh);
+    const u128 high = low + w->query_f.abs_total; /* < 2^127: positive in two limbs */
+    const uint64_t low_limbs[2] = {(uint64_t)low, (uint64_t)(low >> 64)};
+    const uint64_t high_limbs[2] = {(uint64_t)high, (uint64_t)(high >> 64)};
+    const ug_xval low_value = ug_xwin_read(low_limbs, 2, (int)(e + sh));
+    const ug_xval high_value = ug_xwin_read(high_limbs, 2, (int)(e + sh));
+    const double up = ug_xval_to_double(&low_value, MPFR_RNDU);
+    if (up != ug_xval_to_double(&high_value, MPFR_RNDU)) return false;
+    *out = up;
+    return true;
+}
+
+/* Column v: X += RNA(k delta 2^sh) for every k when update, then bits[v],
+ * z = Xᵀq and the result: |X|ᵀ|q| 2^e rounded up to a double, e = the
+ * query's lsb + E[v] (for a zero query: z = 0 and 0). */
+static double state_update_and_query(workspace *w, size_t vv, bool update, long sh)
 {
     const size_t n = w->s->k;
+    const long e = w->query_f.nonzero ? w->query_f.lsb + w->grid[vv] : 0;
     mpz_srcptr dz = w->delta;
     if (w->fast) {
         limb_delta dl = {.neg = mpz_sgn(dz) < 0 ? ~UINT64_C(0) : 0};
@@ -802,13 +863,16 @@ static void state_update_and_query(workspace *w, size_t vv, bool update, long sh
         }
         uint64_t (*col)[LIMBS] = w->limbs + vv * n;
         if (update) fast_update_column(col, n, w->key_f.m, &dl);
+        w->bits[vv] = column_bits(w, vv);
+        if (!w->query_f.nonzero) return 0.0; /* the caller reads no z */
         u128 dot[LIMBS] = {0}, abs_dot[LIMBS] = {0};
-        fast_abs_dot((const uint64_t(*)[LIMBS])col, n, w->query_f.m, abs_dot);
         fast_dot((const uint64_t(*)[LIMBS])col, &w->query_f, dot);
         mpz_from_accumulators(w->z, dot);
+        double abs_products;
+        if (fast_abs_products(w, vv, e, &abs_products)) return abs_products;
+        fast_abs_dot((const uint64_t(*)[LIMBS])col, n, w->query_f.m, abs_dot);
         mpz_from_accumulators(w->z_abs, abs_dot);
-        w->bits[vv] = column_bits(w, vv);
-        return;
+        return abs_products_exact(w, e);
     }
     mpz_set_ui(w->z, 0);
     mpz_set_ui(w->z_abs, 0);
@@ -830,6 +894,7 @@ static void state_update_and_query(workspace *w, size_t vv, bool update, long sh
             mpz_addmul(w->z_abs, w->query_f.z[kk], w->z_tmp);
     }
     w->bits[vv] = column_bits(w, vv);
+    return w->query_f.nonzero ? abs_products_exact(w, e) : 0.0;
 }
 
 /* ---- the grid form's recurrence -------------------------------------------------- */
@@ -918,16 +983,11 @@ static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *
             const long e = mpfr_get_z_2exp(w->delta, w->d[vv]); /* d̂ = delta 2^e */
             sh = w->key_f.lsb + e - w->grid[vv];
         }
-        state_update_and_query(w, vv, update, sh);
-        double abs_products = 0;
-        if (w->query_f.nonzero) {
-            const long e = w->query_f.lsb + w->grid[vv];
-            mpfr_set_z_2exp(w->acc, w->z, e, MPFR_RNDN);
-            mpfr_set_z_2exp(w->abs_acc, w->z_abs, e, MPFR_RNDU);
-            abs_products = mpfr_get_d(w->abs_acc, MPFR_RNDU);
-        } else {
+        const double abs_products = state_update_and_query(w, vv, update, sh);
+        if (w->query_f.nonzero)
+            mpfr_set_z_2exp(w->acc, w->z, w->query_f.lsb + w->grid[vv], MPFR_RNDN);
+        else
             mpfr_set_zero(w->acc, 1);
-        }
         output_finish(w, &o_row[vv], abs_products);
     }
 }

@@ -434,6 +434,37 @@ static void e2e_rounding_ties(void)
     free(c);
 }
 
+static void e2e_magnitude_windows_undecided(void)
+{
+    /* |X|ᵀ|q| from the top 64 bits of each entry's magnitude, and the exact
+     * sum where those cannot decide its rounding up. Columns (±(d+1), ±(d+1)
+     * 2^-149, 0, ...) of h0 sit on the grid as (±(d+1) 2^199, ±(d+1) 2^50):
+     * the small entry lies wholly below the window, so the window's sum is a
+     * double and the exact one rounds up past it (every token: zero keys keep
+     * the state). Queries (1, 3, 0, ...) and (1, 0, ...), h0 negative or not. */
+    e2e_case *c = e2e_case_new();
+    for (int sign = 0; sign < 2; sign++) {
+        memset(c->k, 0, sizeof c->k);
+        memset(c->q, 0, sizeof c->q);
+        memset(c->v, 0, sizeof c->v);
+        memset(c->h0, 0, sizeof c->h0);
+        for (size_t t = 0; t < E2E_T; t++)
+            for (size_t h = 0; h < E2E_H; h++) {
+                c->q[(t * E2E_H + h) * E2E_K + 0] = ug_bf16_from_f32(1.0f);
+                c->q[(t * E2E_H + h) * E2E_K + 1] = ug_bf16_from_f32(t % 2 ? 3.0f : 0.0f);
+                c->beta[t * E2E_H + h] = 1.0f;
+                c->g[t * E2E_H + h] = 0.0f;
+            }
+        for (size_t h = 0; h < E2E_H; h++)
+            for (size_t d = 0; d < E2E_V; d++) {
+                c->h0[(h * E2E_K + 0) * E2E_V + d] = (sign ? -1.0f : 1.0f) * (float)(d + 1);
+                c->h0[(h * E2E_K + 1) * E2E_V + d] = (sign ? -0x1p-149f : 0x1p-149f) * (float)(d + 1);
+            }
+        CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    }
+    free(c);
+}
+
 static void e2e_columns_shrink_and_refine(void)
 {
     /* h0 columns (1, 2^-100, 0, ...): a unit key e_0 with beta 1 and v = 0
@@ -561,6 +592,7 @@ UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(nonfinite_inputs_take_the_mpfr_path),
               UG_TEST(e2e_grids_coarsen_and_refine),
               UG_TEST(e2e_rounding_ties),
+              UG_TEST(e2e_magnitude_windows_undecided),
               UG_TEST(e2e_columns_shrink_and_refine),
               UG_TEST(e2e_cancellation_and_zeros),
               UG_TEST(e2e_key_spans_at_the_fast_limit),
