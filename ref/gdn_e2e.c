@@ -2,6 +2,8 @@
 #include "gdn_e2e.h"
 
 #include "exact_sum.h"
+#include "gdn_e2e_simd.h"
+#include "rowsimd.h"
 
 #include <gmp.h>
 #include <limits.h>
@@ -60,6 +62,8 @@ typedef struct {
     uint32_t *order;  /* fast path: the indices of the positive m, then of the negative ones */
     size_t n_pos, n_neg;
     uint64_t abs_total; /* fast path: sum of |m| (< 2^62) */
+    gdn_e2e_simd_digits *digits; /* fast path on AVX-512: m's digits by pairs (gdn_e2e_simd.h) */
+    int64_t m_sum;               /* and sum m */
     mpz_t *z;   /* plain path */
 } factor_vector;
 
@@ -81,7 +85,7 @@ typedef struct {
     mpfr_ptr *product_ptrs;
     mpfr_t product;
     /* grid form */
-    bool fast;
+    bool fast, simd;        /* simd: the fast path's dot products on AVX-512 */
     long *grid, *bits;      /* [V]: E[v], and column_bits(v) */
     mpz_t *x;               /* [V][K] X, plain path */
     uint64_t (*limbs)[LIMBS]; /* [V][K] X, fast path (two's complement) */
@@ -127,7 +131,7 @@ static void workspace_free(workspace *w)
     free(w->state), free(w->key), free(w->query), free(w->d), free(w->key_abs), free(w->d_abs);
     free(w->decayed_abs), free(w->products), free(w->product_ptrs), free(w->grid), free(w->bits), free(w->x);
     free(w->limbs), free(w->key_f.m), free(w->key_f.z), free(w->query_f.m), free(w->query_f.z);
-    free(w->key_f.order), free(w->query_f.order);
+    free(w->key_f.order), free(w->query_f.order), free(w->key_f.digits), free(w->query_f.digits);
 }
 
 static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_t prec, float scale)
@@ -153,9 +157,12 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     w->key_f.order = malloc(s->k * sizeof *w->key_f.order);
     w->query_f.order = malloc(s->k * sizeof *w->query_f.order);
     w->query_f.z = malloc(s->k * sizeof *w->query_f.z);
+    w->key_f.digits = malloc((s->k / 2 + 1) * sizeof *w->key_f.digits);
+    w->query_f.digits = malloc((s->k / 2 + 1) * sizeof *w->query_f.digits);
     if (!w->state || !w->key || !w->query || !w->d || !w->key_abs || !w->d_abs || !w->decayed_abs || !w->products ||
         !w->product_ptrs || !w->grid || !w->bits || !w->x || !w->limbs || !w->key_f.m || !w->key_f.z ||
-        !w->query_f.m || !w->query_f.z || !w->key_f.order || !w->query_f.order) {
+        !w->query_f.m || !w->query_f.z || !w->key_f.order || !w->query_f.order || !w->key_f.digits ||
+        !w->query_f.digits) {
         workspace_free(w);
         return ug_fail(UG_ENOMEM, "gdn_e2e reference: out of memory (K=%zu, V=%zu)", s->k, s->v);
     }
@@ -386,6 +393,15 @@ static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
     }
     for (size_t i = 0; w->fast && i < n; i++)
         if (f->m[i] < 0) f->order[f->n_pos + f->n_neg++] = (uint32_t)i;
+    f->m_sum = 0;
+    for (size_t i = 0; w->simd && i < n; i++) {
+        const int64_t sign = f->m[i] < 0 ? -1 : 1, magnitude = f->m[i] * sign;
+        for (size_t lane = 4 * (i % 2); lane < 4 * (i % 2) + 4; lane++) {
+            f->digits[i / 2][0][lane] = sign * (magnitude & 0xFFFFFF);
+            f->digits[i / 2][1][lane] = sign * (magnitude >> 24);
+        }
+        f->m_sum += f->m[i];
+    }
 }
 
 /* Every input of head (b, h) finite and below 2^64, every gate within ±64,
@@ -721,13 +737,21 @@ __attribute__((noinline)) static void fast_dot_part(const uint64_t (*col)[LIMBS]
     acc[3] = (u128)h3 << 64 | l3;
 }
 
-/* dot = Xᵀm: the positive components' sum less the negative ones'. */
-static void fast_dot(const uint64_t (*col)[LIMBS], const factor_vector *f, u128 dot[LIMBS])
+/* z = Xᵀm: the positive components' sum less the negative ones', or on
+ * AVX-512 the same integer from gdn_e2e_simd_dot. */
+static void fast_dot(const workspace *w, const uint64_t (*col)[LIMBS], const factor_vector *f, mpz_ptr z)
 {
-    u128 neg[LIMBS];
+    if (w->simd) {
+        uint64_t sum[LIMBS + 2];
+        gdn_e2e_simd_dot(col, w->s->k, (const gdn_e2e_simd_digits *)f->digits, f->m_sum, sum);
+        mpz_from_limbs(z, sum, LIMBS + 2);
+        return;
+    }
+    u128 dot[LIMBS], neg[LIMBS];
     fast_dot_part(col, f->order, f->n_pos, f->m, dot);
     fast_dot_part(col, f->order + f->n_pos, f->n_neg, f->m, neg);
     for (int i = 0; i < LIMBS; i++) dot[i] -= neg[i];
+    mpz_from_accumulators(z, dot);
 }
 
 /* ---- the grid form's state, on either path ---------------------------------------- */
@@ -775,9 +799,7 @@ static void state_key_dot(workspace *w, size_t vv)
 {
     const size_t n = w->s->k;
     if (w->fast) {
-        u128 acc[LIMBS] = {0};
-        fast_dot((const uint64_t(*)[LIMBS])(w->limbs + vv * n), &w->key_f, acc);
-        mpz_from_accumulators(w->z, acc);
+        fast_dot(w, (const uint64_t(*)[LIMBS])(w->limbs + vv * n), &w->key_f, w->z);
         return;
     }
     mpz_set_ui(w->z, 0);
@@ -865,11 +887,10 @@ static double state_update_and_query(workspace *w, size_t vv, bool update, long 
         if (update) fast_update_column(col, n, w->key_f.m, &dl);
         w->bits[vv] = column_bits(w, vv);
         if (!w->query_f.nonzero) return 0.0; /* the caller reads no z */
-        u128 dot[LIMBS] = {0}, abs_dot[LIMBS] = {0};
-        fast_dot((const uint64_t(*)[LIMBS])col, &w->query_f, dot);
-        mpz_from_accumulators(w->z, dot);
+        fast_dot(w, (const uint64_t(*)[LIMBS])col, &w->query_f, w->z);
         double abs_products;
         if (fast_abs_products(w, vv, e, &abs_products)) return abs_products;
+        u128 abs_dot[LIMBS];
         fast_abs_dot((const uint64_t(*)[LIMBS])col, n, w->query_f.m, abs_dot);
         mpz_from_accumulators(w->z_abs, abs_dot);
         return abs_products_exact(w, e);
@@ -1016,6 +1037,7 @@ ug_status gdn_e2e_reference(const gdn_e2e_shape *s, mpfr_prec_t prec, float scal
             w.key_head = w.h / (s->h / s->hg);
             if (grid_head_ok(&w, q, k, v, beta, g_raw, head_h0)) {
                 w.fast = fast_head_ok(&w, q, k);
+                w.simd = w.fast && s->k % 2 == 0 && s->k <= GDN_E2E_SIMD_MAX_N && ug_ref_simd_available();
                 grid_head_start(&w, head_h0);
                 for (size_t t = 0; t < s->t; t++) grid_token(&w, t, q, k, v, beta, g_raw, o);
                 grid_finish_head(&w, final_state);

@@ -346,7 +346,7 @@ typedef struct {
     gdn_e2e_shape s;
     ug_bf16 q[E2E_T * E2E_H * E2E_K], k[E2E_T * E2E_H * E2E_K], v[E2E_T * E2E_H * E2E_V];
     float beta[E2E_T * E2E_H], g[E2E_T * E2E_H], h0[E2E_H * E2E_K * E2E_V];
-    ug_ref_value o[2][E2E_T * E2E_H * E2E_V], final[2][E2E_H * E2E_K * E2E_V];
+    ug_ref_value o[3][E2E_T * E2E_H * E2E_V], final[3][E2E_H * E2E_K * E2E_V]; /* plain, fast, fast portable */
 } e2e_case;
 
 static e2e_case *e2e_case_new(void)
@@ -356,21 +356,26 @@ static e2e_case *e2e_case_new(void)
     return c;
 }
 
-/* The plain path against the fast path: the differing elements. */
+/* The plain path against the fast path, with its dot products on AVX-512
+ * where the CPU has it and on the portable loops: the differing elements. */
 static size_t e2e_fast_vs_plain(e2e_case *c)
 {
     size_t differ = 0, mismatches = 0;
     const float scale = gdn_e2e_reference_scale(E2E_K);
-    for (int fast = 0; fast < 2; fast++) {
-        ug_ref_set_fast(fast);
+    for (int run = 0; run < 3; run++) {
+        ug_ref_set_fast(run > 0);
+        ug_ref_simd_set_enabled(run < 2);
         CU_ASSERT_EQUAL(gdn_e2e_reference(&c->s, GDN_E2E_REF_PREC, scale, c->q, c->k, c->v, c->beta, c->g, c->h0,
-                                          c->o[fast], c->final[fast]).code, UG_OK);
+                                          c->o[run], c->final[run]).code, UG_OK);
     }
     ug_ref_set_fast(true);
-    differ += ug_test_count_ref_differences(c->o[1], c->o[0], E2E_T * E2E_H * E2E_V, &mismatches);
-    differ += ug_test_count_ref_differences(c->final[1], c->final[0], E2E_H * E2E_K * E2E_V, &mismatches);
-    for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i++)
-        differ += c->final[1][i].no_bound != c->final[0][i].no_bound || c->final[1][i].wild != c->final[0][i].wild;
+    ug_ref_simd_set_enabled(true);
+    for (int run = 1; run < 3; run++) {
+        differ += ug_test_count_ref_differences(c->o[run], c->o[0], E2E_T * E2E_H * E2E_V, &mismatches);
+        differ += ug_test_count_ref_differences(c->final[run], c->final[0], E2E_H * E2E_K * E2E_V, &mismatches);
+        for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i++)
+            differ += c->final[run][i].no_bound != c->final[0][i].no_bound || c->final[run][i].wild != c->final[0][i].wild;
+    }
     return differ;
 }
 
