@@ -73,6 +73,7 @@ typedef struct {
     size_t b, h, key_head;
     /* both forms */
     mpfr_t c, gate, acc, abs_acc, wide, scale;
+    mpfr_t beta;            /* the token's beta, exact at 24 bits */
     double c_abs, scale_abs; /* |c| (this token's) and |scale|, rounded away from zero */
     mpfr_t *d;              /* [V]: beta (v - Sᵀk), then d / c */
     double *key_abs;        /* |k_t| */
@@ -179,6 +180,7 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     mpz_inits(w->z, w->z_abs, w->z_tmp, w->delta, (mpz_ptr)0);
     mpfr_inits2(prec, w->c, w->gate, w->acc, w->abs_acc, w->scale, (mpfr_ptr)0);
     mpfr_init2(w->product, prec + BF16_PREC);
+    mpfr_init2(w->beta, F32_PREC);
     /* a grid column entry times 2^E exactly: below 2^(cap + 1) grid units */
     mpfr_init2(w->wide, (mpfr_prec_t)grid_cap(prec) + 8);
     mpfr_set_flt(w->scale, scale, MPFR_RNDN);  /* exact */
@@ -201,7 +203,7 @@ static void workspace_close(workspace *w)
     w->x = w->key_f.z = w->query_f.z = NULL;
     workspace_free(w);
     mpz_clears(w->z, w->z_abs, w->z_tmp, w->delta, (mpz_ptr)0);
-    mpfr_clears(w->c, w->gate, w->product, w->acc, w->abs_acc, w->wide, w->scale, (mpfr_ptr)0);
+    mpfr_clears(w->c, w->gate, w->product, w->acc, w->abs_acc, w->wide, w->scale, w->beta, (mpfr_ptr)0);
 }
 
 /* [B,T,heads,width] row start, [B,T,H] element. */
@@ -227,13 +229,19 @@ static double times_c_abs(const workspace *w, mpfr_srcptr x)
 
 /* ---- shared by both forms: the column's delta and the output ------------------ */
 
+/* The token's beta, set once for its V columns. */
+static void load_beta(workspace *w, const float *beta, size_t t)
+{
+    mpfr_set_flt(w->beta, beta[at3(w->s, w->b, t, w->h)], MPFR_RNDN); /* exact */
+}
+
 /* acc = (Ŝᵀk)_v at prec bits; d[v] = beta (v - c acc), d_abs[v] = |d[v]|,
  * then d[v] /= c (Ŝ moves by k (d / c)ᵀ). */
-static void column_delta(workspace *w, size_t vv, float v_value, double beta_t)
+static void column_delta(workspace *w, size_t vv, float v_value)
 {
     mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);                       /* (Sᵀk)_v of exp(g) S */
     mpfr_d_sub(w->d[vv], (double)v_value, w->acc, MPFR_RNDN);        /* v - Sᵀk */
-    mpfr_mul_d(w->d[vv], w->d[vv], beta_t, MPFR_RNDN);
+    mpfr_mul(w->d[vv], w->d[vv], w->beta, MPFR_RNDN); /* as mpfr_mul_d: one correctly rounded product */
     w->d_abs[vv] = fabs(mpfr_get_d(w->d[vv], MPFR_RNDA));
     mpfr_div(w->d[vv], w->d[vv], w->c, MPFR_RNDN);
 }
@@ -244,13 +252,23 @@ static void load_key_abs(workspace *w, const ug_bf16 *k_row)
     for (size_t kk = 0; kk < w->s->k; kk++) w->key_abs[kk] = fabs(ug_bf16_to_f32(k_row[kk]));
 }
 
+/* ug_ref_finish(out, r, +inf, abs_sum, 0, dtype); on the fast path from r's
+ * limbs (ug_xval_finish_mpfr: the same fields, bit for bit). */
+static void finish(const workspace *w, ug_ref_value *out, mpfr_srcptr r, double abs_sum, ug_dtype dtype)
+{
+    if (w->fast)
+        ug_xval_finish_mpfr(r, out, INFINITY, abs_sum, 0, dtype);
+    else
+        ug_ref_finish(out, r, INFINITY, abs_sum, 0, dtype);
+}
+
 /* o = scale c acc (acc = (Ŝᵀq)_v at prec bits), abs_sum = scale c abs_products. */
 static void output_finish(workspace *w, ug_ref_value *o, double abs_products)
 {
     const double abs_sum = abs_products * w->c_abs;
     mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);
     mpfr_mul(w->acc, w->acc, w->scale, MPFR_RNDN);
-    ug_ref_finish(o, w->acc, INFINITY, w->scale_abs * abs_sum, 0, UG_BF16);
+    finish(w, o, w->acc, w->scale_abs * abs_sum, UG_BF16);
     o->no_bound = false; /* +inf by design, not from the profile (see the header) */
 }
 
@@ -259,7 +277,7 @@ static void final_finish(workspace *w, ug_ref_value *out, mpfr_srcptr value, siz
 {
     mpfr_mul(w->acc, value, w->c, MPFR_RNDN);
     const double abs_sum = w->decayed_abs[vv * w->s->k + kk] + w->key_abs[kk] * w->d_abs[vv];
-    ug_ref_finish(out, w->acc, INFINITY, abs_sum, 0, UG_F32);
+    finish(w, out, w->acc, abs_sum, UG_F32);
     out->no_bound = false; /* +inf by design, not from the profile */
 }
 
@@ -321,10 +339,11 @@ static void float_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 
     float_decay(w, g_raw[at3(s, w->b, t, w->h)]);
     float_load_token(w, q + row4(s, w->b, t, s->hg, w->key_head, dk), k + row4(s, w->b, t, s->hg, w->key_head, dk));
     load_key_abs(w, k + row4(s, w->b, t, s->hg, w->key_head, dk));
+    load_beta(w, beta, t);
     const ug_bf16 *v_row = v + row4(s, w->b, t, s->h, w->h, dv);
     for (size_t vv = 0; vv < dv; vv++) {
         float_dot_column(w, w->key, vv);
-        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]), beta[at3(s, w->b, t, w->h)]);
+        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]));
         if (t + 1 == s->t)
             for (size_t kk = 0; kk < dk; kk++) w->decayed_abs[vv * dk + kk] = times_c_abs(w, w->state[vv * dk + kk]);
     }
@@ -980,6 +999,7 @@ static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *
     grid_decay(w, g_raw[at3(s, w->b, t, w->h)]);
     load_factors(w, &w->key_f, k + row4(s, w->b, t, s->hg, w->key_head, dk));
     load_key_abs(w, k + row4(s, w->b, t, s->hg, w->key_head, dk));
+    load_beta(w, beta, t);
     load_factors(w, &w->query_f, q + row4(s, w->b, t, s->hg, w->key_head, dk));
     const ug_bf16 *v_row = v + row4(s, w->b, t, s->h, w->h, dv);
     ug_ref_value *o_row = o + row4(s, w->b, t, s->h, w->h, dv);
@@ -990,7 +1010,7 @@ static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *
         } else {
             mpfr_set_zero(w->acc, 1);
         }
-        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]), beta[at3(s, w->b, t, w->h)]);
+        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]));
         if (t + 1 == s->t)
             for (size_t kk = 0; kk < dk; kk++) {
                 state_get(w, vv, kk, w->z);
@@ -1042,6 +1062,7 @@ ug_status gdn_e2e_reference(const gdn_e2e_shape *s, mpfr_prec_t prec, float scal
                 for (size_t t = 0; t < s->t; t++) grid_token(&w, t, q, k, v, beta, g_raw, o);
                 grid_finish_head(&w, final_state);
             } else {
+                w.fast = w.simd = false;
                 float_head_start(&w, head_h0);
                 for (size_t t = 0; t < s->t; t++) float_token(&w, t, q, k, v, beta, g_raw, o);
                 float_finish_head(&w, final_state);
