@@ -63,6 +63,7 @@ typedef struct {
     size_t n_pos, n_neg;
     uint64_t abs_total; /* fast path: sum of |m| (< 2^62) */
     gdn_e2e_simd_digits *digits; /* fast path on AVX-512: m's digits by pairs (gdn_e2e_simd.h) */
+    int n_digits;                /* and how many: 1 or 2 */
     int64_t m_sum;               /* and sum m */
     mpz_t *z;   /* plain path */
 } factor_vector;
@@ -412,15 +413,7 @@ static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
     }
     for (size_t i = 0; w->fast && i < n; i++)
         if (f->m[i] < 0) f->order[f->n_pos + f->n_neg++] = (uint32_t)i;
-    f->m_sum = 0;
-    for (size_t i = 0; w->simd && i < n; i++) {
-        const int64_t sign = f->m[i] < 0 ? -1 : 1, magnitude = f->m[i] * sign;
-        for (size_t lane = 4 * (i % 2); lane < 4 * (i % 2) + 4; lane++) {
-            f->digits[i / 2][0][lane] = sign * (magnitude & 0xFFFFFF);
-            f->digits[i / 2][1][lane] = sign * (magnitude >> 24);
-        }
-        f->m_sum += f->m[i];
-    }
+    if (w->simd) f->n_digits = gdn_e2e_simd_set_digits(f->digits, f->m, n, &f->m_sum);
 }
 
 /* Every input of head (b, h) finite and below 2^64, every gate within ±64,
@@ -762,7 +755,7 @@ static void fast_dot(const workspace *w, const uint64_t (*col)[LIMBS], const fac
 {
     if (w->simd) {
         uint64_t sum[LIMBS + 2];
-        gdn_e2e_simd_dot(col, w->s->k, (const gdn_e2e_simd_digits *)f->digits, f->m_sum, sum);
+        gdn_e2e_simd_dot(col, w->s->k, (const gdn_e2e_simd_digits *)f->digits, f->n_digits, f->m_sum, sum);
         mpz_from_limbs(z, sum, LIMBS + 2);
         return;
     }
@@ -804,6 +797,7 @@ static long ones_complement_bits(mpz_srcptr x, mpz_ptr tmp)
 static long column_bits(workspace *w, size_t vv)
 {
     const size_t n = w->s->k;
+    if (w->simd) return gdn_e2e_simd_column_bits((const uint64_t(*)[LIMBS])(w->limbs + vv * n), n);
     if (w->fast) return fast_column_bits((const uint64_t(*)[LIMBS])(w->limbs + vv * n), n);
     long bits = 0;
     for (size_t kk = 0; kk < n; kk++) {

@@ -4,8 +4,32 @@
 
 #include "gdn_e2e_simd.h"
 
-void gdn_e2e_simd_dot(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_digits *digits, int64_t m_sum,
-                      uint64_t out[6])
+int gdn_e2e_simd_set_digits(gdn_e2e_simd_digits *digits, const int64_t *m, size_t n, int64_t *m_sum)
+{
+    int64_t largest = 0;
+    *m_sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int64_t magnitude = m[i] < 0 ? -m[i] : m[i];
+        if (magnitude > largest) largest = magnitude;
+        *m_sum += m[i];
+    }
+    const int nd = largest >> GDN_E2E_SIMD_ONE_DIGIT_BITS ? 2 : 1;
+    const int64_t digit_mask = (INT64_C(1) << GDN_E2E_SIMD_DIGIT_BITS) - 1;
+    for (size_t i = 0; i < n; i++) {
+        const int64_t sign = m[i] < 0 ? -1 : 1, magnitude = m[i] * sign;
+        for (size_t lane = 4 * (i % 2); lane < 4 * (i % 2) + 4; lane++) {
+            digits[i / 2][0][lane] = nd == 1 ? m[i] : sign * (magnitude & digit_mask);
+            digits[i / 2][1][lane] = nd == 1 ? 0 : sign * (magnitude >> GDN_E2E_SIMD_DIGIT_BITS);
+        }
+    }
+    return nd;
+}
+
+/* The four digit-product sums over the column (lo_hi and hi_hi stay 0 with
+ * one digit: the loop a literal at each call, unrolled). */
+static inline __attribute__((always_inline)) void digit_sums(const uint64_t (*col)[4], size_t n,
+                                                             const gdn_e2e_simd_digits *digits, int nd,
+                                                             __m512i sums[4])
 {
     /* bias: -2^31 in every low half (xor of bit 31 on the low word), and in
      * every high half but the top limb's (lanes 3 and 7: vpmuldq reads the
@@ -16,23 +40,37 @@ void gdn_e2e_simd_dot(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_dig
     __m512i lo_lo = _mm512_setzero_si512(), lo_hi = lo_lo, hi_lo = lo_lo, hi_hi = lo_lo;
     for (size_t p = 0; p < n / 2; p++) {
         const __m512i x = _mm512_loadu_si512(col[2 * p]);
-        const __m512i d_lo = _mm512_loadu_si512(digits[p][0]), d_hi = _mm512_loadu_si512(digits[p][1]);
+        const __m512i d_lo = _mm512_loadu_si512(digits[p][0]);
         const __m512i low = _mm512_xor_si512(x, low_bias);
         const __m512i high = _mm512_xor_si512(_mm512_srli_epi64(x, 32), high_bias);
         lo_lo = _mm512_add_epi64(lo_lo, _mm512_mul_epi32(low, d_lo));
-        lo_hi = _mm512_add_epi64(lo_hi, _mm512_mul_epi32(low, d_hi));
         hi_lo = _mm512_add_epi64(hi_lo, _mm512_mul_epi32(high, d_lo));
-        hi_hi = _mm512_add_epi64(hi_hi, _mm512_mul_epi32(high, d_hi));
+        if (nd == 2) {
+            const __m512i d_hi = _mm512_loadu_si512(digits[p][1]);
+            lo_hi = _mm512_add_epi64(lo_hi, _mm512_mul_epi32(low, d_hi));
+            hi_hi = _mm512_add_epi64(hi_hi, _mm512_mul_epi32(high, d_hi));
+        }
     }
+    sums[0] = lo_lo, sums[1] = lo_hi, sums[2] = hi_lo, sums[3] = hi_hi;
+}
+
+void gdn_e2e_simd_dot(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_digits *digits, int nd, int64_t m_sum,
+                      uint64_t out[6])
+{
+    __m512i sums[4];
+    if (nd == 1)
+        digit_sums(col, n, digits, 1, sums);
+    else
+        digit_sums(col, n, digits, 2, sums);
     /* limb i's sum as a signed 128-bit value: the two entries' lanes (each
-     * below 2^62), at their digits' offsets, and the biases */
-    const __m512i sums[4] = {lo_lo, lo_hi, hi_lo, hi_hi};
-    static const int offset[4] = {0, 24, 32, 56};
+     * below 2^63), at their digits' offsets, and the biases */
+    static const int offset[4] = {0, GDN_E2E_SIMD_DIGIT_BITS, 32, 32 + GDN_E2E_SIMD_DIGIT_BITS};
     __int128 limb_sum[4] = {0};
     for (int a = 0; a < 4; a++) {
         int64_t lanes[GDN_E2E_SIMD_LANES];
         _mm512_storeu_si512(lanes, sums[a]);
-        for (int i = 0; i < 4; i++) limb_sum[i] += (__int128)(lanes[i] + lanes[i + 4]) * ((__int128)1 << offset[a]);
+        for (int i = 0; i < 4; i++)
+            limb_sum[i] += ((__int128)lanes[i] + lanes[i + 4]) * ((__int128)1 << offset[a]);
     }
     for (int i = 0; i < 4; i++) limb_sum[i] += (__int128)m_sum * (i < 3 ? ((__int128)1 << 31) + ((__int128)1 << 63)
                                                                           : (__int128)1 << 31);
@@ -42,4 +80,22 @@ void gdn_e2e_simd_dot(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_dig
         out[i] = (uint64_t)t;
         carry = t >> 64; /* arithmetic: GCC's >> of a negative __int128 */
     }
+}
+
+int gdn_e2e_simd_column_bits(const uint64_t (*col)[4], size_t n)
+{
+    const __m512i sign_lane = _mm512_set_epi64(7, 7, 7, 7, 3, 3, 3, 3); /* each entry's top limb */
+    __m512i any = _mm512_setzero_si512();
+    for (size_t p = 0; p < n / 2; p++) {
+        const __m512i x = _mm512_loadu_si512(col[2 * p]);
+        const __m512i sign = _mm512_permutexvar_epi64(sign_lane, _mm512_srai_epi64(x, 63));
+        any = _mm512_or_si512(any, _mm512_xor_si512(x, sign));
+    }
+    uint64_t lanes[GDN_E2E_SIMD_LANES];
+    _mm512_storeu_si512(lanes, any);
+    for (int i = 3; i >= 0; i--) {
+        const uint64_t word = lanes[i] | lanes[i + 4];
+        if (word) return 64 * i + 64 - __builtin_clzll(word);
+    }
+    return 0;
 }

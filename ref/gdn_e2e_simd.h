@@ -1,33 +1,44 @@
 /* SPDX-License-Identifier: MIT */
-/* gdn_e2e's exact dot products Xᵀm of one state column on AVX-512 (built
- * with SIMD_FLAGS_avx512): the same integer as the portable loop of
- * ref/gdn_e2e.c, two entries per vector.
+/* gdn_e2e's exact dot products Xᵀm and bit lengths of one state column on
+ * AVX-512 (built with SIMD_FLAGS_avx512): the same integers as the portable
+ * loops of ref/gdn_e2e.c, two entries per vector.
  *
  * A column is n entries X_k of 4 limbs (two's complement, 256 bits); m_k is
- * a signed integer below 2^48, given as its two signed 24-bit digits
- * d_lo = sign · (|m| mod 2^24) and d_hi = sign · floor(|m| / 2^24). Each
+ * a signed integer below 2^48, given as signed digits (below). Each
  * limb's two 32-bit halves enter vpmuldq as signed 32-bit digits: the low
  * half and every high half but the top limb's biased by -2^31, the top
  * limb's high half as it is (the sign of X); the biases come back as one
- * term (sum m_k) · 2^31 · (sum of the biased positions). Every product is
- * below 2^55 and a lane adds at most n / 2 of them: n <= GDN_E2E_SIMD_MAX_N
- * keeps each lane below 2^63, so the lanes hold their sums exactly. */
+ * term (sum m_k) · 2^31 · (sum of the biased positions). m's digits: one,
+ * d = m, where every |m| < 2^25 (the common case: half the multiplies), else
+ * two, d_lo = sign · (|m| mod 2^24) and d_hi = sign · floor(|m| / 2^24).
+ * Every product is below 2^56 and a lane adds at most n / 2 of them: n <=
+ * GDN_E2E_SIMD_MAX_N keeps each lane below 2^63, so the lanes hold their
+ * sums exactly. */
 #ifndef UG_REF_GDN_E2E_SIMD_H
 #define UG_REF_GDN_E2E_SIMD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-enum { GDN_E2E_SIMD_MAX_N = 256, GDN_E2E_SIMD_LANES = 8 };
+enum { GDN_E2E_SIMD_MAX_N = 256, GDN_E2E_SIMD_LANES = 8, GDN_E2E_SIMD_ONE_DIGIT_BITS = 25, GDN_E2E_SIMD_DIGIT_BITS = 24 };
 
 /* digits[p][0][lane], digits[p][1][lane] for the pair of entries 2p, 2p + 1:
- * d_lo and d_hi of m_{2p} in lanes 0-3, of m_{2p+1} in lanes 4-7. */
+ * d_lo (or d) and d_hi (unread with one digit) of m_{2p} in lanes 0-3, of
+ * m_{2p+1} in lanes 4-7. */
 typedef int64_t gdn_e2e_simd_digits[2][GDN_E2E_SIMD_LANES];
 
+/* digits for m[0 .. n) (n even, |m_k| < 2^48): one digit where every |m_k| <
+ * 2^25, else two; returns their count, *m_sum = sum_k m_k. Portable C. */
+int gdn_e2e_simd_set_digits(gdn_e2e_simd_digits *digits, const int64_t *m, size_t n, int64_t *m_sum);
+
 /* out[0 .. 6) = sum_k m_k X_k as 384-bit two's complement, for an even n
- * <= GDN_E2E_SIMD_MAX_N; m_sum = sum_k m_k. Requires AVX-512F
- * (ug_ref_simd_available()). */
-void gdn_e2e_simd_dot(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_digits *digits, int64_t m_sum,
+ * <= GDN_E2E_SIMD_MAX_N, m given as nd (1 or 2) digits; m_sum = sum_k m_k.
+ * Requires AVX-512F (ug_ref_simd_available()). */
+void gdn_e2e_simd_dot(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_digits *digits, int nd, int64_t m_sum,
                       uint64_t out[6]);
+
+/* The largest bit length of X_k xor its sign (X_k's ones' complement
+ * magnitude) over the column, n even. Requires AVX-512F. */
+int gdn_e2e_simd_column_bits(const uint64_t (*col)[4], size_t n);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "../harness/family.h"
 #include "../ref/gdn_e2e.h"
+#include "../ref/gdn_e2e_simd.h"
 #include "../ref/gdn_recompute_wu.h"
 #include "../ref/rowsimd.h"
 #include "ref_fast.h"
@@ -470,6 +471,81 @@ static void e2e_magnitude_windows_undecided(void)
     free(c);
 }
 
+/* z = the two's complement integer w[0 .. n). */
+static void mpz_from_twos_complement(mpz_t z, const uint64_t *w, size_t n)
+{
+    mpz_import(z, n, -1, sizeof w[0], 0, 0, w);
+    if (w[n - 1] >> 63) {
+        mpz_t wrap;
+        mpz_init(wrap);
+        mpz_setbit(wrap, 64 * n);
+        mpz_sub(z, z, wrap);
+        mpz_clear(wrap);
+    }
+}
+
+static uint64_t random_word(uint64_t *state)
+{
+    const uint64_t hi = ug_test_next_u32(state);
+    return hi << 32 | ug_test_next_u32(state);
+}
+
+static void e2e_simd_dot_at_the_lane_limits(void)
+{
+    /* gdn_e2e_simd_dot and gdn_e2e_simd_column_bits against GMP on 256-entry
+     * columns whose every biased half is -2^31 (X = -2^255) or 2^31 - 1 (X =
+     * 2^255 - 1), random and sparse columns, and factors at the one-digit
+     * limit (2^25 - 1), just past it (2^25, 2^26 - 1) and at 2^48 - 1, all of
+     * one sign or mixed: each lane's sum comes within 2^38 of 2^63. */
+    if (!ug_ref_simd_available()) return; /* valgrind's CPU: the portable loops only */
+    enum { N = GDN_E2E_SIMD_MAX_N };
+    uint64_t (*col)[4] = malloc(N * sizeof *col), out[6];
+    gdn_e2e_simd_digits *digits = malloc(N / 2 * sizeof *digits);
+    int64_t m[N];
+    static const int64_t magnitudes[] = {(INT64_C(1) << 25) - 1, INT64_C(1) << 25, (INT64_C(1) << 26) - 1,
+                                         (INT64_C(1) << 48) - 1, 1};
+    mpz_t want, got, x;
+    mpz_inits(want, got, x, (mpz_ptr)0);
+    uint64_t state = 41;
+    size_t mismatches = 0;
+    for (int kind = 0; kind < 4; kind++)
+        for (size_t mi = 0; mi < sizeof magnitudes / sizeof magnitudes[0]; mi++)
+            for (int signs = 0; signs < 3; signs++) {
+                for (size_t k = 0; k < N; k++) {
+                    for (int i = 0; i < 4; i++)
+                        col[k][i] = kind == 0   ? (i == 3 ? UINT64_C(1) << 63 : 0)
+                                    : kind == 1 ? (i == 3 ? ~(UINT64_C(1) << 63) : ~UINT64_C(0))
+                                    : kind == 2 ? random_word(&state)
+                                                : (k % 7 == 0 ? random_word(&state) >> (k % 64) : 0);
+                    m[k] = magnitudes[mi] * (signs == 0 || (signs == 2 && k % 3 == 0) ? 1 : -1);
+                }
+                int64_t m_sum;
+                const int nd = gdn_e2e_simd_set_digits(digits, m, N, &m_sum);
+                gdn_e2e_simd_dot((const uint64_t(*)[4])col, N, (const gdn_e2e_simd_digits *)digits, nd, m_sum, out);
+                mpz_set_ui(want, 0);
+                long bits = 0;
+                for (size_t k = 0; k < N; k++) {
+                    mpz_from_twos_complement(x, col[k], 4);
+                    mpz_mul_si(got, x, (long)m[k]);
+                    mpz_add(want, want, got);
+                    if (mpz_sgn(x) < 0) mpz_com(x, x);
+                    const long len = mpz_sgn(x) ? (long)mpz_sizeinbase(x, 2) : 0;
+                    if (len > bits) bits = len;
+                }
+                mpz_from_twos_complement(got, out, 6);
+                if (mpz_cmp(want, got) != 0)
+                    UG_TEST_MISMATCH(mismatches, "column kind %d, |m| %#llx, signs %d: dot differs", kind,
+                                     (unsigned long long)magnitudes[mi], signs);
+                if (gdn_e2e_simd_column_bits((const uint64_t(*)[4])col, N) != bits)
+                    UG_TEST_MISMATCH(mismatches, "column kind %d: bits %d, want %ld", kind,
+                                     gdn_e2e_simd_column_bits((const uint64_t(*)[4])col, N), bits);
+            }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    mpz_clears(want, got, x, (mpz_ptr)0);
+    free(col);
+    free(digits);
+}
+
 static void e2e_columns_shrink_and_refine(void)
 {
     /* h0 columns (1, 2^-100, 0, ...): a unit key e_0 with beta 1 and v = 0
@@ -598,6 +674,7 @@ UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(e2e_grids_coarsen_and_refine),
               UG_TEST(e2e_rounding_ties),
               UG_TEST(e2e_magnitude_windows_undecided),
+              UG_TEST(e2e_simd_dot_at_the_lane_limits),
               UG_TEST(e2e_columns_shrink_and_refine),
               UG_TEST(e2e_cancellation_and_zeros),
               UG_TEST(e2e_key_spans_at_the_fast_limit),
