@@ -450,22 +450,22 @@ static void e2e_magnitude_windows_undecided(void)
      * the state). Queries (1, 3, 0, ...) and (1, 0, ...), h0 negative or not. */
     e2e_case *c = e2e_case_new();
     for (int sign = 0; sign < 2; sign++) {
+        const float unit = sign ? -1.0f : 1.0f;
         memset(c->k, 0, sizeof c->k);
         memset(c->q, 0, sizeof c->q);
         memset(c->v, 0, sizeof c->v);
         memset(c->h0, 0, sizeof c->h0);
-        for (size_t t = 0; t < E2E_T; t++)
-            for (size_t h = 0; h < E2E_H; h++) {
-                c->q[(t * E2E_H + h) * E2E_K + 0] = ug_bf16_from_f32(1.0f);
-                c->q[(t * E2E_H + h) * E2E_K + 1] = ug_bf16_from_f32(t % 2 ? 3.0f : 0.0f);
-                c->beta[t * E2E_H + h] = 1.0f;
-                c->g[t * E2E_H + h] = 0.0f;
-            }
-        for (size_t h = 0; h < E2E_H; h++)
-            for (size_t d = 0; d < E2E_V; d++) {
-                c->h0[(h * E2E_K + 0) * E2E_V + d] = (sign ? -1.0f : 1.0f) * (float)(d + 1);
-                c->h0[(h * E2E_K + 1) * E2E_V + d] = (sign ? -0x1p-149f : 0x1p-149f) * (float)(d + 1);
-            }
+        for (size_t tok = 0; tok < E2E_T * E2E_H; tok++) { /* token t = tok / E2E_H */
+            c->q[tok * E2E_K] = ug_bf16_from_f32(1.0f);
+            c->q[tok * E2E_K + 1] = ug_bf16_from_f32(tok / E2E_H % 2 ? 3.0f : 0.0f);
+            c->beta[tok] = 1.0f;
+            c->g[tok] = 0.0f;
+        }
+        for (size_t i = 0; i < E2E_H * E2E_V; i++) { /* head i / E2E_V, column d = i % E2E_V */
+            const float d1 = (float)(i % E2E_V + 1);
+            c->h0[(i / E2E_V * E2E_K) * E2E_V + i % E2E_V] = unit * d1;
+            c->h0[(i / E2E_V * E2E_K + 1) * E2E_V + i % E2E_V] = unit * 0x1p-149f * d1;
+        }
         CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
     }
     free(c);
