@@ -596,25 +596,25 @@ __attribute__((always_inline)) static inline void mul_limbs(uint64_t k, const ui
 #endif
 }
 
-/* x += (neg ? -1 : 1) · (q + round), round in {0, 1}, mod 2^256. */
+/* x += (neg ? -1 : 1) · (q + round), round in {0, 1}, mod 2^256: one carry
+ * chain, x + (q xor neg) + (round xor neg), since -(q + round) = ~q + 1 -
+ * round. */
 __attribute__((always_inline)) static inline void add_rounded(uint64_t x[LIMBS], uint64_t q0, uint64_t q1, uint64_t q2,
                                                               uint64_t q3, uint64_t round, uint64_t neg)
 {
+    const uint64_t carry_in = (round ^ neg) & 1;
 #if defined(__x86_64__) && defined(__GNUC__)
-    __asm__("btq $0, %[r]\n\tadcq $0, %[q0]\n\tadcq $0, %[q1]\n\tadcq $0, %[q2]\n\tadcq $0, %[q3]\n\t"
-            "xorq %[n], %[q0]\n\txorq %[n], %[q1]\n\txorq %[n], %[q2]\n\txorq %[n], %[q3]\n\tbtq $0, %[n]\n\t"
+    __asm__("xorq %[n], %[q0]\n\txorq %[n], %[q1]\n\txorq %[n], %[q2]\n\txorq %[n], %[q3]\n\tbtq $0, %[c]\n\t"
             "adcq %[q0], %[x0]\n\tadcq %[q1], %[x1]\n\tadcq %[q2], %[x2]\n\tadcq %[q3], %[x3]"
             : [q0] "+&r"(q0), [q1] "+&r"(q1), [q2] "+&r"(q2), [q3] "+&r"(q3), [x0] "+m"(x[0]), [x1] "+m"(x[1]),
               [x2] "+m"(x[2]), [x3] "+m"(x[3])
-            : [r] "r"(round), [n] "r"(neg)
+            : [c] "r"(carry_in), [n] "r"(neg)
             : "cc");
 #else
     const uint64_t q[LIMBS] = {q0, q1, q2, q3};
-    uint64_t rounding = round, carry = neg & 1;
+    uint64_t carry = carry_in;
     for (int i = 0; i < LIMBS; i++) {
-        const u128 t = (u128)q[i] + rounding;
-        rounding = (uint64_t)(t >> 64);
-        const u128 sum = (u128)x[i] + ((uint64_t)t ^ neg) + carry;
+        const u128 sum = (u128)x[i] + (q[i] ^ neg) + carry;
         x[i] = (uint64_t)sum;
         carry = (uint64_t)(sum >> 64);
     }
