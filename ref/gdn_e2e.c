@@ -865,7 +865,10 @@ static bool fast_abs_products(workspace *w, size_t vv, long e, double *out)
         return true;
     }
     const long sh = bits > 64 ? bits - 64 : 0;
-    const u128 low = fast_abs_window((const uint64_t(*)[LIMBS])(w->limbs + vv * w->s->k), w->s->k, w->query_f.m, sh);
+    const uint64_t(*col)[LIMBS] = (const uint64_t(*)[LIMBS])(w->limbs + vv * w->s->k);
+    const u128 low = w->simd && w->query_f.n_digits == 1
+                         ? gdn_e2e_simd_abs_window(col, w->s->k, (const gdn_e2e_simd_digits *)w->query_f.digits, (int)sh)
+                         : fast_abs_window(col, w->s->k, w->query_f.m, sh);
     const u128 high = low + w->query_f.abs_total; /* < 2^127: positive in two limbs */
     const uint64_t low_limbs[2] = {(uint64_t)low, (uint64_t)(low >> 64)};
     const uint64_t high_limbs[2] = {(uint64_t)high, (uint64_t)(high >> 64)};

@@ -99,3 +99,27 @@ int gdn_e2e_simd_column_bits(const uint64_t (*col)[4], size_t n)
     }
     return 0;
 }
+
+unsigned __int128 gdn_e2e_simd_abs_window(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_digits *digits,
+                                          int sh)
+{
+    const int j = sh / 64;
+    const __m512i sign_lane = _mm512_set_epi64(7, 7, 7, 7, 3, 3, 3, 3);
+    const __m512i next_limb = _mm512_set_epi64(7, 7, 6, 5, 3, 3, 2, 1);
+    const __m128i right = _mm_cvtsi64_si128(sh % 64), left = _mm_cvtsi64_si128(64 - sh % 64); /* 64: shifts to 0 */
+    __m512i low_sum = _mm512_setzero_si512(), high_sum = low_sum;
+    for (size_t p = 0; p < n / 2; p++) {
+        const __m512i x = _mm512_loadu_si512(col[2 * p]);
+        const __m512i magnitude = _mm512_xor_si512(x, _mm512_permutexvar_epi64(sign_lane, _mm512_srai_epi64(x, 63)));
+        /* lane j of each entry: M_j >> s | M_{j+1} << (64 - s) */
+        const __m512i window = _mm512_or_si512(_mm512_srl_epi64(magnitude, right),
+                                               _mm512_sll_epi64(_mm512_permutexvar_epi64(next_limb, magnitude), left));
+        const __m512i factor = _mm512_abs_epi64(_mm512_loadu_si512(digits[p][0]));
+        low_sum = _mm512_add_epi64(low_sum, _mm512_mul_epu32(window, factor));
+        high_sum = _mm512_add_epi64(high_sum, _mm512_mul_epu32(_mm512_srli_epi64(window, 32), factor));
+    }
+    uint64_t low[GDN_E2E_SIMD_LANES], high[GDN_E2E_SIMD_LANES];
+    _mm512_storeu_si512(low, low_sum);
+    _mm512_storeu_si512(high, high_sum);
+    return (unsigned __int128)low[j] + low[j + 4] + (((unsigned __int128)high[j] + high[j + 4]) << 32);
+}

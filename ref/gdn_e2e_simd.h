@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* gdn_e2e's exact dot products Xᵀm and bit lengths of one state column on
- * AVX-512 (built with SIMD_FLAGS_avx512): the same integers as the portable
- * loops of ref/gdn_e2e.c, two entries per vector.
+/* gdn_e2e's exact dot products Xᵀm, |X|ᵀ|m|'s windows and bit lengths of
+ * one state column on AVX-512 (built with SIMD_FLAGS_avx512): the same
+ * integers as the portable loops of ref/gdn_e2e.c, two entries per vector.
  *
  * A column is n entries X_k of 4 limbs (two's complement, 256 bits); m_k is
  * a signed integer below 2^48, given as signed digits (below). Each
@@ -36,6 +36,14 @@ int gdn_e2e_simd_set_digits(gdn_e2e_simd_digits *digits, const int64_t *m, size_
  * Requires AVX-512F (ug_ref_simd_available()). */
 void gdn_e2e_simd_dot(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_digits *digits, int nd, int64_t m_sum,
                       uint64_t out[6]);
+
+/* sum_k |m_k| floor(M_k / 2^sh), M_k = X_k xor its sign, 0 <= sh <= 191
+ * and every M_k < 2^(sh + 64), for one-digit m (every |m_k| < 2^25): the
+ * 64-bit window of each M at 2^sh times |m| as two 32-bit halves through
+ * vpmuludq, each lane below 2^64 for n <= GDN_E2E_SIMD_MAX_N. Requires
+ * AVX-512F. */
+unsigned __int128 gdn_e2e_simd_abs_window(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_digits *digits,
+                                          int sh);
 
 /* The largest bit length of X_k xor its sign (X_k's ones' complement
  * magnitude) over the column, n even. Requires AVX-512F. */

@@ -492,7 +492,7 @@ static uint64_t random_word(uint64_t *state)
 
 static void e2e_simd_dot_at_the_lane_limits(void)
 {
-    /* gdn_e2e_simd_dot and gdn_e2e_simd_column_bits against GMP on 256-entry
+    /* gdn_e2e_simd_dot, _column_bits and _abs_window against GMP on 256-entry
      * columns whose every biased half is -2^31 (X = -2^255) or 2^31 - 1 (X =
      * 2^255 - 1), random and sparse columns, and factors at the one-digit
      * limit (2^25 - 1), just past it (2^25, 2^26 - 1) and at 2^48 - 1, all of
@@ -539,6 +539,22 @@ static void e2e_simd_dot_at_the_lane_limits(void)
                 if (gdn_e2e_simd_column_bits((const uint64_t(*)[4])col, N) != bits)
                     UG_TEST_MISMATCH(mismatches, "column kind %d: bits %d, want %ld", kind,
                                      gdn_e2e_simd_column_bits((const uint64_t(*)[4])col, N), bits);
+                for (long sh = bits > 64 ? bits - 64 : 0; nd == 1 && sh <= 191; sh += 37) {
+                    mpz_set_ui(want, 0);
+                    for (size_t k = 0; k < N; k++) { /* |m_k| floor(M_k / 2^sh) */
+                        mpz_from_twos_complement(x, col[k], 4);
+                        if (mpz_sgn(x) < 0) mpz_com(x, x);
+                        mpz_fdiv_q_2exp(x, x, (mp_bitcnt_t)sh);
+                        mpz_addmul_ui(want, x, (unsigned long)(m[k] < 0 ? -m[k] : m[k]));
+                    }
+                    const unsigned __int128 window =
+                        gdn_e2e_simd_abs_window((const uint64_t(*)[4])col, N, (const gdn_e2e_simd_digits *)digits, (int)sh);
+                    const uint64_t halves[2] = {(uint64_t)window, (uint64_t)(window >> 64)};
+                    mpz_import(got, 2, -1, sizeof halves[0], 0, 0, halves);
+                    if (mpz_cmp(want, got) != 0)
+                        UG_TEST_MISMATCH(mismatches, "column kind %d, |m| %#llx, shift %ld: window sum differs", kind,
+                                         (unsigned long long)magnitudes[mi], sh);
+                }
             }
     CU_ASSERT_EQUAL(mismatches, 0);
     mpz_clears(want, got, x, (mpz_ptr)0);
