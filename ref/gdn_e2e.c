@@ -25,9 +25,13 @@
  * deliberate roundings, so two implementations give the same bits: GMP
  * integers (the plain path) and fixed 256-bit two's complement limbs with
  * 128-bit accumulators (the fast path, ug_ref_fast(): one pass of a few
- * 64-bit multiplies per entry and token). The scalar work per column and token
- * (d, the output's scaling, every rounding to prec bits) is one MPFR code
- * shared by both.
+ * 64-bit multiplies per entry and token; the dot products, |X|ᵀ|q|'s windows
+ * and the bit lengths on AVX-512 where the CPU has it, ref/gdn_e2e_simd.h).
+ * The scalar work per column and token (d, the output's scaling, every
+ * rounding to prec bits) is one MPFR code shared by both, but for two reads
+ * the fast path makes without MPFR, each giving MPFR's bits: |X|ᵀ|q| rounded
+ * up from its windows where they decide it (fast_abs_products), and the
+ * outputs' ug_ref_finish from the value's limbs (ug_xval_finish_mpfr).
  *
  * The floating form, for any other head (non-finite or huge inputs, gates
  * beyond ±64): S = c · Ŝ, Ŝ at prec bits per entry; c is folded into Ŝ when it
