@@ -904,7 +904,10 @@ static double state_update_and_query(workspace *w, size_t vv, bool update, long 
             }
         }
         uint64_t (*col)[LIMBS] = w->limbs + vv * n;
-        if (update) fast_update_column(col, n, w->key_f.m, &dl);
+        if (update && w->simd && w->key_f.n_digits == 1 && n % 8 == 0)
+            gdn_e2e_simd_update(col, n, w->key_f.m, dl.dm, dl.neg, dl.round_limbs);
+        else if (update)
+            fast_update_column(col, n, w->key_f.m, &dl);
         w->bits[vv] = column_bits(w, vv);
         if (!w->query_f.nonzero) return 0.0; /* the caller reads no z */
         fast_dot(w, (const uint64_t(*)[LIMBS])col, &w->query_f, w->z);

@@ -123,3 +123,101 @@ unsigned __int128 gdn_e2e_simd_abs_window(const uint64_t (*col)[4], size_t n, co
     _mm512_storeu_si512(high, high_sum);
     return (unsigned __int128)low[j] + low[j + 4] + (((unsigned __int128)high[j] + high[j + 4]) << 32);
 }
+
+/* Eight entries' limbs i as one vector each (lane = entry), and back: the
+ * same two rounds of permutes both ways. */
+static inline __attribute__((always_inline)) void transpose(__m512i a, __m512i b, __m512i c, __m512i d, __m512i out[4])
+{
+    const __m512i pairs_low = _mm512_set_epi64(13, 9, 5, 1, 12, 8, 4, 0);
+    const __m512i pairs_high = _mm512_set_epi64(15, 11, 7, 3, 14, 10, 6, 2);
+    const __m512i halves_low = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0);
+    const __m512i halves_high = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+    const __m512i ab_low = _mm512_permutex2var_epi64(a, pairs_low, b);
+    const __m512i ab_high = _mm512_permutex2var_epi64(a, pairs_high, b);
+    const __m512i cd_low = _mm512_permutex2var_epi64(c, pairs_low, d);
+    const __m512i cd_high = _mm512_permutex2var_epi64(c, pairs_high, d);
+    out[0] = _mm512_permutex2var_epi64(ab_low, halves_low, cd_low);
+    out[1] = _mm512_permutex2var_epi64(ab_low, halves_high, cd_low);
+    out[2] = _mm512_permutex2var_epi64(ab_high, halves_low, cd_high);
+    out[3] = _mm512_permutex2var_epi64(ab_high, halves_high, cd_high);
+}
+
+static inline __attribute__((always_inline)) void untranspose(const __m512i limb[4], __m512i out[4])
+{
+    const __m512i halves_low = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0);
+    const __m512i halves_high = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+    const __m512i pairs_low = _mm512_set_epi64(13, 9, 5, 1, 12, 8, 4, 0);
+    const __m512i pairs_high = _mm512_set_epi64(15, 11, 7, 3, 14, 10, 6, 2);
+    const __m512i ab_low = _mm512_permutex2var_epi64(limb[0], halves_low, limb[1]);
+    const __m512i cd_low = _mm512_permutex2var_epi64(limb[0], halves_high, limb[1]);
+    const __m512i ab_high = _mm512_permutex2var_epi64(limb[2], halves_low, limb[3]);
+    const __m512i cd_high = _mm512_permutex2var_epi64(limb[2], halves_high, limb[3]);
+    out[0] = _mm512_permutex2var_epi64(ab_low, pairs_low, ab_high);
+    out[1] = _mm512_permutex2var_epi64(ab_low, pairs_high, ab_high);
+    out[2] = _mm512_permutex2var_epi64(cd_low, pairs_low, cd_high);
+    out[3] = _mm512_permutex2var_epi64(cd_low, pairs_high, cd_high);
+}
+
+/* sum = a + b + carry (carry a lane mask), and the carry out. */
+static inline __attribute__((always_inline)) __m512i add_carry(__m512i a, __m512i b, __mmask8 carry, __mmask8 *out)
+{
+    const __m512i s = _mm512_add_epi64(a, b), t = _mm512_mask_add_epi64(s, carry, s, _mm512_set1_epi64(1));
+    *out = _mm512_cmplt_epu64_mask(s, a) | (carry & _mm512_cmpeq_epi64_mask(t, _mm512_setzero_si512()));
+    return t;
+}
+
+/* The update of eight entries with the rounding limb L a literal. */
+static inline __attribute__((always_inline)) void update_eight(uint64_t (*x)[4], const int64_t *km, const __m512i dl[4],
+                                                             const __m512i dh[4], __m512i dneg, int L)
+{
+    const __m512i m = _mm512_loadu_si512(km), k = _mm512_abs_epi64(m);
+    const __m512i sign = _mm512_xor_si512(_mm512_srai_epi64(m, 63), dneg);
+    /* the product k dm as five limbs p[0 .. 5), p[4] < 2^26 */
+    __m512i lo[4], hi[4], p[5];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        const __m512i a = _mm512_mul_epu32(k, dl[i]), b = _mm512_mul_epu32(k, dh[i]); /* < 2^57 each */
+        lo[i] = _mm512_add_epi64(a, _mm512_slli_epi64(b, 32));
+        hi[i] = _mm512_mask_add_epi64(_mm512_srli_epi64(b, 32), _mm512_cmplt_epu64_mask(lo[i], a),
+                                      _mm512_srli_epi64(b, 32), _mm512_set1_epi64(1));
+    }
+    __mmask8 carry = 0;
+    p[0] = lo[0];
+#pragma GCC unroll 4
+    for (int i = 1; i < 4; i++) p[i] = add_carry(lo[i], hi[i - 1], carry, &carry);
+    p[4] = _mm512_mask_add_epi64(hi[3], carry, hi[3], _mm512_set1_epi64(1));
+    /* x += (q xor sign) + ((round xor sign) & 1), q = p[L ..] */
+    const __m512i round = L ? _mm512_srli_epi64(p[L - 1], 63) : _mm512_setzero_si512();
+    carry = _mm512_test_epi64_mask(_mm512_xor_si512(round, sign), _mm512_set1_epi64(1));
+    __m512i limb[4];
+    transpose(_mm512_loadu_si512(x[0]), _mm512_loadu_si512(x[2]), _mm512_loadu_si512(x[4]),
+              _mm512_loadu_si512(x[6]), limb);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        const __m512i q = i + L <= 4 ? p[i + L] : _mm512_setzero_si512();
+        limb[i] = add_carry(limb[i], _mm512_xor_si512(q, sign), carry, &carry);
+    }
+    __m512i out[4];
+    untranspose(limb, out);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) _mm512_storeu_si512(x[2 * j], out[j]);
+}
+
+void gdn_e2e_simd_update(uint64_t (*col)[4], size_t n, const int64_t *km, const uint64_t dm[4], uint64_t neg,
+                         int round_limbs)
+{
+    __m512i dl[4], dh[4];
+    for (int i = 0; i < 4; i++) {
+        dl[i] = _mm512_set1_epi64((long long)(dm[i] & 0xFFFFFFFFu));
+        dh[i] = _mm512_set1_epi64((long long)(dm[i] >> 32));
+    }
+    const __m512i dneg = _mm512_set1_epi64((long long)neg);
+    for (size_t k = 0; k < n; k += 8) switch (round_limbs) {
+        case 0: update_eight(col + k, km + k, dl, dh, dneg, 0); break;
+        case 1: update_eight(col + k, km + k, dl, dh, dneg, 1); break;
+        case 2: update_eight(col + k, km + k, dl, dh, dneg, 2); break;
+        case 3: update_eight(col + k, km + k, dl, dh, dneg, 3); break;
+        case 4: update_eight(col + k, km + k, dl, dh, dneg, 4); break;
+        default: break; /* every product rounds to 0 */
+        }
+}

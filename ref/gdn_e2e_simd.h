@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* gdn_e2e's exact dot products Xᵀm, |X|ᵀ|m|'s windows and bit lengths of
- * one state column on AVX-512 (built with SIMD_FLAGS_avx512): the same
- * integers as the portable loops of ref/gdn_e2e.c, two entries per vector.
+/* gdn_e2e's exact dot products Xᵀm, |X|ᵀ|m|'s windows, bit lengths and
+ * updates of one state column on AVX-512 (built with SIMD_FLAGS_avx512): the
+ * same integers as the portable loops of ref/gdn_e2e.c, two entries per
+ * vector (eight for the update).
  *
  * A column is n entries X_k of 4 limbs (two's complement, 256 bits); m_k is
  * a signed integer below 2^48, given as signed digits (below). Each
@@ -44,6 +45,15 @@ void gdn_e2e_simd_dot(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_dig
  * AVX-512F. */
 unsigned __int128 gdn_e2e_simd_abs_window(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_digits *digits,
                                           int sh);
+
+/* x_k += sign_k RNA(|m_k| D / 2^(64 L)) mod 2^256 for every k < n (n a
+ * multiple of 8), sign_k = m_k's sign xor neg (0 or all ones), D = dm (< 2^256),
+ * L = round_limbs (0 .. 4; beyond: nothing changes), every |m_k| < 2^25: the
+ * portable update of ref/gdn_e2e.c, eight entries a vector (lane = entry,
+ * limbs transposed in registers; the product's limbs from 32-bit halves,
+ * carries as lane masks). Requires AVX-512F. */
+void gdn_e2e_simd_update(uint64_t (*col)[4], size_t n, const int64_t *km, const uint64_t dm[4], uint64_t neg,
+                         int round_limbs);
 
 /* The largest bit length of X_k xor its sign (X_k's ones' complement
  * magnitude) over the column, n even. Requires AVX-512F. */

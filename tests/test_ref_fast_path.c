@@ -562,6 +562,65 @@ static void e2e_simd_dot_at_the_lane_limits(void)
     free(digits);
 }
 
+static void e2e_simd_update_against_gmp(void)
+{
+    /* gdn_e2e_simd_update against GMP: x + sign RNA(|m| D / 2^(64 L)) mod
+     * 2^256 for every rounding limb L (and past them: no change), both signs
+     * of the delta, keys at the one-digit limit 2^25 - 1, zero and random,
+     * D all ones or random, columns at ±2^255 and random: every carry chain
+     * of the product, the rounding and the signed add runs to the top. */
+    if (!ug_ref_simd_available()) return;
+    enum { N = 64 };
+    uint64_t (*col)[4] = malloc(N * sizeof *col), (*before)[4] = malloc(N * sizeof *before), dm[4];
+    int64_t m[N];
+    mpz_t x, d, t;
+    mpz_inits(x, d, t, (mpz_ptr)0);
+    uint64_t state = 43;
+    size_t mismatches = 0;
+    for (int trial = 0; trial < 24; trial++)
+        for (int L = 0; L <= 5; L++)
+            for (int neg = 0; neg < 2; neg++) {
+                for (int i = 0; i < 4; i++) dm[i] = trial % 3 == 0 ? ~UINT64_C(0) : random_word(&state);
+                for (size_t k = 0; k < N; k++) {
+                    for (int i = 0; i < 4; i++)
+                        col[k][i] = trial % 4 == 1 ? (i == 3 ? UINT64_C(1) << 63 : 0)
+                                    : trial % 4 == 2 ? (i == 3 ? ~(UINT64_C(1) << 63) : ~UINT64_C(0))
+                                                     : random_word(&state);
+                    const int64_t magnitude = k % 5 == 0 ? 0 : k % 2 ? (INT64_C(1) << 25) - 1
+                                                                      : (int64_t)(random_word(&state) >> 39);
+                    m[k] = k % 3 ? magnitude : -magnitude;
+                }
+                memcpy(before, col, N * sizeof *col);
+                gdn_e2e_simd_update(col, N, m, dm, neg ? ~UINT64_C(0) : 0, L);
+                mpz_import(d, 4, -1, sizeof dm[0], 0, 0, dm);
+                for (size_t k = 0; k < N; k++) {
+                    mpz_mul_ui(t, d, (unsigned long)(m[k] < 0 ? -m[k] : m[k]));
+                    if (L > 4) mpz_set_ui(t, 0);
+                    else if (L > 0) { /* RNA of a nonnegative value */
+                        mpz_t half;
+                        mpz_init(half);
+                        mpz_setbit(half, (mp_bitcnt_t)(64 * L - 1));
+                        mpz_add(t, t, half);
+                        mpz_fdiv_q_2exp(t, t, (mp_bitcnt_t)(64 * L));
+                        mpz_clear(half);
+                    }
+                    if ((m[k] < 0) != neg) mpz_neg(t, t);
+                    mpz_import(x, 4, -1, sizeof before[k][0], 0, 0, before[k]);
+                    mpz_add(x, x, t);
+                    mpz_fdiv_r_2exp(x, x, 256);
+                    uint64_t want[4] = {0, 0, 0, 0};
+                    mpz_export(want, NULL, -1, sizeof want[0], 0, 0, x);
+                    if (memcmp(want, col[k], sizeof want) != 0)
+                        UG_TEST_MISMATCH(mismatches, "trial %d, L %d, neg %d, entry %zu: update differs", trial, L, neg,
+                                         k);
+                }
+            }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    mpz_clears(x, d, t, (mpz_ptr)0);
+    free(col);
+    free(before);
+}
+
 static void e2e_columns_shrink_and_refine(void)
 {
     /* h0 columns (1, 2^-100, 0, ...): a unit key e_0 with beta 1 and v = 0
@@ -691,6 +750,7 @@ UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(e2e_rounding_ties),
               UG_TEST(e2e_magnitude_windows_undecided),
               UG_TEST(e2e_simd_dot_at_the_lane_limits),
+              UG_TEST(e2e_simd_update_against_gmp),
               UG_TEST(e2e_columns_shrink_and_refine),
               UG_TEST(e2e_cancellation_and_zeros),
               UG_TEST(e2e_key_spans_at_the_fast_limit),
