@@ -859,8 +859,9 @@ static double abs_products_exact(workspace *w, long e)
  * |X|ᵀ|q| lies in [L, L + sum |q|] 2^sh, L = sum |q_k| W_k. Rounding up is
  * monotone, so where both ends round up to the same double the sum does
  * too; and the least double at or above a prec-bit rounding up is the least
- * double at or above the sum (doubles have prec bits), as abs_products_exact
- * gives. False (nothing written) where the ends round apart. */
+ * double at or above the sum (doubles have fewer than prec bits), as
+ * abs_products_exact gives. False (nothing written) where the ends round
+ * apart or the result would not be a normal double. */
 static bool fast_abs_products(workspace *w, size_t vv, long e, double *out)
 {
     const long bits = w->bits[vv];
@@ -873,14 +874,22 @@ static bool fast_abs_products(workspace *w, size_t vv, long e, double *out)
     const u128 low = w->simd && w->query_f.n_digits == 1
                          ? gdn_e2e_simd_abs_window(col, w->s->k, (const gdn_e2e_simd_digits *)w->query_f.digits, (int)sh)
                          : fast_abs_window(col, w->s->k, w->query_f.m, sh);
-    const u128 high = low + w->query_f.abs_total; /* < 2^127: positive in two limbs */
-    const uint64_t low_limbs[2] = {(uint64_t)low, (uint64_t)(low >> 64)};
-    const uint64_t high_limbs[2] = {(uint64_t)high, (uint64_t)(high >> 64)};
-    const ug_xval low_value = ug_xwin_read(low_limbs, 2, (int)(e + sh));
-    const ug_xval high_value = ug_xwin_read(high_limbs, 2, (int)(e + sh));
-    const double up = ug_xval_to_double(&low_value, MPFR_RNDU);
-    if (up != ug_xval_to_double(&high_value, MPFR_RNDU)) return false;
-    *out = up;
+    const u128 high = low + w->query_f.abs_total; /* < 2^127 */
+    /* the least double at or above L 2^(e + sh), where it is normal: L's 53
+     * leading bits, one unit more when bits below them are set; the sum
+     * rounds up to it iff the upper end does not pass it. Elsewhere (L
+     * shorter than 54 bits, a result outside the normal range) the exact sum
+     * decides. */
+    const uint64_t low_high_word = (uint64_t)(low >> 64);
+    const int length = low_high_word ? 128 - __builtin_clzll(low_high_word)
+                       : low         ? 64 - __builtin_clzll((uint64_t)low)
+                                     : 0;
+    const long exponent = e + sh + length - 53;
+    if (length <= 53 || exponent < -1074 || exponent > 1023 - 53) return false;
+    const int cut = length - 53;
+    const u128 top = (low >> cut) + ((low & (((u128)1 << cut) - 1)) != 0); /* <= 2^53 */
+    if (high > top << cut) return false;
+    *out = ldexp((double)top, (int)exponent); /* exact: normal */
     return true;
 }
 
