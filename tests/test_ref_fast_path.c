@@ -471,6 +471,30 @@ static void e2e_magnitude_windows_undecided(void)
     free(c);
 }
 
+static void e2e_magnitudes_leave_the_double_range(void)
+{
+    /* Zero keys keep the state; gates of -40 per token take head 0's columns
+     * through the subnormal range and below it, +20 take head 1's past
+     * 2^1024: |X|ᵀ|q| rounded up to a double on both sides of the normal
+     * range, where the windows leave it to the exact sum. Entry 1 of every
+     * column (2^-149 of the others) lies below the windows, so inside the
+     * range their ends round apart too and the exact sum decides. */
+    e2e_case *c = e2e_case_new(); /* calloc: zero keys and values */
+    for (size_t tok = 0; tok < E2E_T * E2E_H; tok++) {
+        c->q[tok * E2E_K] = ug_bf16_from_f32(1.0f);
+        c->q[tok * E2E_K + 1] = ug_bf16_from_f32(3.0f);
+        c->q[tok * E2E_K + 3] = ug_bf16_from_f32(-0.375f);
+        c->beta[tok] = 0.5f;
+        c->g[tok] = tok % E2E_H ? 20.0f : -40.0f;
+    }
+    for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i++) { /* entry i / V % K of column i % V */
+        const size_t entry = i / E2E_V % E2E_K;
+        c->h0[i] = (entry == 1 ? 0x1p-149f : (float)(entry % 7 + 1)) * (float)(i % E2E_V + 1) * (i % 3 ? 1.0f : -1.0f);
+    }
+    CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    free(c);
+}
+
 /* z = the two's complement integer w[0 .. n). */
 static void mpz_from_twos_complement(mpz_t z, const uint64_t *w, size_t n)
 {
@@ -560,33 +584,6 @@ static void e2e_simd_dot_at_the_lane_limits(void)
     mpz_clears(want, got, x, (mpz_ptr)0);
     free(col);
     free(digits);
-}
-
-static void e2e_magnitudes_leave_the_double_range(void)
-{
-    /* Zero keys keep the state; gates of -40 per token take head 0's columns
-     * through the subnormal range and below it, +20 take head 1's past
-     * 2^1024: |X|ᵀ|q| rounded up to a double on both sides of the normal
-     * range, where the windows leave it to the exact sum. Entry 1 of every
-     * column (2^-149 of the others) lies below the windows, so inside the
-     * range their ends round apart too and the exact sum decides. */
-    e2e_case *c = e2e_case_new();
-    memset(c->k, 0, sizeof c->k);
-    memset(c->q, 0, sizeof c->q);
-    memset(c->v, 0, sizeof c->v);
-    for (size_t tok = 0; tok < E2E_T * E2E_H; tok++) {
-        c->q[tok * E2E_K] = ug_bf16_from_f32(1.0f);
-        c->q[tok * E2E_K + 1] = ug_bf16_from_f32(3.0f);
-        c->q[tok * E2E_K + 3] = ug_bf16_from_f32(-0.375f);
-        c->beta[tok] = 0.5f;
-        c->g[tok] = tok % E2E_H ? 20.0f : -40.0f;
-    }
-    for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i++) { /* entry i / V % K of column i % V */
-        const size_t entry = i / E2E_V % E2E_K;
-        c->h0[i] = (entry == 1 ? 0x1p-149f : (float)(entry % 7 + 1)) * (float)(i % E2E_V + 1) * (i % 3 ? 1.0f : -1.0f);
-    }
-    CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
-    free(c);
 }
 
 static void e2e_simd_update_against_gmp(void)
