@@ -706,6 +706,46 @@ bool ug_xsum_split_mpfr(mpfr_srcptr x, bool *neg, ug_u128 *m, int *e)
     return true;
 }
 
+void ug_xval_finish_mpfr(mpfr_srcptr r, ug_ref_value *out, double pre_round_bound, double abs_sum, uint32_t flagged,
+                         ug_dtype dtype)
+{
+    enum { WIDE_LIMBS = 3, WIDE_BITS = 64 * WIDE_LIMBS, EXP_LIMIT = 1000 };
+    const mpfr_prec_t prec = mpfr_get_prec(r);
+    if (!mpfr_regular_p(r) || prec > WIDE_BITS || mpfr_get_exp(r) < -EXP_LIMIT || mpfr_get_exp(r) > EXP_LIMIT) {
+        ug_ref_finish(out, r, pre_round_bound, abs_sum, flagged, dtype);
+        return;
+    }
+    /* |r| = M 2^(exp - 192), M's leading bit at 2^191 (MPFR's limbs, top aligned) */
+    const int exp = (int)mpfr_get_exp(r), limbs = (int)((prec + 63) / 64);
+    const mp_limb_t *d = mpfr_custom_get_significand(r);
+    uint64_t m[WIDE_LIMBS + 1] = {0};
+    for (int i = 0; i < limbs; i++) m[WIDE_LIMBS - limbs + i] = d[i];
+    const bool neg = mpfr_signbit(r);
+    const ug_xval value = {.neg = neg, .m = (ug_u128)m[2] << 64 | m[1], .e = exp - 128, .round = m[0] >> 63,
+                           .sticky = (m[0] << 1) != 0};
+    const double r_hi = ug_xval_to_double(&value, MPFR_RNDN);
+    /* |r_hi| = h 2^he, normal: on M's grid h 2^shift, shift 139 (or 140 when
+     * r rounded up to 2^exp), so |r| - |r_hi| is exact in four limbs */
+    bool h_neg;
+    uint64_t h;
+    int he;
+    ug_xsum_split(r_hi, &h_neg, &h, &he);
+    const int shift = he - (exp - WIDE_BITS), word = shift / 64, bit = shift % 64;
+    uint64_t hs[WIDE_LIMBS + 1] = {0}, rest[WIDE_LIMBS + 1];
+    hs[word] = h << bit;
+    hs[word + 1] = bit ? h >> (64 - bit) : 0; /* word <= 2 */
+    uint64_t borrow = 0;
+    for (int i = 0; i <= WIDE_LIMBS; i++) {
+        const ug_u128 t = (ug_u128)m[i] - hs[i] - borrow;
+        rest[i] = (uint64_t)t;
+        borrow = (uint64_t)(t >> 64) & 1;
+    }
+    ug_xval low = ug_xwin_read(rest, WIDE_LIMBS + 1, exp - WIDE_BITS);
+    if (!low.zero) low.neg ^= neg; /* an exact zero difference is +0, as mpfr_sub_d rounds to nearest */
+    ug_ref_fill(out, r_hi, ug_xval_to_double(&low, MPFR_RNDN), ug_xval_rn_bits(&value, dtype), pre_round_bound,
+                abs_sum, flagged, dtype);
+}
+
 int ug_xwin_bit_length(const uint64_t *m, int n)
 {
     for (int k = n - 1; k >= 0; k--)

@@ -239,6 +239,13 @@ void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, doubl
 void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bound, double abs_sum,
                     uint32_t flagged, ug_dtype dtype);
 
+/* ug_ref_finish(out, r, ...) bit for bit, without MPFR calls where r is a
+ * regular number of at most 192 bits whose exponent lies in [-1000, 1000]
+ * (r_hi normal): r's significand read in place as an exact value, r_lo from
+ * the exact r - r_hi. Any other r goes to ug_ref_finish itself. */
+void ug_xval_finish_mpfr(mpfr_srcptr r, ug_ref_value *out, double pre_round_bound, double abs_sum, uint32_t flagged,
+                         ug_dtype dtype);
+
 /* A fixed-point window: the exact sum of products ±c·s, c a nonnegative
  * integer of nc <= UG_XWIN_MAX_C 64-bit limbs and s one 64-bit limb, where
  * the caller has put every c of the sum on one grid 2^ec and every s on one

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "gdn_e2e.h"
 
+#include "exact_sum.h"
+#include "gdn_e2e_simd.h"
+#include "rowsimd.h"
+
 #include <gmp.h>
 #include <limits.h>
 #include <math.h>
@@ -23,9 +27,13 @@
  * deliberate roundings, so two implementations give the same bits: GMP
  * integers (the plain path) and fixed 256-bit two's complement limbs with
  * 128-bit accumulators (the fast path, ug_ref_fast(): one pass of a few
- * 64-bit multiplies per entry and token). The scalar work per column and token
- * (d, the output's scaling, every rounding to prec bits) is one MPFR code
- * shared by both.
+ * 64-bit multiplies per entry and token; the dot products, |X|ᵀ|q|'s windows
+ * and the bit lengths on AVX-512 where the CPU has it, ref/gdn_e2e_simd.h).
+ * The scalar work per column and token (d, the output's scaling, every
+ * rounding to prec bits) is one MPFR code shared by both, but for two reads
+ * the fast path makes without MPFR, each giving MPFR's bits: |X|ᵀ|q| rounded
+ * up from its windows where they decide it (fast_abs_products), and the
+ * outputs' ug_ref_finish from the value's limbs (ug_xval_finish_mpfr).
  *
  * The floating form, for any other head (non-finite or huge inputs, gates
  * beyond ±64): S = c · Ŝ, Ŝ at prec bits per entry; c is folded into Ŝ when it
@@ -60,6 +68,10 @@ typedef struct {
     int64_t *m;       /* fast path */
     uint32_t *order;  /* fast path: the indices of the positive m, then of the negative ones */
     size_t n_pos, n_neg;
+    uint64_t abs_total; /* fast path: sum of |m| (< 2^62) */
+    gdn_e2e_simd_digits *digits; /* fast path on AVX-512: m's digits by pairs (gdn_e2e_simd.h) */
+    int n_digits;                /* and how many: 1 or 2 */
+    int64_t m_sum;               /* and sum m */
     mpz_t *z;   /* plain path */
 } factor_vector;
 
@@ -69,6 +81,7 @@ typedef struct {
     size_t b, h, key_head;
     /* both forms */
     mpfr_t c, gate, acc, abs_acc, wide, scale;
+    mpfr_t beta;            /* the token's beta, exact at 24 bits */
     double c_abs, scale_abs; /* |c| (this token's) and |scale|, rounded away from zero */
     mpfr_t *d;              /* [V]: beta (v - Sᵀk), then d / c */
     double *key_abs;        /* |k_t| */
@@ -81,7 +94,7 @@ typedef struct {
     mpfr_ptr *product_ptrs;
     mpfr_t product;
     /* grid form */
-    bool fast;
+    bool fast, simd;        /* simd: the fast path's dot products on AVX-512 */
     long *grid, *bits;      /* [V]: E[v], and column_bits(v) */
     mpz_t *x;               /* [V][K] X, plain path */
     uint64_t (*limbs)[LIMBS]; /* [V][K] X, fast path (two's complement) */
@@ -127,7 +140,7 @@ static void workspace_free(workspace *w)
     free(w->state), free(w->key), free(w->query), free(w->d), free(w->key_abs), free(w->d_abs);
     free(w->decayed_abs), free(w->products), free(w->product_ptrs), free(w->grid), free(w->bits), free(w->x);
     free(w->limbs), free(w->key_f.m), free(w->key_f.z), free(w->query_f.m), free(w->query_f.z);
-    free(w->key_f.order), free(w->query_f.order);
+    free(w->key_f.order), free(w->query_f.order), free(w->key_f.digits), free(w->query_f.digits);
 }
 
 static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_t prec, float scale)
@@ -153,9 +166,12 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     w->key_f.order = malloc(s->k * sizeof *w->key_f.order);
     w->query_f.order = malloc(s->k * sizeof *w->query_f.order);
     w->query_f.z = malloc(s->k * sizeof *w->query_f.z);
+    w->key_f.digits = malloc((s->k / 2 + 1) * sizeof *w->key_f.digits);
+    w->query_f.digits = malloc((s->k / 2 + 1) * sizeof *w->query_f.digits);
     if (!w->state || !w->key || !w->query || !w->d || !w->key_abs || !w->d_abs || !w->decayed_abs || !w->products ||
         !w->product_ptrs || !w->grid || !w->bits || !w->x || !w->limbs || !w->key_f.m || !w->key_f.z ||
-        !w->query_f.m || !w->query_f.z || !w->key_f.order || !w->query_f.order) {
+        !w->query_f.m || !w->query_f.z || !w->key_f.order || !w->query_f.order || !w->key_f.digits ||
+        !w->query_f.digits) {
         workspace_free(w);
         return ug_fail(UG_ENOMEM, "gdn_e2e reference: out of memory (K=%zu, V=%zu)", s->k, s->v);
     }
@@ -172,6 +188,7 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     mpz_inits(w->z, w->z_abs, w->z_tmp, w->delta, (mpz_ptr)0);
     mpfr_inits2(prec, w->c, w->gate, w->acc, w->abs_acc, w->scale, (mpfr_ptr)0);
     mpfr_init2(w->product, prec + BF16_PREC);
+    mpfr_init2(w->beta, F32_PREC);
     /* a grid column entry times 2^E exactly: below 2^(cap + 1) grid units */
     mpfr_init2(w->wide, (mpfr_prec_t)grid_cap(prec) + 8);
     mpfr_set_flt(w->scale, scale, MPFR_RNDN);  /* exact */
@@ -194,7 +211,7 @@ static void workspace_close(workspace *w)
     w->x = w->key_f.z = w->query_f.z = NULL;
     workspace_free(w);
     mpz_clears(w->z, w->z_abs, w->z_tmp, w->delta, (mpz_ptr)0);
-    mpfr_clears(w->c, w->gate, w->product, w->acc, w->abs_acc, w->wide, w->scale, (mpfr_ptr)0);
+    mpfr_clears(w->c, w->gate, w->product, w->acc, w->abs_acc, w->wide, w->scale, w->beta, (mpfr_ptr)0);
 }
 
 /* [B,T,heads,width] row start, [B,T,H] element. */
@@ -220,13 +237,19 @@ static double times_c_abs(const workspace *w, mpfr_srcptr x)
 
 /* ---- shared by both forms: the column's delta and the output ------------------ */
 
+/* The token's beta, set once for its V columns. */
+static void load_beta(workspace *w, const float *beta, size_t t)
+{
+    mpfr_set_flt(w->beta, beta[at3(w->s, w->b, t, w->h)], MPFR_RNDN); /* exact */
+}
+
 /* acc = (Ŝᵀk)_v at prec bits; d[v] = beta (v - c acc), d_abs[v] = |d[v]|,
  * then d[v] /= c (Ŝ moves by k (d / c)ᵀ). */
-static void column_delta(workspace *w, size_t vv, float v_value, double beta_t)
+static void column_delta(workspace *w, size_t vv, float v_value)
 {
     mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);                       /* (Sᵀk)_v of exp(g) S */
     mpfr_d_sub(w->d[vv], (double)v_value, w->acc, MPFR_RNDN);        /* v - Sᵀk */
-    mpfr_mul_d(w->d[vv], w->d[vv], beta_t, MPFR_RNDN);
+    mpfr_mul(w->d[vv], w->d[vv], w->beta, MPFR_RNDN); /* as mpfr_mul_d: one correctly rounded product */
     w->d_abs[vv] = fabs(mpfr_get_d(w->d[vv], MPFR_RNDA));
     mpfr_div(w->d[vv], w->d[vv], w->c, MPFR_RNDN);
 }
@@ -237,13 +260,23 @@ static void load_key_abs(workspace *w, const ug_bf16 *k_row)
     for (size_t kk = 0; kk < w->s->k; kk++) w->key_abs[kk] = fabs(ug_bf16_to_f32(k_row[kk]));
 }
 
+/* ug_ref_finish(out, r, +inf, abs_sum, 0, dtype); on the fast path from r's
+ * limbs (ug_xval_finish_mpfr: the same fields, bit for bit). */
+static void finish(const workspace *w, ug_ref_value *out, mpfr_srcptr r, double abs_sum, ug_dtype dtype)
+{
+    if (w->fast)
+        ug_xval_finish_mpfr(r, out, INFINITY, abs_sum, 0, dtype);
+    else
+        ug_ref_finish(out, r, INFINITY, abs_sum, 0, dtype);
+}
+
 /* o = scale c acc (acc = (Ŝᵀq)_v at prec bits), abs_sum = scale c abs_products. */
 static void output_finish(workspace *w, ug_ref_value *o, double abs_products)
 {
     const double abs_sum = abs_products * w->c_abs;
     mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);
     mpfr_mul(w->acc, w->acc, w->scale, MPFR_RNDN);
-    ug_ref_finish(o, w->acc, INFINITY, w->scale_abs * abs_sum, 0, UG_BF16);
+    finish(w, o, w->acc, w->scale_abs * abs_sum, UG_BF16);
     o->no_bound = false; /* +inf by design, not from the profile (see the header) */
 }
 
@@ -252,7 +285,7 @@ static void final_finish(workspace *w, ug_ref_value *out, mpfr_srcptr value, siz
 {
     mpfr_mul(w->acc, value, w->c, MPFR_RNDN);
     const double abs_sum = w->decayed_abs[vv * w->s->k + kk] + w->key_abs[kk] * w->d_abs[vv];
-    ug_ref_finish(out, w->acc, INFINITY, abs_sum, 0, UG_F32);
+    finish(w, out, w->acc, abs_sum, UG_F32);
     out->no_bound = false; /* +inf by design, not from the profile */
 }
 
@@ -314,10 +347,11 @@ static void float_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 
     float_decay(w, g_raw[at3(s, w->b, t, w->h)]);
     float_load_token(w, q + row4(s, w->b, t, s->hg, w->key_head, dk), k + row4(s, w->b, t, s->hg, w->key_head, dk));
     load_key_abs(w, k + row4(s, w->b, t, s->hg, w->key_head, dk));
+    load_beta(w, beta, t);
     const ug_bf16 *v_row = v + row4(s, w->b, t, s->h, w->h, dv);
     for (size_t vv = 0; vv < dv; vv++) {
         float_dot_column(w, w->key, vv);
-        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]), beta[at3(s, w->b, t, w->h)]);
+        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]));
         if (t + 1 == s->t)
             for (size_t kk = 0; kk < dk; kk++) w->decayed_abs[vv * dk + kk] = times_c_abs(w, w->state[vv * dk + kk]);
     }
@@ -373,6 +407,7 @@ static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
     factor_span(row, n, &f->lsb, &f->top);
     f->nonzero = f->top != LONG_MIN;
     f->n_pos = f->n_neg = 0;
+    f->abs_total = 0;
     for (size_t i = 0; i < n; i++) {
         const double m = f->nonzero ? ldexp(ug_bf16_to_f32(row[i]), (int)-f->lsb) : 0.0; /* exact integer */
         if (!w->fast) {
@@ -380,10 +415,12 @@ static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
             continue;
         }
         f->m[i] = (int64_t)m;
+        f->abs_total += (uint64_t)fabs(m);
         if (m > 0) f->order[f->n_pos++] = (uint32_t)i;
     }
     for (size_t i = 0; w->fast && i < n; i++)
         if (f->m[i] < 0) f->order[f->n_pos + f->n_neg++] = (uint32_t)i;
+    if (w->simd) f->n_digits = gdn_e2e_simd_set_digits(f->digits, f->m, n, &f->m_sum);
 }
 
 /* Every input of head (b, h) finite and below 2^64, every gate within ±64,
@@ -544,25 +581,25 @@ typedef struct {
     int round_limbs; /* L; > LIMBS: every product rounds to 0 */
 } limb_delta;
 
-/* x += (neg ? -1 : 1) · (q + round), round in {0, 1}, mod 2^256. */
+/* x += (neg ? -1 : 1) · (q + round), round in {0, 1}, mod 2^256: one carry
+ * chain, x + (q xor neg) + (round xor neg), since -(q + round) = ~q + 1 -
+ * round. */
 __attribute__((always_inline)) static inline void add_rounded(uint64_t x[LIMBS], uint64_t q0, uint64_t q1, uint64_t q2,
                                                               uint64_t q3, uint64_t round, uint64_t neg)
 {
+    const uint64_t carry_in = (round ^ neg) & 1;
 #if defined(__x86_64__) && defined(__GNUC__)
-    __asm__("btq $0, %[r]\n\tadcq $0, %[q0]\n\tadcq $0, %[q1]\n\tadcq $0, %[q2]\n\tadcq $0, %[q3]\n\t"
-            "xorq %[n], %[q0]\n\txorq %[n], %[q1]\n\txorq %[n], %[q2]\n\txorq %[n], %[q3]\n\tbtq $0, %[n]\n\t"
+    __asm__("xorq %[n], %[q0]\n\txorq %[n], %[q1]\n\txorq %[n], %[q2]\n\txorq %[n], %[q3]\n\tbtq $0, %[c]\n\t"
             "adcq %[q0], %[x0]\n\tadcq %[q1], %[x1]\n\tadcq %[q2], %[x2]\n\tadcq %[q3], %[x3]"
             : [q0] "+&r"(q0), [q1] "+&r"(q1), [q2] "+&r"(q2), [q3] "+&r"(q3), [x0] "+m"(x[0]), [x1] "+m"(x[1]),
               [x2] "+m"(x[2]), [x3] "+m"(x[3])
-            : [r] "r"(round), [n] "r"(neg)
+            : [c] "r"(carry_in), [n] "r"(neg)
             : "cc");
 #else
     const uint64_t q[LIMBS] = {q0, q1, q2, q3};
-    uint64_t rounding = round, carry = neg & 1;
+    uint64_t carry = carry_in;
     for (int i = 0; i < LIMBS; i++) {
-        const u128 t = (u128)q[i] + rounding;
-        rounding = (uint64_t)(t >> 64);
-        const u128 sum = (u128)x[i] + ((uint64_t)t ^ neg) + carry;
+        const u128 sum = (u128)x[i] + (q[i] ^ neg) + carry;
         x[i] = (uint64_t)sum;
         carry = (uint64_t)(sum >> 64);
     }
@@ -646,6 +683,24 @@ __attribute__((noinline)) static void fast_abs_dot(const uint64_t (*col)[LIMBS],
     abs_dot[3] = (u128)h3 << 64 | l3;
 }
 
+/* sum_k |q_k| floor(M_k / 2^sh), M = X xor its sign (|X| less [X < 0]):
+ * the 64 bits of each M at and above 2^sh, sh <= 191 (M < 2^255), so the
+ * sum stays below 2^(48 + 64 + 14). One multiply per entry against
+ * fast_abs_dot's four. */
+__attribute__((noinline)) static u128 fast_abs_window(const uint64_t (*col)[LIMBS], size_t n, const int64_t *qm,
+                                                      long sh)
+{
+    const int j = (int)(sh / 64), s = (int)(sh % 64);
+    uint64_t lo = 0, hi = 0;
+    for (size_t k = 0; k < n; k++) {
+        const uint64_t *x = col[k], neg = (uint64_t)((int64_t)x[LIMBS - 1] >> 63);
+        const uint64_t qu = (uint64_t)(qm[k] < 0 ? -qm[k] : qm[k]);
+        const uint64_t window = (x[j] ^ neg) >> s | ((x[j + 1] ^ neg) << 1) << (63 - s); /* j + 1 < LIMBS */
+        mac_unsigned(&lo, &hi, qu, window);
+    }
+    return (u128)hi << 64 | lo;
+}
+
 /* The column's bits: the largest bit length of X xor its sign (ones'
  * complement magnitude, see column_bits). */
 static long fast_column_bits(const uint64_t (*col)[LIMBS], size_t n)
@@ -679,13 +734,21 @@ __attribute__((noinline)) static void fast_dot_part(const uint64_t (*col)[LIMBS]
     acc[3] = (u128)h3 << 64 | l3;
 }
 
-/* dot = Xᵀm: the positive components' sum less the negative ones'. */
-static void fast_dot(const uint64_t (*col)[LIMBS], const factor_vector *f, u128 dot[LIMBS])
+/* z = Xᵀm: the positive components' sum less the negative ones', or on
+ * AVX-512 the same integer from gdn_e2e_simd_dot. */
+static void fast_dot(const workspace *w, const uint64_t (*col)[LIMBS], const factor_vector *f, mpz_ptr z)
 {
-    u128 neg[LIMBS];
+    if (w->simd) {
+        uint64_t sum[LIMBS + 2];
+        gdn_e2e_simd_dot(col, w->s->k, (const gdn_e2e_simd_digits *)f->digits, f->n_digits, f->m_sum, sum);
+        mpz_from_limbs(z, sum, LIMBS + 2);
+        return;
+    }
+    u128 dot[LIMBS], neg[LIMBS];
     fast_dot_part(col, f->order, f->n_pos, f->m, dot);
     fast_dot_part(col, f->order + f->n_pos, f->n_neg, f->m, neg);
     for (int i = 0; i < LIMBS; i++) dot[i] -= neg[i];
+    mpz_from_accumulators(z, dot);
 }
 
 /* ---- the grid form's state, on either path ---------------------------------------- */
@@ -719,6 +782,7 @@ static long ones_complement_bits(mpz_srcptr x, mpz_ptr tmp)
 static long column_bits(workspace *w, size_t vv)
 {
     const size_t n = w->s->k;
+    if (w->simd) return gdn_e2e_simd_column_bits((const uint64_t(*)[LIMBS])(w->limbs + vv * n), n);
     if (w->fast) return fast_column_bits((const uint64_t(*)[LIMBS])(w->limbs + vv * n), n);
     long bits = 0;
     for (size_t kk = 0; kk < n; kk++) {
@@ -733,9 +797,7 @@ static void state_key_dot(workspace *w, size_t vv)
 {
     const size_t n = w->s->k;
     if (w->fast) {
-        u128 acc[LIMBS] = {0};
-        fast_dot((const uint64_t(*)[LIMBS])(w->limbs + vv * n), &w->key_f, acc);
-        mpz_from_accumulators(w->z, acc);
+        fast_dot(w, (const uint64_t(*)[LIMBS])(w->limbs + vv * n), &w->key_f, w->z);
         return;
     }
     mpz_set_ui(w->z, 0);
@@ -764,11 +826,61 @@ static void state_regrid(workspace *w, size_t vv, long s)
     }
 }
 
-/* Column v: X += RNA(k delta 2^sh) for every k when update, then z = Xᵀq,
- * z_abs = |X|ᵀ|q| and bits[v]. */
-static void state_update_and_query(workspace *w, size_t vv, bool update, long sh)
+/* |X|ᵀ|q| 2^e rounded up to a double, from z_abs = |X|ᵀ|q| (exact): at prec
+ * bits rounded up, then to a double rounded up. */
+static double abs_products_exact(workspace *w, long e)
+{
+    mpfr_set_z_2exp(w->abs_acc, w->z_abs, e, MPFR_RNDU);
+    return mpfr_get_d(w->abs_acc, MPFR_RNDU);
+}
+
+/* abs_products_exact without the exact sum, where the column's windows
+ * decide it: with sh = bits[v] - 64 (or 0), |X_k| lies in [W_k, W_k + 1]
+ * 2^sh for W_k = floor(M_k / 2^sh) (M = X xor its sign, |X| - [X < 0]), so
+ * |X|ᵀ|q| lies in [L, L + sum |q|] 2^sh, L = sum |q_k| W_k. Rounding up is
+ * monotone, so where both ends round up to the same double the sum does
+ * too; and the least double at or above a prec-bit rounding up is the least
+ * double at or above the sum (doubles have fewer than prec bits), as
+ * abs_products_exact gives. False (nothing written) where the ends round
+ * apart or the result would not be a normal double. */
+static bool fast_abs_products(workspace *w, size_t vv, long e, double *out)
+{
+    const long bits = w->bits[vv];
+    if (bits == 0) { /* X = 0: the exact sum is 0 */
+        *out = 0.0;
+        return true;
+    }
+    const long sh = bits > 64 ? bits - 64 : 0;
+    const uint64_t(*col)[LIMBS] = (const uint64_t(*)[LIMBS])(w->limbs + vv * w->s->k);
+    const u128 low = w->simd && w->query_f.n_digits == 1
+                         ? gdn_e2e_simd_abs_window(col, w->s->k, (const gdn_e2e_simd_digits *)w->query_f.digits, (int)sh)
+                         : fast_abs_window(col, w->s->k, w->query_f.m, sh);
+    const u128 high = low + w->query_f.abs_total; /* < 2^127 */
+    /* the least double at or above L 2^(e + sh), where it is normal: L's 53
+     * leading bits, one unit more when bits below them are set; the sum
+     * rounds up to it iff the upper end does not pass it. Elsewhere (L
+     * shorter than 54 bits, a result outside the normal range) the exact sum
+     * decides. */
+    const uint64_t low_high_word = (uint64_t)(low >> 64);
+    const int length = low_high_word ? 128 - __builtin_clzll(low_high_word)
+                       : low         ? 64 - __builtin_clzll((uint64_t)low)
+                                     : 0;
+    const long exponent = e + sh + length - 53;
+    if (length <= 53 || exponent < -1074 || exponent > 1023 - 53) return false;
+    const int cut = length - 53;
+    const u128 top = (low >> cut) + ((low & (((u128)1 << cut) - 1)) != 0); /* <= 2^53 */
+    if (high > top << cut) return false;
+    *out = ldexp((double)top, (int)exponent); /* exact: normal */
+    return true;
+}
+
+/* Column v: X += RNA(k delta 2^sh) for every k when update, then bits[v],
+ * z = Xᵀq and the result: |X|ᵀ|q| 2^e rounded up to a double, e = the
+ * query's lsb + E[v] (for a zero query: z = 0 and 0). */
+static double state_update_and_query(workspace *w, size_t vv, bool update, long sh)
 {
     const size_t n = w->s->k;
+    const long e = w->query_f.nonzero ? w->query_f.lsb + w->grid[vv] : 0;
     mpz_srcptr dz = w->delta;
     if (w->fast) {
         limb_delta dl = {.neg = mpz_sgn(dz) < 0 ? ~UINT64_C(0) : 0};
@@ -782,14 +894,19 @@ static void state_update_and_query(workspace *w, size_t vv, bool update, long sh
             }
         }
         uint64_t (*col)[LIMBS] = w->limbs + vv * n;
-        if (update) fast_update_column(col, n, w->key_f.m, &dl);
-        u128 dot[LIMBS] = {0}, abs_dot[LIMBS] = {0};
-        fast_abs_dot((const uint64_t(*)[LIMBS])col, n, w->query_f.m, abs_dot);
-        fast_dot((const uint64_t(*)[LIMBS])col, &w->query_f, dot);
-        mpz_from_accumulators(w->z, dot);
-        mpz_from_accumulators(w->z_abs, abs_dot);
+        if (update && w->simd && w->key_f.n_digits == 1 && n % 8 == 0)
+            gdn_e2e_simd_update(col, n, w->key_f.m, dl.dm, dl.neg, dl.round_limbs);
+        else if (update)
+            fast_update_column(col, n, w->key_f.m, &dl);
         w->bits[vv] = column_bits(w, vv);
-        return;
+        if (!w->query_f.nonzero) return 0.0; /* the caller reads no z */
+        fast_dot(w, (const uint64_t(*)[LIMBS])col, &w->query_f, w->z);
+        double abs_products;
+        if (fast_abs_products(w, vv, e, &abs_products)) return abs_products;
+        u128 abs_dot[LIMBS];
+        fast_abs_dot((const uint64_t(*)[LIMBS])col, n, w->query_f.m, abs_dot);
+        mpz_from_accumulators(w->z_abs, abs_dot);
+        return abs_products_exact(w, e);
     }
     mpz_set_ui(w->z, 0);
     mpz_set_ui(w->z_abs, 0);
@@ -811,6 +928,7 @@ static void state_update_and_query(workspace *w, size_t vv, bool update, long sh
             mpz_addmul(w->z_abs, w->query_f.z[kk], w->z_tmp);
     }
     w->bits[vv] = column_bits(w, vv);
+    return w->query_f.nonzero ? abs_products_exact(w, e) : 0.0;
 }
 
 /* ---- the grid form's recurrence -------------------------------------------------- */
@@ -875,6 +993,7 @@ static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *
     grid_decay(w, g_raw[at3(s, w->b, t, w->h)]);
     load_factors(w, &w->key_f, k + row4(s, w->b, t, s->hg, w->key_head, dk));
     load_key_abs(w, k + row4(s, w->b, t, s->hg, w->key_head, dk));
+    load_beta(w, beta, t);
     load_factors(w, &w->query_f, q + row4(s, w->b, t, s->hg, w->key_head, dk));
     const ug_bf16 *v_row = v + row4(s, w->b, t, s->h, w->h, dv);
     ug_ref_value *o_row = o + row4(s, w->b, t, s->h, w->h, dv);
@@ -885,7 +1004,7 @@ static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *
         } else {
             mpfr_set_zero(w->acc, 1);
         }
-        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]), beta[at3(s, w->b, t, w->h)]);
+        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]));
         if (t + 1 == s->t)
             for (size_t kk = 0; kk < dk; kk++) {
                 state_get(w, vv, kk, w->z);
@@ -899,16 +1018,11 @@ static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *
             const long e = mpfr_get_z_2exp(w->delta, w->d[vv]); /* d̂ = delta 2^e */
             sh = w->key_f.lsb + e - w->grid[vv];
         }
-        state_update_and_query(w, vv, update, sh);
-        double abs_products = 0;
-        if (w->query_f.nonzero) {
-            const long e = w->query_f.lsb + w->grid[vv];
-            mpfr_set_z_2exp(w->acc, w->z, e, MPFR_RNDN);
-            mpfr_set_z_2exp(w->abs_acc, w->z_abs, e, MPFR_RNDU);
-            abs_products = mpfr_get_d(w->abs_acc, MPFR_RNDU);
-        } else {
+        const double abs_products = state_update_and_query(w, vv, update, sh);
+        if (w->query_f.nonzero)
+            mpfr_set_z_2exp(w->acc, w->z, w->query_f.lsb + w->grid[vv], MPFR_RNDN);
+        else
             mpfr_set_zero(w->acc, 1);
-        }
         output_finish(w, &o_row[vv], abs_products);
     }
 }
@@ -937,10 +1051,12 @@ ug_status gdn_e2e_reference(const gdn_e2e_shape *s, mpfr_prec_t prec, float scal
             w.key_head = w.h / (s->h / s->hg);
             if (grid_head_ok(&w, q, k, v, beta, g_raw, head_h0)) {
                 w.fast = fast_head_ok(&w, q, k);
+                w.simd = w.fast && s->k % 2 == 0 && s->k <= GDN_E2E_SIMD_MAX_N && ug_ref_simd_available();
                 grid_head_start(&w, head_h0);
                 for (size_t t = 0; t < s->t; t++) grid_token(&w, t, q, k, v, beta, g_raw, o);
                 grid_finish_head(&w, final_state);
             } else {
+                w.fast = w.simd = false;
                 float_head_start(&w, head_h0);
                 for (size_t t = 0; t < s->t; t++) float_token(&w, t, q, k, v, beta, g_raw, o);
                 float_finish_head(&w, final_state);

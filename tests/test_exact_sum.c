@@ -664,6 +664,59 @@ static void adds_out_of_range_are_reported(void)
     CU_ASSERT(ug_xsum_in_range(&acc));
 }
 
+/* ug_xval_finish_mpfr against ug_ref_finish: random significands of every
+ * width up to 192 bits (and beyond: the MPFR path) with exponents over and
+ * past the double range, values a hair from the ties of r_hi, of bf16 and
+ * of f32, exact doubles (r_lo = +0), zeros, infinities and NaN. */
+static void wide_values_finish_like_ug_ref_finish(void)
+{
+    static const mpfr_prec_t precs[] = {2, 8, 24, 53, 54, 64, 65, 100, 128, 129, 150, 191, 192, 193, 256};
+    static const double offsets[] = {0, 0x1p-53, -0x1p-53, 0x1p-9, -0x1p-9, 0x1p-25, -0x1p-25};
+    gmp_randstate_t rand;
+    gmp_randinit_default(rand);
+    gmp_randseed_ui(rand, 20261126);
+    mpfr_t x, tie;
+    mpfr_inits2(256, x, tie, (mpfr_ptr)0);
+    size_t mismatches = 0, checked = 0;
+    for (size_t p = 0; p < sizeof precs / sizeof precs[0]; p++)
+        for (int k = 0; k < 400; k++) {
+            mpfr_set_prec(x, precs[p]);
+            const long exp = k % 5 == 0 ? (long)(gmp_urandomm_ui(rand, 2400)) - 1200 : (long)(gmp_urandomm_ui(rand, 80)) - 40;
+            const int kind = k % 4;
+            if (kind == 0) { /* random bits */
+                mpfr_urandomb(x, rand);
+            } else { /* 1 + j 2^-52 + an offset (a tie of r_hi, bf16 or f32) and a little more or less */
+                mpfr_set_d(tie, 1.0 + (double)gmp_urandomm_ui(rand, 1u << 20) * 0x1p-52, MPFR_RNDN);
+                mpfr_add_d(tie, tie, offsets[gmp_urandomm_ui(rand, 7)], MPFR_RNDN);
+                mpfr_set_si_2exp(x, (long)gmp_urandomm_ui(rand, 5) - 2, -(long)(60 + gmp_urandomm_ui(rand, 120)), MPFR_RNDN);
+                mpfr_add(x, x, tie, MPFR_RNDN); /* rounded to x's precision */
+            }
+            mpfr_mul_2si(x, x, exp, MPFR_RNDN);
+            if (k % 3 == 0) mpfr_neg(x, x, MPFR_RNDN);
+            if (k == 1) mpfr_set_zero(x, -1);
+            if (k == 2) mpfr_set_inf(x, 1);
+            if (k == 3) mpfr_set_nan(x);
+            for (int dtype = 0; dtype < 2; dtype++) {
+                const ug_dtype t = dtype ? UG_BF16 : UG_F32;
+                const double pre_round = k % 2 ? INFINITY : 0x1p-30;
+                ug_ref_value want, got;
+                memset(&want, 0, sizeof want);
+                memset(&got, 0, sizeof got);
+                ug_ref_finish(&want, x, pre_round, 1.5, 3, t);
+                ug_xval_finish_mpfr(x, &got, pre_round, 1.5, 3, t);
+                checked++;
+                if (!same_value(&want, &got) && !(isnan(want.r_hi) && isnan(got.r_hi)))
+                    UG_TEST_MISMATCH(mismatches, "prec %ld, %s: ug_ref_finish %a + %a rn %#x, fast %a + %a rn %#x",
+                                     (long)precs[p], dtype ? "bf16" : "f32", want.r_hi, want.r_lo, want.rn_bits,
+                                     got.r_hi, got.r_lo, got.rn_bits);
+            }
+        }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    CU_ASSERT(checked > 10000);
+    mpfr_clears(x, tie, (mpfr_ptr)0);
+    gmp_randclear(rand);
+}
+
 static void mpfr_numbers_split_exactly(void)
 {
     mpfr_t x, back;
@@ -708,6 +761,7 @@ static void mpfr_numbers_split_exactly(void)
 
 UG_TEST_SUITE(exact_sum_suite, "exact_sum",
               UG_TEST(exact_zero_takes_mpfr_sum_sign),
+              UG_TEST(wide_values_finish_like_ug_ref_finish),
               UG_TEST(bf16_and_f32_ties_round_to_even),
               UG_TEST(subnormal_results_round_like_mpfr),
               UG_TEST(overflow_thresholds_match),

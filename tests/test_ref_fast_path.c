@@ -12,6 +12,7 @@
 
 #include "../harness/family.h"
 #include "../ref/gdn_e2e.h"
+#include "../ref/gdn_e2e_simd.h"
 #include "../ref/gdn_recompute_wu.h"
 #include "../ref/rowsimd.h"
 #include "ref_fast.h"
@@ -346,7 +347,7 @@ typedef struct {
     gdn_e2e_shape s;
     ug_bf16 q[E2E_T * E2E_H * E2E_K], k[E2E_T * E2E_H * E2E_K], v[E2E_T * E2E_H * E2E_V];
     float beta[E2E_T * E2E_H], g[E2E_T * E2E_H], h0[E2E_H * E2E_K * E2E_V];
-    ug_ref_value o[2][E2E_T * E2E_H * E2E_V], final[2][E2E_H * E2E_K * E2E_V];
+    ug_ref_value o[3][E2E_T * E2E_H * E2E_V], final[3][E2E_H * E2E_K * E2E_V]; /* plain, fast, fast portable */
 } e2e_case;
 
 static e2e_case *e2e_case_new(void)
@@ -356,21 +357,26 @@ static e2e_case *e2e_case_new(void)
     return c;
 }
 
-/* The plain path against the fast path: the differing elements. */
+/* The plain path against the fast path, with its dot products on AVX-512
+ * where the CPU has it and on the portable loops: the differing elements. */
 static size_t e2e_fast_vs_plain(e2e_case *c)
 {
     size_t differ = 0, mismatches = 0;
     const float scale = gdn_e2e_reference_scale(E2E_K);
-    for (int fast = 0; fast < 2; fast++) {
-        ug_ref_set_fast(fast);
+    for (int run = 0; run < 3; run++) {
+        ug_ref_set_fast(run > 0);
+        ug_ref_simd_set_enabled(run < 2);
         CU_ASSERT_EQUAL(gdn_e2e_reference(&c->s, GDN_E2E_REF_PREC, scale, c->q, c->k, c->v, c->beta, c->g, c->h0,
-                                          c->o[fast], c->final[fast]).code, UG_OK);
+                                          c->o[run], c->final[run]).code, UG_OK);
     }
     ug_ref_set_fast(true);
-    differ += ug_test_count_ref_differences(c->o[1], c->o[0], E2E_T * E2E_H * E2E_V, &mismatches);
-    differ += ug_test_count_ref_differences(c->final[1], c->final[0], E2E_H * E2E_K * E2E_V, &mismatches);
-    for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i++)
-        differ += c->final[1][i].no_bound != c->final[0][i].no_bound || c->final[1][i].wild != c->final[0][i].wild;
+    ug_ref_simd_set_enabled(true);
+    for (int run = 1; run < 3; run++) {
+        differ += ug_test_count_ref_differences(c->o[run], c->o[0], E2E_T * E2E_H * E2E_V, &mismatches);
+        differ += ug_test_count_ref_differences(c->final[run], c->final[0], E2E_H * E2E_K * E2E_V, &mismatches);
+        for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i++)
+            differ += c->final[run][i].no_bound != c->final[0][i].no_bound || c->final[run][i].wild != c->final[0][i].wild;
+    }
     return differ;
 }
 
@@ -432,6 +438,211 @@ static void e2e_rounding_ties(void)
         CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
     }
     free(c);
+}
+
+static void e2e_magnitude_windows_undecided(void)
+{
+    /* |X|ᵀ|q| from the top 64 bits of each entry's magnitude, and the exact
+     * sum where those cannot decide its rounding up. Columns (±(d+1), ±(d+1)
+     * 2^-149, 0, ...) of h0 sit on the grid as (±(d+1) 2^199, ±(d+1) 2^50):
+     * the small entry lies wholly below the window, so the window's sum is a
+     * double and the exact one rounds up past it (every token: zero keys keep
+     * the state). Queries (1, 3, 0, ...) and (1, 0, ...), h0 negative or not. */
+    e2e_case *c = e2e_case_new();
+    for (int sign = 0; sign < 2; sign++) {
+        const float unit = sign ? -1.0f : 1.0f;
+        memset(c->k, 0, sizeof c->k);
+        memset(c->q, 0, sizeof c->q);
+        memset(c->v, 0, sizeof c->v);
+        memset(c->h0, 0, sizeof c->h0);
+        for (size_t tok = 0; tok < E2E_T * E2E_H; tok++) { /* token t = tok / E2E_H */
+            c->q[tok * E2E_K] = ug_bf16_from_f32(1.0f);
+            c->q[tok * E2E_K + 1] = ug_bf16_from_f32(tok / E2E_H % 2 ? 3.0f : 0.0f);
+            c->beta[tok] = 1.0f;
+            c->g[tok] = 0.0f;
+        }
+        for (size_t i = 0; i < E2E_H * E2E_V; i++) { /* head i / E2E_V, column d = i % E2E_V */
+            const float d1 = (float)(i % E2E_V + 1);
+            c->h0[(i / E2E_V * E2E_K) * E2E_V + i % E2E_V] = unit * d1;
+            c->h0[(i / E2E_V * E2E_K + 1) * E2E_V + i % E2E_V] = unit * 0x1p-149f * d1;
+        }
+        CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    }
+    free(c);
+}
+
+static void e2e_magnitudes_leave_the_double_range(void)
+{
+    /* Zero keys keep the state; gates of -40 per token take head 0's columns
+     * through the subnormal range and below it, +20 take head 1's past
+     * 2^1024: |X|ᵀ|q| rounded up to a double on both sides of the normal
+     * range, where the windows leave it to the exact sum. Entry 1 of every
+     * column (2^-149 of the others) lies below the windows, so inside the
+     * range their ends round apart too and the exact sum decides. */
+    e2e_case *c = e2e_case_new(); /* calloc: zero keys and values */
+    for (size_t tok = 0; tok < E2E_T * E2E_H; tok++) {
+        c->q[tok * E2E_K] = ug_bf16_from_f32(1.0f);
+        c->q[tok * E2E_K + 1] = ug_bf16_from_f32(3.0f);
+        c->q[tok * E2E_K + 3] = ug_bf16_from_f32(-0.375f);
+        c->beta[tok] = 0.5f;
+        c->g[tok] = tok % E2E_H ? 20.0f : -40.0f;
+    }
+    for (size_t i = 0; i < E2E_H * E2E_K * E2E_V; i++) { /* entry i / V % K of column i % V */
+        const size_t entry = i / E2E_V % E2E_K;
+        c->h0[i] = (entry == 1 ? 0x1p-149f : (float)(entry % 7 + 1)) * (float)(i % E2E_V + 1) * (i % 3 ? 1.0f : -1.0f);
+    }
+    CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    free(c);
+}
+
+/* z = the two's complement integer w[0 .. n). */
+static void mpz_from_twos_complement(mpz_t z, const uint64_t *w, size_t n)
+{
+    mpz_import(z, n, -1, sizeof w[0], 0, 0, w);
+    if (w[n - 1] >> 63) {
+        mpz_t wrap;
+        mpz_init(wrap);
+        mpz_setbit(wrap, 64 * n);
+        mpz_sub(z, z, wrap);
+        mpz_clear(wrap);
+    }
+}
+
+static uint64_t random_word(uint64_t *state)
+{
+    const uint64_t hi = ug_test_next_u32(state);
+    return hi << 32 | ug_test_next_u32(state);
+}
+
+static void e2e_simd_dot_at_the_lane_limits(void)
+{
+    /* gdn_e2e_simd_dot, _column_bits and _abs_window against GMP on 256-entry
+     * columns whose every biased half is -2^31 (X = -2^255) or 2^31 - 1 (X =
+     * 2^255 - 1), random and sparse columns, and factors at the one-digit
+     * limit (2^25 - 1), just past it (2^25, 2^26 - 1) and at 2^48 - 1, all of
+     * one sign or mixed: each lane's sum comes within 2^38 of 2^63. */
+    if (!ug_ref_simd_available()) return; /* valgrind's CPU: the portable loops only */
+    enum { N = GDN_E2E_SIMD_MAX_N };
+    uint64_t (*col)[4] = malloc(N * sizeof *col), out[6];
+    gdn_e2e_simd_digits *digits = malloc(N / 2 * sizeof *digits);
+    int64_t m[N];
+    static const int64_t magnitudes[] = {(INT64_C(1) << 25) - 1, INT64_C(1) << 25, (INT64_C(1) << 26) - 1,
+                                         (INT64_C(1) << 48) - 1, 1};
+    mpz_t want, got, x;
+    mpz_inits(want, got, x, (mpz_ptr)0);
+    uint64_t state = 41;
+    size_t mismatches = 0;
+    for (int kind = 0; kind < 4; kind++)
+        for (size_t mi = 0; mi < sizeof magnitudes / sizeof magnitudes[0]; mi++)
+            for (int signs = 0; signs < 3; signs++) {
+                for (size_t k = 0; k < N; k++) {
+                    for (int i = 0; i < 4; i++)
+                        col[k][i] = kind == 0   ? (i == 3 ? UINT64_C(1) << 63 : 0)
+                                    : kind == 1 ? (i == 3 ? ~(UINT64_C(1) << 63) : ~UINT64_C(0))
+                                    : kind == 2 ? random_word(&state)
+                                                : (k % 7 == 0 ? random_word(&state) >> (k % 64) : 0);
+                    m[k] = magnitudes[mi] * (signs == 0 || (signs == 2 && k % 3 == 0) ? 1 : -1);
+                }
+                int64_t m_sum;
+                const int nd = gdn_e2e_simd_set_digits(digits, m, N, &m_sum);
+                gdn_e2e_simd_dot((const uint64_t(*)[4])col, N, (const gdn_e2e_simd_digits *)digits, nd, m_sum, out);
+                mpz_set_ui(want, 0);
+                long bits = 0;
+                for (size_t k = 0; k < N; k++) {
+                    mpz_from_twos_complement(x, col[k], 4);
+                    mpz_mul_si(got, x, (long)m[k]);
+                    mpz_add(want, want, got);
+                    if (mpz_sgn(x) < 0) mpz_com(x, x);
+                    const long len = mpz_sgn(x) ? (long)mpz_sizeinbase(x, 2) : 0;
+                    if (len > bits) bits = len;
+                }
+                mpz_from_twos_complement(got, out, 6);
+                if (mpz_cmp(want, got) != 0)
+                    UG_TEST_MISMATCH(mismatches, "column kind %d, |m| %#llx, signs %d: dot differs", kind,
+                                     (unsigned long long)magnitudes[mi], signs);
+                if (gdn_e2e_simd_column_bits((const uint64_t(*)[4])col, N) != bits)
+                    UG_TEST_MISMATCH(mismatches, "column kind %d: bits %d, want %ld", kind,
+                                     gdn_e2e_simd_column_bits((const uint64_t(*)[4])col, N), bits);
+                for (long sh = bits > 64 ? bits - 64 : 0; nd == 1 && sh <= 191; sh += 37) {
+                    mpz_set_ui(want, 0);
+                    for (size_t k = 0; k < N; k++) { /* |m_k| floor(M_k / 2^sh) */
+                        mpz_from_twos_complement(x, col[k], 4);
+                        if (mpz_sgn(x) < 0) mpz_com(x, x);
+                        mpz_fdiv_q_2exp(x, x, (mp_bitcnt_t)sh);
+                        mpz_addmul_ui(want, x, (unsigned long)(m[k] < 0 ? -m[k] : m[k]));
+                    }
+                    const unsigned __int128 window =
+                        gdn_e2e_simd_abs_window((const uint64_t(*)[4])col, N, (const gdn_e2e_simd_digits *)digits, (int)sh);
+                    const uint64_t halves[2] = {(uint64_t)window, (uint64_t)(window >> 64)};
+                    mpz_import(got, 2, -1, sizeof halves[0], 0, 0, halves);
+                    if (mpz_cmp(want, got) != 0)
+                        UG_TEST_MISMATCH(mismatches, "column kind %d, |m| %#llx, shift %ld: window sum differs", kind,
+                                         (unsigned long long)magnitudes[mi], sh);
+                }
+            }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    mpz_clears(want, got, x, (mpz_ptr)0);
+    free(col);
+    free(digits);
+}
+
+static void e2e_simd_update_against_gmp(void)
+{
+    /* gdn_e2e_simd_update against GMP: x + sign RNA(|m| D / 2^(64 L)) mod
+     * 2^256 for every rounding limb L (and past them: no change), both signs
+     * of the delta, keys at the one-digit limit 2^25 - 1, zero and random,
+     * D all ones or random, columns at ±2^255 and random: every carry chain
+     * of the product, the rounding and the signed add runs to the top. */
+    if (!ug_ref_simd_available()) return;
+    enum { N = 64 };
+    uint64_t (*col)[4] = malloc(N * sizeof *col), (*before)[4] = malloc(N * sizeof *before), dm[4];
+    int64_t m[N];
+    mpz_t x, d, t;
+    mpz_inits(x, d, t, (mpz_ptr)0);
+    uint64_t state = 43;
+    size_t mismatches = 0;
+    for (int trial = 0; trial < 24; trial++)
+        for (int L = 0; L <= 5; L++)
+            for (int neg = 0; neg < 2; neg++) {
+                for (int i = 0; i < 4; i++) dm[i] = trial % 3 == 0 ? ~UINT64_C(0) : random_word(&state);
+                for (size_t k = 0; k < N; k++) {
+                    for (int i = 0; i < 4; i++)
+                        col[k][i] = trial % 4 == 1 ? (i == 3 ? UINT64_C(1) << 63 : 0)
+                                    : trial % 4 == 2 ? (i == 3 ? ~(UINT64_C(1) << 63) : ~UINT64_C(0))
+                                                     : random_word(&state);
+                    const int64_t magnitude = k % 5 == 0 ? 0 : k % 2 ? (INT64_C(1) << 25) - 1
+                                                                      : (int64_t)(random_word(&state) >> 39);
+                    m[k] = k % 3 ? magnitude : -magnitude;
+                }
+                memcpy(before, col, N * sizeof *col);
+                gdn_e2e_simd_update(col, N, m, dm, neg ? ~UINT64_C(0) : 0, L);
+                mpz_import(d, 4, -1, sizeof dm[0], 0, 0, dm);
+                for (size_t k = 0; k < N; k++) {
+                    mpz_mul_ui(t, d, (unsigned long)(m[k] < 0 ? -m[k] : m[k]));
+                    if (L > 4) mpz_set_ui(t, 0);
+                    else if (L > 0) { /* RNA of a nonnegative value */
+                        mpz_t half;
+                        mpz_init(half);
+                        mpz_setbit(half, (mp_bitcnt_t)(64 * L - 1));
+                        mpz_add(t, t, half);
+                        mpz_fdiv_q_2exp(t, t, (mp_bitcnt_t)(64 * L));
+                        mpz_clear(half);
+                    }
+                    if ((m[k] < 0) != neg) mpz_neg(t, t);
+                    mpz_import(x, 4, -1, sizeof before[k][0], 0, 0, before[k]);
+                    mpz_add(x, x, t);
+                    mpz_fdiv_r_2exp(x, x, 256);
+                    uint64_t want[4] = {0, 0, 0, 0};
+                    mpz_export(want, NULL, -1, sizeof want[0], 0, 0, x);
+                    if (memcmp(want, col[k], sizeof want) != 0)
+                        UG_TEST_MISMATCH(mismatches, "trial %d, L %d, neg %d, entry %zu: update differs", trial, L, neg,
+                                         k);
+                }
+            }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    mpz_clears(x, d, t, (mpz_ptr)0);
+    free(col);
+    free(before);
 }
 
 static void e2e_columns_shrink_and_refine(void)
@@ -561,6 +772,10 @@ UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(nonfinite_inputs_take_the_mpfr_path),
               UG_TEST(e2e_grids_coarsen_and_refine),
               UG_TEST(e2e_rounding_ties),
+              UG_TEST(e2e_magnitude_windows_undecided),
+              UG_TEST(e2e_simd_dot_at_the_lane_limits),
+              UG_TEST(e2e_simd_update_against_gmp),
+              UG_TEST(e2e_magnitudes_leave_the_double_range),
               UG_TEST(e2e_columns_shrink_and_refine),
               UG_TEST(e2e_cancellation_and_zeros),
               UG_TEST(e2e_key_spans_at_the_fast_limit),
