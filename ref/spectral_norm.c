@@ -40,6 +40,18 @@ static bool gram(const double *m, size_t rows, size_t n, double *g)
     return true;
 }
 
+/* a . b in four interleaved partial sums (independent add chains; any
+ * order of an inner product is covered wherever a bound relies on one). */
+static double dot(const double *a, const double *b, size_t n)
+{
+    double s[4] = {0, 0, 0, 0};
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (int lane = 0; lane < 4; lane++) s[lane] += a[j + lane] * b[j + lane];
+    for (; j < n; j++) s[0] += a[j] * b[j];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
 /* The largest eigenvalue of the symmetric g, estimated (not certified) by
  * power iteration from a fixed start, so that the result is deterministic;
  * the iterate is scaled by its largest entry (tiny Gram matrices would
@@ -48,11 +60,10 @@ static double estimate_top_eigenvalue(const double *g, size_t n, double *x, doub
 {
     for (size_t i = 0; i < n; i++) x[i] = 1.0 + (double)(((uint32_t)i * 0x9E3779B9u) >> 24) / 512.0;
     double lambda = 0;
-    for (int it = 0; it < 200; it++) {
+    for (int it = 0; it < 100; it++) {
         double xx = 0, xy = 0, top = 0;
         for (size_t i = 0; i < n; i++) {
-            double s = 0;
-            for (size_t j = 0; j < n; j++) s += g[i * n + j] * x[j];
+            const double s = dot(g + i * n, x, n);
             y[i] = s;
             xx += x[i] * x[i];
             xy += x[i] * s;
@@ -84,15 +95,12 @@ static bool certify_below(const double *g, size_t n, double t, double *r, double
         }
     for (size_t j = 0; j < n; j++) { /* lower Cholesky factor, in place */
         double *rj = r + j * n;
-        double pivot = rj[j];
-        for (size_t k = 0; k < j; k++) pivot -= rj[k] * rj[k];
+        const double pivot = rj[j] - dot(rj, rj, j);
         if (!(pivot > 0)) return false;
         rj[j] = sqrt(pivot);
         for (size_t i = j + 1; i < n; i++) {
             double *ri = r + i * n;
-            double s = ri[j];
-            for (size_t k = 0; k < j; k++) s -= ri[k] * rj[k];
-            ri[j] = s / rj[j];
+            ri[j] = (ri[j] - dot(ri, rj, j)) / rj[j];
         }
     }
     /* R^T R = B + dB, ||dB||_2 <= gamma_{n+1}/(1 - gamma_{n+1}) tr(B) (no

@@ -11,8 +11,9 @@
  *
  * How: G = m^T m in binary64, an estimate lambda of its largest eigenvalue
  * by power iteration, then a proof that t I - G is positive definite for a
- * t slightly above lambda: a binary64 Cholesky factorization that runs to
- * completion (every pivot positive) shows lambda_min(t I - G) >= -c with
+ * t slightly above lambda: a binary64 Cholesky factorization (its inner
+ * products in any order) that runs to completion (every pivot positive)
+ * shows lambda_min(t I - G) >= -c with
  * c = gamma_{n+1} / (1 - gamma_{n+1}) tr(t I - G) (Higham, Accuracy and
  * Stability of Numerical Algorithms, 2nd ed., Thm 10.3; Rump, Verification
  * of positive definiteness, BIT 46 (2006)), plus an underflow allowance.
