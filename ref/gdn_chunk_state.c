@@ -561,6 +561,52 @@ static void norm_end_chunk(workspace *ws, const io *a, size_t t0)
     }
 }
 
+/* ws->e = RN_128(e^{G_last - G_i}) for token i of the chunk; returns it
+ * rounded up and its f32 error in *e_err, recorded for the norm bound. */
+static double token_decay(workspace *ws, float g_last, float g_i, size_t i, double *e_err)
+{
+    mpfr_set_flt(ws->diff, g_last, MPFR_RNDN);
+    mpfr_sub_d(ws->diff, ws->diff, g_i, MPFR_RNDN); /* exact */
+    mpfr_exp(ws->e, ws->diff, MPFR_RNDN);
+    const double e = mpfr_get_d(ws->e, MPFR_RNDU);
+    *e_err = ug_f32_error_at(ug_f32_exp_of_difference(ws->model, g_last, g_i), e);
+    ws->norm.e_dec[i] = e;
+    ws->norm.e_dec_err[i] = *e_err;
+    return e;
+}
+
+/* ws->e = RN_128(e^{G_last}), the state's decay over the chunk; as
+ * token_decay. */
+static double chunk_decay(workspace *ws, float g_last, double *e_err)
+{
+    mpfr_set_flt(ws->e, g_last, MPFR_RNDN);
+    mpfr_exp(ws->e, ws->e, MPFR_RNDN);
+    const double e = mpfr_get_d(ws->e, MPFR_RNDU);
+    *e_err = ug_f32_error_at(ug_f32_op_error(ws->model, UG_F32_EXP, g_last, g_last), e);
+    ws->norm.e_lead = e;
+    ws->norm.e_lead_err = *e_err;
+    return e;
+}
+
+/* Entry x of the head's prior state h0 (0 without one). */
+static double h0_at(const workspace *ws, const io *a, size_t x)
+{
+    const size_t kv = ws->s->k * ws->s->v;
+    return a->h0 ? a->h0[(ws->b * ws->s->h + ws->h) * kv + x] : 0.0;
+}
+
+/* The bound parts at the head's start, for either path: the kernel starts
+ * from the same f32 h0, so without error. */
+static void start_head(workspace *ws, const io *a)
+{
+    for (size_t x = 0; x < ws->s->k * ws->s->v; x++) {
+        ws->state_mag[x] = ws->state_abs[x] = fabs(h0_at(ws, a, x));
+        ws->state_err[x] = 0;
+        ws->state_flagged[x] = 0;
+    }
+    norm_start_head(ws);
+}
+
 /* ---- one chunk ---------------------------------------------------------------------- */
 
 /* h[c] = S_c, and the operands bf16(S_c) of the w·S product, within the
@@ -617,14 +663,9 @@ static void decayed_values(workspace *ws, size_t t0, const float *g, float g_las
 {
     const gdn_chunk_state_shape *s = ws->s;
     for (size_t i = 0; i < s->bt; i++) {
-        const float g_i = g[(ws->b * s->t + t0 + i) * s->h + ws->h];
-        mpfr_set_flt(ws->diff, g_last, MPFR_RNDN);
-        mpfr_sub_d(ws->diff, ws->diff, g_i, MPFR_RNDN); /* exact */
-        mpfr_exp(ws->e, ws->diff, MPFR_RNDN);
-        const double e = mpfr_get_d(ws->e, MPFR_RNDU);
-        const double e_err = ug_f32_error_at(ug_f32_exp_of_difference(ws->model, g_last, g_i), e), e_up = e + e_err;
-        ws->norm.e_dec[i] = e;
-        ws->norm.e_dec_err[i] = e_err;
+        double e_err;
+        const double e = token_decay(ws, g_last, g[(ws->b * s->t + t0 + i) * s->h + ws->h], i, &e_err);
+        const double e_up = e + e_err;
         for (size_t vv = 0; vv < s->v; vv++) {
             const size_t x = i * s->v + vv, op = vv * s->bt + i;
             mpfr_mul(ws->decayed, ws->e, ws->v[x], MPFR_RNDN);
@@ -643,12 +684,8 @@ static void decayed_values(workspace *ws, size_t t0, const float *g, float g_las
 static void advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_last)
 {
     const gdn_chunk_state_shape *s = ws->s;
-    mpfr_set_flt(ws->e, g_last, MPFR_RNDN);
-    mpfr_exp(ws->e, ws->e, MPFR_RNDN);
-    const double e = mpfr_get_d(ws->e, MPFR_RNDU);
-    const double e_err = ug_f32_error_at(ug_f32_op_error(ws->model, UG_F32_EXP, g_last, g_last), e);
-    ws->norm.e_lead = e;
-    ws->norm.e_lead_err = e_err;
+    double e_err;
+    const double e = chunk_decay(ws, g_last, &e_err);
     for (size_t i = 0; i < s->bt; i++)
         for (size_t kk = 0; kk < s->k; kk++)
             set_weight(&ws->keys, kk * s->bt + i, k[token(ws, t0 + i, s->hg, ws->key_head, s->k) + kk], false);
@@ -676,14 +713,8 @@ static void reference_head(workspace *ws, const io *a)
 {
     const gdn_chunk_state_shape *s = ws->s;
     const size_t kv = s->k * s->v;
-    for (size_t x = 0; x < kv; x++) {
-        const double h0 = a->h0 ? a->h0[(ws->b * s->h + ws->h) * kv + x] : 0.0;
-        mpfr_set_d(ws->state[x], h0, MPFR_RNDN);
-        ws->state_mag[x] = ws->state_abs[x] = fabs(h0);
-        ws->state_err[x] = 0; /* the kernel starts from the same f32 values */
-        ws->state_flagged[x] = 0;
-    }
-    norm_start_head(ws);
+    for (size_t x = 0; x < kv; x++) mpfr_set_d(ws->state[x], h0_at(ws, a, x), MPFR_RNDN);
+    start_head(ws, a);
     for (size_t t0 = 0, c = 0; t0 < s->t; t0 += s->bt, c++) {
         const float g_last = a->g[(ws->b * s->t + t0 + s->bt - 1) * s->h + ws->h];
         norm_begin_chunk(ws);
@@ -1091,17 +1122,12 @@ static bool fast_decayed_values(workspace *ws, size_t t0, const float *g, float 
     const gdn_chunk_state_shape *s = ws->s;
     fast_head *f = &ws->fast;
     for (size_t i = 0; i < s->bt; i++) {
-        const float g_i = g[(ws->b * s->t + t0 + i) * s->h + ws->h];
-        mpfr_set_flt(ws->diff, g_last, MPFR_RNDN);
-        mpfr_sub_d(ws->diff, ws->diff, g_i, MPFR_RNDN); /* exact */
-        mpfr_exp(ws->e, ws->diff, MPFR_RNDN);
+        double e_err;
+        const double e = token_decay(ws, g_last, g[(ws->b * s->t + t0 + i) * s->h + ws->h], i, &e_err);
+        const double e_up = e + e_err;
         ug_u128 e_m;
         int e_e;
         if (!split_exp(ws, &e_m, &e_e)) return false;
-        const double e = mpfr_get_d(ws->e, MPFR_RNDU);
-        const double e_err = ug_f32_error_at(ug_f32_exp_of_difference(ws->model, g_last, g_i), e), e_up = e + e_err;
-        ws->norm.e_dec[i] = e;
-        ws->norm.e_dec_err[i] = e_err;
         for (size_t vv = 0; vv < s->v; vv++) {
             const size_t x = i * s->v + vv, op = vv * s->bt + i;
             const ug_xval *v = &f->v[x];
@@ -1124,15 +1150,11 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
 {
     const gdn_chunk_state_shape *s = ws->s;
     fast_head *f = &ws->fast;
-    mpfr_set_flt(ws->e, g_last, MPFR_RNDN);
-    mpfr_exp(ws->e, ws->e, MPFR_RNDN);
+    double e_err;
+    const double e = chunk_decay(ws, g_last, &e_err);
     ug_u128 e_m;
     int e_e;
     if (!split_exp(ws, &e_m, &e_e)) return false;
-    const double e = mpfr_get_d(ws->e, MPFR_RNDU);
-    const double e_err = ug_f32_error_at(ug_f32_op_error(ws->model, UG_F32_EXP, g_last, g_last), e);
-    ws->norm.e_lead = e;
-    ws->norm.e_lead_err = e_err;
     for (size_t i = 0; i < s->bt; i++)
         for (size_t kk = 0; kk < s->k; kk++)
             set_factor(&f->keys[kk * s->bt + i], &ws->keys.abs[kk * s->bt + i],
@@ -1178,14 +1200,8 @@ static bool fast_reference_head(workspace *ws, const io *a)
     const gdn_chunk_state_shape *s = ws->s;
     const size_t kv = s->k * s->v;
     if (!head_in_fast_domain(ws, a)) return false;
-    for (size_t x = 0; x < kv; x++) {
-        const double h0 = a->h0 ? a->h0[(ws->b * s->h + ws->h) * kv + x] : 0.0;
-        ws->fast.state[x] = xval_of_double(h0);
-        ws->state_mag[x] = ws->state_abs[x] = fabs(h0);
-        ws->state_err[x] = 0; /* the kernel starts from the same f32 values */
-        ws->state_flagged[x] = 0;
-    }
-    norm_start_head(ws);
+    for (size_t x = 0; x < kv; x++) ws->fast.state[x] = xval_of_double(h0_at(ws, a, x));
+    start_head(ws, a);
     for (size_t t0 = 0, c = 0; t0 < s->t; t0 += s->bt, c++) {
         const float g_last = a->g[(ws->b * s->t + t0 + s->bt - 1) * s->h + ws->h];
         norm_begin_chunk(ws);
