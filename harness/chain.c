@@ -161,19 +161,47 @@ static ug_status stage_reference(const ug_family *f, const chain_plan *cp, size_
     return st;
 }
 
-ug_status ug_case_reference(const ug_family *f, const ug_params *p, const ug_buf *bufs, const ug_f32_model *model,
-                            ug_ref_mode mode, ug_ref_value *const *outs)
+/* Whether stage s may keep its exact-mode references in the staged mode:
+ * its family's staged reference is the exact one, and every output it
+ * checks in the staged mode it checked in the exact mode too. */
+static ug_status stage_reused(const ug_family *f, const chain_plan *cp, size_t s, bool *out)
 {
-    UG_TRY(f->reference(p, bufs, model, mode, outs));
+    const ug_family *sf;
+    UG_TRY(stage_family(f, s, &sf));
+    *out = sf->staged_is_exact;
+    for (size_t i = 0; i < f->n_buffers && *out; i++)
+        *out = !stage_checks(f, cp, s, i, UG_REF_STAGED) || stage_checks(f, cp, s, i, UG_REF_EXACT);
+    return ug_ok();
+}
+
+/* ug_case_reference, or with from_exact (staged mode only) its staged
+ * references from the exact ones outs hold. */
+static ug_status case_reference(const ug_family *f, const ug_params *p, const ug_buf *bufs, const ug_f32_model *model,
+                                ug_ref_mode mode, bool from_exact, ug_ref_value *const *outs)
+{
+    if (!(from_exact && f->staged_is_exact)) UG_TRY(f->reference(p, bufs, model, mode, outs));
     if (!f->n_stages) return ug_ok();
     bool present[UG_MAX_BUFFERS];
     for (size_t i = 0; i < f->n_buffers; i++) present[i] = !f->buffers[i].optional || bufs[i].data;
     chain_plan cp;
     UG_TRY(plan_make(f, present, &cp));
     for (size_t s = 0; s < f->n_stages; s++) {
-        bool needed = false;
+        bool needed = false, reused = false;
         for (size_t i = 0; i < f->n_buffers; i++) needed |= stage_checks(f, &cp, s, i, mode);
-        if (needed) UG_TRY(stage_reference(f, &cp, s, p, bufs, model, mode, outs));
+        if (needed && from_exact) UG_TRY(stage_reused(f, &cp, s, &reused));
+        if (needed && !reused) UG_TRY(stage_reference(f, &cp, s, p, bufs, model, mode, outs));
     }
     return ug_ok();
+}
+
+ug_status ug_case_reference(const ug_family *f, const ug_params *p, const ug_buf *bufs, const ug_f32_model *model,
+                            ug_ref_mode mode, ug_ref_value *const *outs)
+{
+    return case_reference(f, p, bufs, model, mode, false, outs);
+}
+
+ug_status ug_case_reference_staged(const ug_family *f, const ug_params *p, const ug_buf *bufs,
+                                   const ug_f32_model *model, ug_ref_value *const *outs)
+{
+    return case_reference(f, p, bufs, model, UG_REF_STAGED, true, outs);
 }

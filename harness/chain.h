@@ -47,4 +47,13 @@ ug_status ug_chain_stage_name(const ug_family *f, size_t buffer, const char **na
 ug_status ug_case_reference(const ug_family *f, const ug_params *p, const ug_buf *bufs, const ug_f32_model *model,
                             ug_ref_mode mode, ug_ref_value *const *outs);
 
+/* The staged mode's references from the exact mode's, which outs hold for
+ * the same case and buffers (ug_case_reference, UG_REF_EXACT): computed
+ * again is only what differs, i.e. not a family's (or a pipeline stage's)
+ * whose staged reference is the exact one (ug_family.staged_is_exact).
+ * Equal, in every output the staged mode measures, to ug_case_reference in
+ * UG_REF_STAGED (tests/test_slice.c). */
+ug_status ug_case_reference_staged(const ug_family *f, const ug_params *p, const ug_buf *bufs,
+                                   const ug_f32_model *model, ug_ref_value *const *outs);
+
 #endif

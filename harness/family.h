@@ -151,8 +151,9 @@ typedef struct ug_family {
     ug_status (*reference)(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
                            ug_ref_value *const *outs);
     /* The staged reference is the exact one (the spec names no cast inside
-     * the family's math): the runner computes it once and measures both
-     * modes against it. tests/test_slice.c checks the claim. */
+     * the family's math): computed once for both modes, also as a
+     * pipeline's stage (ug_case_reference_staged). tests/test_slice.c checks
+     * the claim. */
     bool staged_is_exact;
     /* Optional (NULL: the seed has no host plan). The seed host's plan and
      * the algorithm's need for a shape the kernel accepts. */

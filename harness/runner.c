@@ -423,11 +423,12 @@ static ug_status measure_slice(const slice_work *w, size_t s, slice_result *sr)
         if (!refs[o]) st = ug_fail(UG_ENOMEM, "reference of %s: %zu elements", f->buffers[w->out_buf[o]].name, n);
     }
     for (int m = 0; m < UG_REF_MODE_COUNT && ug_is_ok(&st); m++) {
-        const bool same_as_exact = m != UG_REF_EXACT && f->staged_is_exact && !f->n_stages;
-        for (size_t o = 0; o < w->n_outputs && !same_as_exact; o++)
+        /* the staged references start from the exact ones: what is the same is not computed again */
+        for (size_t o = 0; o < w->n_outputs && m == UG_REF_EXACT; o++)
             memset(refs[o], 0, (sb[w->out_buf[o]].count ? sb[w->out_buf[o]].count : 1) * sizeof(ug_ref_value));
         const double t0 = now_seconds();
-        if (!same_as_exact) st = ug_case_reference(f, &sub, sb, w->opt->model, (ug_ref_mode)m, refs);
+        st = m == UG_REF_EXACT ? ug_case_reference(f, &sub, sb, w->opt->model, UG_REF_EXACT, refs)
+                               : ug_case_reference_staged(f, &sub, sb, w->opt->model, refs);
         sr->reference_seconds += now_seconds() - t0;
         for (size_t o = 0; o < w->n_outputs && ug_is_ok(&st); o++) {
             if (!w->checked[w->out_buf[o]][m]) continue;

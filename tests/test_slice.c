@@ -209,6 +209,48 @@ static void test_staged_is_exact_where_declared(void)
     ug_sweep_free(&sw);
 }
 
+/* ug_case_reference_staged (the runner's staged mode, starting from the
+ * exact references) equals ug_case_reference in the staged mode in every
+ * output the staged mode measures, for every family: gdn_e2e's chain
+ * included, whose cumsum, kkt and solve stages it does not compute again. */
+static void test_staged_from_exact_equals_staged(void)
+{
+    ug_sweep sw;
+    CU_ASSERT_FATAL(ug_sweep_load("fixtures/sweeps/default", &sw).code == UG_OK);
+    size_t compared = 0, differ = 0;
+    for (size_t k = 0; k < ug_family_count(); k++) {
+        const ug_family *f = ug_family_at(k);
+        const ug_case *c = case_with_slices(&sw, f);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        buffers b;
+        buffers_alloc(f, &c->params, &b);
+        CU_ASSERT_EQUAL_FATAL(ug_case_generate(c, b.buf).code, UG_OK);
+        CU_ASSERT_EQUAL_FATAL(f->run(&c->params, b.buf).code, UG_OK);
+        ug_ref_value *from_exact[UG_MAX_BUFFERS], *staged[UG_MAX_BUFFERS];
+        reference(f, &c->params, &b, UG_REF_EXACT, from_exact);
+        CU_ASSERT_EQUAL_FATAL(ug_case_reference_staged(f, &c->params, b.buf, ug_test_cpu_model(), from_exact).code,
+                              UG_OK);
+        reference(f, &c->params, &b, UG_REF_STAGED, staged);
+        bool present[UG_MAX_BUFFERS], measured[UG_MAX_BUFFERS];
+        for (size_t i = 0; i < f->n_buffers; i++) present[i] = true;
+        CU_ASSERT_EQUAL_FATAL(ug_case_measured(f, present, UG_REF_STAGED, measured).code, UG_OK);
+        for (size_t i = 0, o = 0; i < f->n_buffers; i++) {
+            if (!f->buffers[i].is_output) continue;
+            for (size_t j = 0; measured[i] && j < b.buf[i].count; j++, compared++)
+                if (!same_value(&from_exact[o][j], &staged[o][j]))
+                    UG_TEST_MISMATCH(differ, "%s %s[%zu]: the staged reference from the exact one differs",
+                                     f->name, f->buffers[i].name, j);
+            free(from_exact[o]);
+            free(staged[o]);
+            o++;
+        }
+        buffers_free(f, &b);
+    }
+    CU_ASSERT(compared > 0);
+    CU_ASSERT_EQUAL(differ, 0);
+    ug_sweep_free(&sw);
+}
+
 /* A family without slicing is one slice: the case itself. */
 static void test_no_slicing_is_the_whole_case(void)
 {
@@ -223,4 +265,5 @@ static void test_no_slicing_is_the_whole_case(void)
 
 UG_TEST_SUITE(slice_suite, "slice", UG_TEST(test_slices_give_the_case_reference),
               UG_TEST(test_staged_is_exact_where_declared),
+              UG_TEST(test_staged_from_exact_equals_staged),
               UG_TEST(test_no_slicing_is_the_whole_case));
