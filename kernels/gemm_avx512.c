@@ -113,7 +113,9 @@ static void widen(size_t n, const ug_bf16 *x, float *out)
 
 static void round_rows(size_t n, const float *x, ug_bf16 *out)
 {
-    for (size_t i = 0; i < n; i += LANES) {
+    size_t i = 0;
+    for (; i + 2 * LANES <= n; i += 2 * LANES) vec_store_bf16_pair(out + i, vec_load(x + i), vec_load(x + i + LANES));
+    for (; i < n; i += LANES) {
         const __mmask16 lanes = vec_first(n - i);
         vec_store_bf16_first(out + i, lanes, vec_round_bf16(_mm512_maskz_loadu_ps(lanes, x + i)));
     }
@@ -122,7 +124,11 @@ static void round_rows(size_t n, const float *x, ug_bf16 *out)
 static void scale_round(size_t n, const ug_bf16 *x, float s1, float s2, ug_bf16 *out)
 {
     const __m512 v1 = _mm512_set1_ps(s1), v2 = _mm512_set1_ps(s2);
-    for (size_t i = 0; i < n; i += LANES) {
+    size_t i = 0;
+    for (; i + 2 * LANES <= n; i += 2 * LANES)
+        vec_store_bf16_pair(out + i, _mm512_mul_ps(_mm512_mul_ps(vec_load_bf16(x + i), v1), v2),
+                            _mm512_mul_ps(_mm512_mul_ps(vec_load_bf16(x + i + LANES), v1), v2));
+    for (; i < n; i += LANES) {
         const __mmask16 lanes = vec_first(n - i);
         const __m512 scaled = _mm512_mul_ps(_mm512_mul_ps(vec_load_bf16_first(x + i, lanes), v1), v2);
         vec_store_bf16_first(out + i, lanes, vec_round_bf16(scaled));

@@ -3,7 +3,7 @@
  * included only by *_avx512.c, which the Makefile builds with -mavx512f
  * -mavx512bw -mavx512vl -mavx512dq -mfma): sixteen f32 lanes. The names and
  * their contract are vec_avx2.h's; beyond it, vec_load_bf16_first (masked
- * bf16 loads exist here) and vec_store_bf16_first. */
+ * bf16 loads exist here), vec_store_bf16_first and vec_store_bf16_pair. */
 #ifndef UG_VEC_AVX512_H
 #define UG_VEC_AVX512_H
 
@@ -120,6 +120,23 @@ static inline vec_mask vec_store_bf16_merge_numbers(ug_bf16 *p, vec even, vec od
 {
     store_bf16_halves(p, vec_round_bf16_high_number(even), vec_round_bf16_high_number(odd));
     return _mm512_cmp_ps_mask(even, even, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(odd, odd, _CMP_UNORD_Q);
+}
+
+/* bf16(lo) to p[0 .. LANES), bf16(hi) to p[LANES .. 2 * LANES), rounded as
+ * vec_round_bf16 rounds, in one 64-byte store: one word permute gathers the
+ * upper halves of both vectors' lanes (half the work of narrowing each
+ * vector and storing it masked). NaN lanes are rare: a pair holding one
+ * takes the full rounding. */
+static inline void vec_store_bf16_pair(ug_bf16 *p, vec lo, vec hi)
+{
+    /* Word i of the result is word 2i + 1 of lo:hi (the words 32..63 are hi's). */
+    const __m512i upper_words = _mm512_setr_epi32(0x30001, 0x70005, 0xB0009, 0xF000D, 0x130011, 0x170015, 0x1B0019,
+                                                  0x1F001D, 0x230021, 0x270025, 0x2B0029, 0x2F002D, 0x330031,
+                                                  0x370035, 0x3B0039, 0x3F003D);
+    const bool nan = (_mm512_cmp_ps_mask(lo, lo, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(hi, hi, _CMP_UNORD_Q)) != 0;
+    const __m512i low_rounded = nan ? vec_round_bf16_high(lo) : vec_round_bf16_high_number(lo);
+    const __m512i high_rounded = nan ? vec_round_bf16_high(hi) : vec_round_bf16_high_number(hi);
+    _mm512_storeu_si512(p, _mm512_permutex2var_epi16(low_rounded, upper_words, high_rounded));
 }
 
 static inline vec_mask vec_no_lanes(void) { return 0; }

@@ -263,7 +263,7 @@ static size_t check_operation(int op, size_t n, const row_inputs *in)
 
 static void test_row_operations_match_their_scalar_expressions(void)
 {
-    static const size_t lengths[] = {0, 1, 7, 8, 15, 16, 17, 33, 64, ROW_MAX};
+    static const size_t lengths[] = {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 48, 64, ROW_MAX};
     const unsigned long samples = ug_test_random_samples() / 1000 + 5;
     static row_inputs in;
     for (int isa = 0; isa < UG_ISA_COUNT; isa++) {
