@@ -2,8 +2,9 @@
 /* gdn_recompute_wu (SPEC §1.1). Validation is the seed's validate(), rule for
  * rule (its threadgroup plan is checked against the 32 KB cap as the seed
  * does); the computation follows the seed's shader per (batch, head, chunk):
- * the chunk's A rows form ba_tile, the operand is scaled in f32 and rounded
- * to bf16 into a stage, multiplied by ba_tile and rounded to bf16 on store.
+ * the operand is scaled in f32 and rounded to bf16 into a stage, multiplied
+ * by the chunk's A rows (the shader's ba_tile, read where they lie) and
+ * rounded to bf16 on store.
  * An item of the parallel loop (parallel.h) is a group of heads of one chunk
  * (see heads_per_item), so that token rows are read and written whole; each
  * worker keeps the group's tiles in one guarded scratch slice, an overrun
@@ -22,6 +23,7 @@
 #include "../core/guard.h"
 #include "isa.h"
 #include "parallel.h"
+#include "prefetch.h"
 #include "tensor_check.h"
 #include "worker_scratch.h"
 
@@ -147,22 +149,23 @@ static size_t staged_row(size_t j)
  * the prefetchers do not see coming. A group's pieces of a token row are
  * contiguous, so the item reads them token row by token row, in one run of
  * group * dim elements each, staging every operand of the group into the
- * scratch, then multiplies there and writes its outputs the same way. */
+ * scratch, then multiplies there and writes its outputs the same way. The
+ * staging requests its rows a few token rows ahead (ROWS_AHEAD), A's among
+ * them: the products read A's rows in place, from the caches. */
 enum { GROUP_BYTES_MAX = 2 << 20 }; /* an item's scratch: whole token rows at H 16, K = V = 128 */
 
 /* One worker's scratch, carved from its guarded slice (offsets below). For
- * head e of the group: its chunk's A rows (the shader's ba_tile), the staged
- * operands bf16(v * beta) and bf16(k * beta * exp(g)) of every column, and
- * its u and w rows, laid out token-row-major like the outputs. */
+ * head e of the group: the staged operands bf16(v * beta) and
+ * bf16(k * beta * exp(g)) of every column, and its u and w rows, laid out
+ * token-row-major like the outputs. */
 typedef struct {
-    float (*ba)[BT][BT];  /* [group] */
     ug_bf16 *sv, *sk;     /* [group][BT][V], [group][BT][K] */
     ug_bf16 *ou, *ow;     /* [BT][group][V], [BT][group][K] */
     float *product;       /* [BT][max(V, K)]: the shader's accumulators */
     float *unrounded;     /* [group][BT][V + K]: mutant STAGE_CAST_DROPPED only */
 } scratch_tiles;
 
-enum { T_BA, T_SV, T_SK, T_OU, T_OW, T_PRODUCT, T_UNROUNDED, N_TILES };
+enum { T_SV, T_SK, T_OU, T_OW, T_PRODUCT, T_UNROUNDED, N_TILES };
 
 static size_t wide(const gdn_recompute_wu_params *p) { return p->v > p->k ? p->v : p->k; }
 
@@ -172,7 +175,6 @@ static size_t un_row(const gdn_recompute_wu_params *p) { return (size_t)p->v + p
 static size_t tile_bytes(const gdn_recompute_wu_params *p, size_t group, int tile)
 {
     switch (tile) {
-    case T_BA: return group * ba_tile_bytes(p->bt);
     case T_SV: case T_OU: return group * BT * p->v * sizeof(ug_bf16);
     case T_SK: case T_OW: return group * BT * p->k * sizeof(ug_bf16);
     case T_PRODUCT: return BT * wide(p) * sizeof(float);
@@ -237,15 +239,50 @@ static void stage_row(size_t n, const ug_bf16 *x, float beta, float gate, ug_bf1
     }
 }
 
-/* Reads the item's rows of A, v, k, beta and g token row by token row. */
+/* Token rows the staging requests ahead of the one it reads (prefetch.h):
+ * each is a new page for every tensor, which the hardware prefetchers do not
+ * enter. Two measured as good as more (docs/performance.md). */
+enum { ROWS_AHEAD = 2 };
+
+/* The key heads an item reads: a contiguous piece of each k row. */
+typedef struct {
+    size_t first, count;
+} key_span;
+
+static key_span keys_of_item(const call *c, const item *it)
+{
+    size_t first = key_head(c->p, it->h0), last = first;
+    for (size_t e = 1; e < c->group; e++) {
+        const size_t kh = key_head(c->p, it->h0 + e);
+        first = kh < first ? kh : first;
+        last = kh > last ? kh : last;
+    }
+    return (key_span){first, last - first + 1};
+}
+
+/* Requests the item's pieces of A, v, k, beta and g in chunk row i. */
+static void prefetch_chunk_row(const call *c, const item *it, const key_span *keys, size_t i)
+{
+    const gdn_recompute_wu_params *p = c->p;
+    const size_t group = c->group, t = it->t0 + i;
+    ug_prefetch_rows(c->a + at_bthd(p, it->b, t, it->h0, p->h, 0, BT), 1, 0, group * BT * sizeof(float));
+    ug_prefetch_rows(c->v + at_bthd(p, it->b, t, it->h0, p->h, 0, p->v), 1, 0, group * p->v * sizeof(ug_bf16));
+    ug_prefetch_rows(c->k + at_bthd(p, it->b, t, keys->first, p->hg, 0, p->k), 1, 0,
+                     keys->count * p->k * sizeof(ug_bf16));
+    ug_prefetch_rows(c->beta + at_bth(p, it->b, t, it->h0), 1, 0, group * sizeof(float));
+    ug_prefetch_rows(c->g + at_bth(p, it->b, t, it->h0), 1, 0, group * sizeof(float));
+}
+
+/* Reads the item's rows of v, k, beta and g token row by token row (and
+ * requests A's). */
 static void stage_item(const call *c, const item *it, const scratch_tiles *s)
 {
     const gdn_recompute_wu_params *p = c->p;
     const size_t group = c->group;
-    for (size_t i = 0; i < BT; i++)
-        for (size_t e = 0; e < group; e++)
-            memcpy(s->ba[e][i], c->a + at_bthd(p, it->b, it->t0 + i, it->h0 + e, p->h, 0, BT), sizeof s->ba[e][i]);
+    const key_span keys = keys_of_item(c, it);
+    for (size_t j = 0; j < ROWS_AHEAD; j++) prefetch_chunk_row(c, it, &keys, staged_row(j));
     for (size_t j = 0; j < BT; j++) {
+        if (j + ROWS_AHEAD < BT) prefetch_chunk_row(c, it, &keys, staged_row(j + ROWS_AHEAD));
         const size_t t = it->t0 + staged_row(j);
         for (size_t e = 0; e < group; e++) {
             const size_t h = it->h0 + e;
@@ -260,26 +297,27 @@ static void stage_item(const call *c, const item *it, const scratch_tiles *s)
 }
 
 /* Mutant STAGE_CAST_DROPPED only: ba_tile times the f32 stage. */
-static void multiply_unrounded(float (*ba_tile)[BT], const float *unrounded, size_t ldu, size_t n, size_t terms,
-                               float *product)
+static void multiply_unrounded(const float *ba_tile, size_t lda, const float *unrounded, size_t ldu, size_t n,
+                               size_t terms, float *product)
 {
     for (size_t i = 0; i < BT; i++)
         for (size_t c = 0; c < n; c++) {
             float acc = 0.0f;
-            for (size_t j = 0; j < terms; j++) acc = fmaf(ba_tile[i][j], unrounded[j * ldu + c], acc);
+            for (size_t j = 0; j < terms; j++) acc = fmaf(ba_tile[i * lda + j], unrounded[j * ldu + c], acc);
             product[i * n + c] = acc;
         }
 }
 
-/* out rows (BT of them, `ldo` apart) = bf16(ba_tile x stage), stage [BT][n]. */
-static void multiply(const scratch_tiles *s, float (*ba_tile)[BT], const ug_bf16 *stage, const float *unrounded,
-                     size_t ldu, size_t n, ug_bf16 *out, size_t ldo)
+/* out rows (BT of them, `ldo` apart) = bf16(ba_tile x stage), ba_tile's
+ * rows `lda` apart, stage [BT][n]. */
+static void multiply(const scratch_tiles *s, const float *ba_tile, size_t lda, const ug_bf16 *stage,
+                     const float *unrounded, size_t ldu, size_t n, ug_bf16 *out, size_t ldo)
 {
     const size_t terms = UG_MUTANT == GDN_RECOMPUTE_WU_MUT_DROPPED_LAST_TERM ? BT - 1 : BT;
     if (UG_MUTANT == GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED)
-        multiply_unrounded(ba_tile, unrounded, ldu, n, terms, s->product);
+        multiply_unrounded(ba_tile, lda, unrounded, ldu, n, terms, s->product);
     else
-        ug_gemm_f32_bf16(BT, n, terms, ba_tile[0], BT, stage, n, s->product, n);
+        ug_gemm_f32_bf16(BT, n, terms, ba_tile, lda, stage, n, s->product, n);
     for (size_t i = 0; i < BT; i++) {
         const float *row = s->product + i * n;
         if (UG_MUTANT != GDN_RECOMPUTE_WU_MUT_OUTPUT_TRUNCATED) ug_rows_round(n, row, out + i * ldo);
@@ -295,7 +333,6 @@ static void run_items(void *ctx, unsigned worker, size_t begin, size_t end)
     const size_t group = c->group;
     unsigned char *base = ug_worker_scratch_data(c->scratch, worker);
     const scratch_tiles s = {
-        .ba = (float (*)[BT][BT])(base + c->offset[T_BA]),
         .sv = (ug_bf16 *)(base + c->offset[T_SV]),
         .sk = (ug_bf16 *)(base + c->offset[T_SK]),
         .ou = (ug_bf16 *)(base + c->offset[T_OU]),
@@ -308,8 +345,10 @@ static void run_items(void *ctx, unsigned worker, size_t begin, size_t end)
         stage_item(c, &it, &s);
         for (size_t e = 0; e < group; e++) {
             const float *un = s.unrounded ? s.unrounded + e * BT * un_row(p) : NULL;
-            multiply(&s, s.ba[e], s.sv + e * BT * p->v, un, un_row(p), p->v, s.ou + e * p->v, group * p->v);
-            multiply(&s, s.ba[e], s.sk + e * BT * p->k, un ? un + p->v : NULL, un_row(p), p->k, s.ow + e * p->k,
+            const float *ba_tile = c->a + at_bthd(p, it.b, it.t0, it.h0 + e, p->h, 0, BT);
+            const size_t lda = (size_t)p->h * BT;
+            multiply(&s, ba_tile, lda, s.sv + e * BT * p->v, un, un_row(p), p->v, s.ou + e * p->v, group * p->v);
+            multiply(&s, ba_tile, lda, s.sk + e * BT * p->k, un ? un + p->v : NULL, un_row(p), p->k, s.ow + e * p->k,
                      group * p->k);
         }
         for (size_t i = 0; i < BT; i++) {
