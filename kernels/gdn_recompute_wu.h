@@ -11,8 +11,9 @@
  * Validation mirrors the seed's validate(), rule for rule and in its order;
  * the first broken rule is reported (UG_EINVAL) and nothing is written.
  * Scratch: one guarded slice per kernel thread (parallel.h) holding, for a
- * group of heads of one chunk, the seed's ba_tile per head, the staged
- * operands and the output rows; an overrun is reported as UG_EGUARD. */
+ * group of heads of one chunk, the staged operands and the output rows (the
+ * seed's ba_tile, A's rows, is read in place); an overrun is reported as
+ * UG_EGUARD. */
 #ifndef UG_KERNEL_GDN_RECOMPUTE_WU_H
 #define UG_KERNEL_GDN_RECOMPUTE_WU_H
 

@@ -7,9 +7,10 @@
  * a page, do not reach. gdn_chunk_scaled_kkt, whose products per item are
  * the smallest of the GDN kernels (one key tile feeds one 64 x 64 Gram
  * matrix), requests the next item's key rows while the current one computes
- * (measured faster: docs/performance.md). The other kernels measured no
- * difference within the noise and do without. A hint only: no effect on any
- * result. */
+ * (measured faster: docs/performance.md); gdn_recompute_wu's staging
+ * requests its token rows two rows ahead, A's among them, which its
+ * products then read in place. The other kernels measured no difference
+ * within the noise and do without. A hint only: no effect on any result. */
 #ifndef UG_PREFETCH_H
 #define UG_PREFETCH_H
 
