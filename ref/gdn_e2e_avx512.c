@@ -42,17 +42,33 @@ static inline __attribute__((always_inline)) void update_eight(__m512i x[4], con
     }
 }
 
-/* A limb half's products summed over the lanes: exact in 64 bits (see the header). */
-static inline __int128 lane_sum(__m512i v) { return _mm512_reduce_add_epi64(v); }
+/* Lane j of the result: the sum of a[j]'s lanes (a butterfly: pairs, then
+ * 128-bit blocks twice). Every partial sum is a sum of at most n of the
+ * products, exact in 64 bits (see the header). */
+static inline __m512i lane_sums(const __m512i a[8])
+{
+    __m512i pairs[4], quads[2];
+    for (int i = 0; i < 4; i++)
+        pairs[i] = _mm512_add_epi64(_mm512_unpacklo_epi64(a[2 * i], a[2 * i + 1]),
+                                    _mm512_unpackhi_epi64(a[2 * i], a[2 * i + 1]));
+    for (int i = 0; i < 2; i++)
+        quads[i] = _mm512_add_epi64(_mm512_shuffle_i64x2(pairs[2 * i], pairs[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                    _mm512_shuffle_i64x2(pairs[2 * i], pairs[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_epi64(_mm512_shuffle_i64x2(quads[0], quads[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i64x2(quads[0], quads[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
 
 /* sum_i (low[i] + high[i] 2^32 + bias_i m_sum) 2^(64 i) as 384-bit two's complement. */
 static void dot_out(const __m512i low[4], const __m512i high[4], int64_t m_sum, uint64_t out[6])
 {
+    const __m512i halves[8] = {low[0], low[1], low[2], low[3], high[0], high[1], high[2], high[3]};
+    int64_t sums[8];
+    _mm512_storeu_si512(sums, lane_sums(halves));
     __int128 carry = 0; /* each limb's sum below 2^122 in magnitude */
     for (int i = 0; i < 6; i++) {
         __int128 t = carry;
         if (i < 4)
-            t += lane_sum(low[i]) + lane_sum(high[i]) * ((__int128)1 << 32) +
+            t += sums[i] + (__int128)sums[4 + i] * ((__int128)1 << 32) +
                  (__int128)m_sum * (i < 3 ? ((__int128)1 << 31) + ((__int128)1 << 63) : (__int128)1 << 31);
         out[i] = (uint64_t)t;
         carry = t >> 64; /* arithmetic: GCC's >> of a negative __int128 */
