@@ -698,6 +698,25 @@ static void e2e_key_spans_at_the_fast_limit(void)
     free(c);
 }
 
+static void e2e_tokens_alternate_between_the_pass_and_the_loops(void)
+{
+    /* Keys and queries within 10 binades, but every third token's key and
+     * every fifth token's query with one component 2^-30 (factors past
+     * 2^25: that column step runs the portable loops inside an AVX-512
+     * head), so Xᵀk handed to the next token comes from either and the
+     * window shift of the pass meets columns left by the loops. */
+    e2e_case *c = e2e_case_new();
+    uint64_t state = 27;
+    e2e_fill(c, &state, 10, -4, 4, -1, 0);
+    for (size_t t = 0; t < E2E_T; t++)
+        for (size_t h = 0; h < E2E_H; h++) {
+            if (t % 3 == 0) c->k[(t * E2E_H + h) * E2E_K + (t + h) % E2E_K] = ug_bf16_from_f32(0x1p-30f);
+            if (t % 5 == 1) c->q[(t * E2E_H + h) * E2E_K + t % E2E_K] = ug_bf16_from_f32(-0x1p-30f);
+        }
+    CU_ASSERT_EQUAL(e2e_fast_vs_plain(c), 0);
+    free(c);
+}
+
 static void e2e_tiny_and_subnormal_inputs(void)
 {
     /* bf16 subnormal values, f32 subnormal betas and h0, beside values near
@@ -755,5 +774,6 @@ UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(e2e_columns_shrink_and_refine),
               UG_TEST(e2e_cancellation_and_zeros),
               UG_TEST(e2e_key_spans_at_the_fast_limit),
+              UG_TEST(e2e_tokens_alternate_between_the_pass_and_the_loops),
               UG_TEST(e2e_tiny_and_subnormal_inputs),
               UG_TEST(e2e_heads_outside_the_grid_form));
