@@ -4,12 +4,15 @@
 
 #include "gdn_e2e_simd.h"
 
-/* sum = a + b + carry (carry a lane mask), and the carry out. */
-static inline __attribute__((always_inline)) __m512i add_carry(__m512i a, __m512i b, __mmask8 carry, __mmask8 *out)
+/* s = a + b + carry mod 2^64 (carry 0 or 1 in each lane), and the carry
+ * out: the majority of the top bits of a, b and the carry into them, which
+ * is s's top bit xor a's and b's: (a & b) | ((a | b) & ~s) (ternary-logic
+ * table 0xD4), no mask registers. */
+static inline __attribute__((always_inline)) __m512i add_carry(__m512i a, __m512i b, __m512i *carry)
 {
-    const __m512i s = _mm512_add_epi64(a, b), t = _mm512_mask_add_epi64(s, carry, s, _mm512_set1_epi64(1));
-    *out = _mm512_cmplt_epu64_mask(s, a) | (carry & _mm512_cmpeq_epi64_mask(t, _mm512_setzero_si512()));
-    return t;
+    const __m512i s = _mm512_add_epi64(_mm512_add_epi64(a, b), *carry);
+    *carry = _mm512_srli_epi64(_mm512_ternarylogic_epi64(a, b, s, 0xD4), 63);
+    return s;
 }
 
 /* x += (q xor sign) + ((round xor sign) & 1) for eight entries, q = the
@@ -28,17 +31,17 @@ static inline __attribute__((always_inline)) void update_eight(__m512i x[4], con
         hi[i] = _mm512_mask_add_epi64(_mm512_srli_epi64(b, 32), _mm512_cmplt_epu64_mask(lo[i], a),
                                       _mm512_srli_epi64(b, 32), _mm512_set1_epi64(1));
     }
-    __mmask8 carry = 0;
+    __m512i carry = _mm512_setzero_si512();
     p[0] = lo[0];
 #pragma GCC unroll 4
-    for (int i = 1; i < 4; i++) p[i] = add_carry(lo[i], hi[i - 1], carry, &carry);
-    p[4] = _mm512_mask_add_epi64(hi[3], carry, hi[3], _mm512_set1_epi64(1));
+    for (int i = 1; i < 4; i++) p[i] = add_carry(lo[i], hi[i - 1], &carry);
+    p[4] = _mm512_add_epi64(hi[3], carry);
     const __m512i round = L ? _mm512_srli_epi64(p[L - 1], 63) : _mm512_setzero_si512();
-    carry = _mm512_test_epi64_mask(_mm512_xor_si512(round, sign), _mm512_set1_epi64(1));
+    carry = _mm512_and_si512(_mm512_xor_si512(round, sign), _mm512_set1_epi64(1));
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
         const __m512i q = i + L <= 4 ? p[i + L] : _mm512_setzero_si512();
-        x[i] = add_carry(x[i], _mm512_xor_si512(q, sign), carry, &carry);
+        x[i] = add_carry(x[i], _mm512_xor_si512(q, sign), &carry);
     }
 }
 
