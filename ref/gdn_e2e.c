@@ -849,6 +849,10 @@ static void state_key_dot(workspace *w, size_t vv)
 static void state_regrid(workspace *w, size_t vv, long s)
 {
     const size_t n = w->s->k;
+    if (w->simd) {
+        gdn_e2e_simd_regrid(column_limbs(w, vv), n, s);
+        return;
+    }
     for (size_t kk = 0; kk < n; kk++) {
         if (!w->fast) {
             rna_scale(w->x[vv * n + kk], w->x[vv * n + kk], -s, w->z_tmp);

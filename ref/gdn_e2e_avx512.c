@@ -156,3 +156,42 @@ void gdn_e2e_simd_column_pass(uint64_t *col, size_t n, const gdn_e2e_simd_pass_i
     default: column_pass(col, n, in, out, -1); break; /* no update, or every product rounds to 0 */
     }
 }
+
+void gdn_e2e_simd_regrid(uint64_t *col, size_t n, long s)
+{
+    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
+    const long t = s < 0 ? -s : s; /* below 256 for s < 0 (the header) */
+    const int whole = (int)(t / 64), part = (int)(t % 64);
+    const __m128i by = _mm_cvtsi64_si128(part), rest = _mm_cvtsi64_si128(64 - part); /* 64: shifts to 0 */
+    __m512i half[4]; /* 2^(s - 1), for s > 0 */
+    for (int i = 0; i < 4; i++)
+        half[i] = s > 0 && i == (t - 1) / 64 ? _mm512_set1_epi64((long long)(UINT64_C(1) << ((t - 1) % 64))) : zero;
+    for (size_t k = 0; k < n; k += GDN_E2E_SIMD_STEP) {
+        /* ext: four zero limbs, the limbs, four zero limbs, so a shift reads limbs by index */
+        __m512i ext[12] = {zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero};
+        for (int i = 0; i < 4; i++) ext[4 + i] = _mm512_loadu_si512(col + i * n + k);
+        __m512i out[4];
+        if (s < 0) {
+            for (int i = 0; i < 4; i++)
+                out[i] = _mm512_or_si512(_mm512_sll_epi64(ext[4 + i - whole], by),
+                                         _mm512_srl_epi64(ext[3 + i - whole], rest));
+        } else if (t >= 256) {
+            out[0] = out[1] = out[2] = out[3] = zero; /* |x| + 2^(s-1) < 2^256 <= 2^s */
+        } else {
+            /* |x| = (x xor sign) + [x < 0], plus 2^(s-1), shifted right, the sign put back */
+            const __m512i sign = _mm512_srai_epi64(ext[7], 63);
+            __m512i carry = _mm512_and_si512(sign, one), round_carry = zero;
+            for (int i = 0; i < 4; i++) {
+                const __m512i magnitude = add_carry(_mm512_xor_si512(ext[4 + i], sign), zero, &carry);
+                ext[4 + i] = add_carry(magnitude, half[i], &round_carry);
+            }
+            carry = _mm512_and_si512(sign, one);
+            for (int i = 0; i < 4; i++) {
+                const __m512i shifted = _mm512_or_si512(_mm512_srl_epi64(ext[4 + i + whole], by),
+                                                        _mm512_sll_epi64(ext[5 + i + whole], rest));
+                out[i] = add_carry(_mm512_xor_si512(shifted, sign), zero, &carry);
+            }
+        }
+        for (int i = 0; i < 4; i++) _mm512_storeu_si512(col + i * n + k, out[i]);
+    }
+}

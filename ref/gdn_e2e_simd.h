@@ -51,4 +51,10 @@ typedef struct {
  * Requires AVX-512F (ug_ref_simd_available()). */
 void gdn_e2e_simd_column_pass(uint64_t *col, size_t n, const gdn_e2e_simd_pass_in *in, gdn_e2e_simd_pass_out *out);
 
+/* A column's grid moves (planar, n as above): x_k = RNA(x_k / 2^s) (ties
+ * away from zero) for s > 0, x_k 2^-s for s < 0, exact where the caller
+ * keeps every |x_k 2^-s| below 2^255; for s >= 256 every x_k must lie
+ * above -2^255 (the result is then 0). Requires AVX-512F. */
+void gdn_e2e_simd_regrid(uint64_t *col, size_t n, long s);
+
 #endif

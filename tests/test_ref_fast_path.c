@@ -622,6 +622,77 @@ static void e2e_simd_pass_against_gmp(void)
     free(before);
 }
 
+static void e2e_simd_regrid_against_gmp(void)
+{
+    /* gdn_e2e_simd_regrid against GMP: RNA(x / 2^s) (ties away from zero)
+     * for shifts within a limb, at and across limb edges and past 2^256, on
+     * random columns, columns of ties (x = ±(2 j + 1) 2^(s-1)), ±(2^255 -
+     * 1), -1 and -2^255; x 2^-s for s < 0 on columns that keep below
+     * 2^255. */
+    if (!ug_ref_simd_available()) return;
+    enum { N = 64 };
+    static const long shifts[] = {1, 2, 63, 64, 65, 127, 128, 129, 191, 200, 254, 255, 256, 300,
+                                  -1, -2, -63, -64, -65, -128, -191, -200, -254};
+    uint64_t *col = malloc(4 * N * sizeof *col), *before = malloc(4 * N * sizeof *before);
+    mpz_t x, half;
+    mpz_inits(x, half, (mpz_ptr)0);
+    uint64_t state = 44;
+    size_t mismatches = 0;
+    for (size_t si = 0; si < sizeof shifts / sizeof shifts[0]; si++)
+        for (int kind = 0; kind < 3; kind++) {
+            const long sh = shifts[si];
+            for (size_t k = 0; k < N; k++) {
+                uint64_t entry[4];
+                for (int i = 0; i < 4; i++) entry[i] = random_word(&state);
+                if (kind == 1 && sh > 0 && sh < 255) { /* a tie: an odd multiple of 2^(s-1) */
+                    mpz_set_ui(x, (unsigned long)(2 * k + 1));
+                    mpz_mul_2exp(x, x, (mp_bitcnt_t)(sh - 1));
+                    if (k % 2) mpz_neg(x, x);
+                    mpz_fdiv_r_2exp(x, x, 256);
+                    memset(entry, 0, sizeof entry);
+                    mpz_export(entry, NULL, -1, sizeof entry[0], 0, 0, x);
+                } else if (kind == 2) { /* the extremes (-2^255 + 1 past 2^256: outside the contract) */
+                    entry[0] = entry[1] = entry[2] = k % 3 == 0 ? sh >= 256 : k % 3 == 1 ? ~UINT64_C(0) : 1;
+                    entry[3] = k % 3 == 0 ? UINT64_C(1) << 63 : k % 3 == 1 ? ~(UINT64_C(1) << 63) : ~UINT64_C(0);
+                }
+                if (sh < 0) /* keep x 2^-s below 2^255: an arithmetic shift right by -s + 1 */
+                    for (long b = 0; b < -sh + 1; b++) {
+                        for (int i = 0; i < 3; i++) entry[i] = entry[i] >> 1 | entry[i + 1] << 63;
+                        entry[3] = (uint64_t)((int64_t)entry[3] >> 1);
+                    }
+                for (int i = 0; i < 4; i++) col[i * N + k] = entry[i];
+            }
+            memcpy(before, col, 4 * N * sizeof *col);
+            gdn_e2e_simd_regrid(col, N, sh);
+            for (size_t k = 0; k < N; k++) {
+                const uint64_t entry[4] = {before[k], before[N + k], before[2 * N + k], before[3 * N + k]};
+                mpz_from_twos_complement(x, entry, 4);
+                if (sh < 0) {
+                    mpz_mul_2exp(x, x, (mp_bitcnt_t)-sh);
+                } else { /* sign(x) floor((|x| + 2^(s-1)) / 2^s) */
+                    const int sign = mpz_sgn(x);
+                    mpz_abs(x, x);
+                    mpz_set_ui(half, 0);
+                    mpz_setbit(half, (mp_bitcnt_t)(sh - 1));
+                    mpz_add(x, x, half);
+                    mpz_fdiv_q_2exp(x, x, (mp_bitcnt_t)sh);
+                    if (sign < 0) mpz_neg(x, x);
+                }
+                mpz_fdiv_r_2exp(x, x, 256);
+                uint64_t wanted[4] = {0, 0, 0, 0};
+                mpz_export(wanted, NULL, -1, sizeof wanted[0], 0, 0, x);
+                for (int i = 0; i < 4; i++)
+                    if (wanted[i] != col[i * N + k])
+                        UG_TEST_MISMATCH(mismatches, "shift %ld, kind %d, entry %zu limb %d: regrid differs", sh, kind,
+                                         k, i);
+            }
+        }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    mpz_clears(x, half, (mpz_ptr)0);
+    free(col);
+    free(before);
+}
+
 static void e2e_columns_shrink_and_refine(void)
 {
     /* h0 columns (1, 2^-100, 0, ...): a unit key e_0 with beta 1 and v = 0
@@ -770,6 +841,7 @@ UG_TEST_SUITE(ref_fast_path_suite, "ref_fast_path",
               UG_TEST(e2e_rounding_ties),
               UG_TEST(e2e_magnitude_windows_undecided),
               UG_TEST(e2e_simd_pass_against_gmp),
+              UG_TEST(e2e_simd_regrid_against_gmp),
               UG_TEST(e2e_magnitudes_leave_the_double_range),
               UG_TEST(e2e_columns_shrink_and_refine),
               UG_TEST(e2e_cancellation_and_zeros),
