@@ -26,9 +26,10 @@
  * [2^(floor-1), 2^cap) grid units. Integers make the state exact between its
  * deliberate roundings, so two implementations give the same bits: GMP
  * integers (the plain path) and fixed 256-bit two's complement limbs with
- * 128-bit accumulators (the fast path, ug_ref_fast(): one pass of a few
- * 64-bit multiplies per entry and token; the dot products, |X|ᵀ|q|'s windows
- * and the bit lengths on AVX-512 where the CPU has it, ref/gdn_e2e_simd.h).
+ * 128-bit accumulators (the fast path, ug_ref_fast(): columns stored planar,
+ * a few 64-bit multiplies per entry and token; on AVX-512, where the CPU has
+ * it, one pass per column and token for the update and every read of the
+ * updated column, the next token's Xᵀk included, ref/gdn_e2e_simd.h).
  * The scalar work per column and token (d, the output's scaling, every
  * rounding to prec bits) is one MPFR code shared by both, but for two reads
  * the fast path makes without MPFR, each giving MPFR's bits: |X|ᵀ|q| rounded
