@@ -48,12 +48,14 @@ static inline __attribute__((always_inline)) void update_eight(__m512i x[4], con
 /* Lane j of the result: the sum of a[j]'s lanes (a butterfly: pairs, then
  * 128-bit blocks twice). Every partial sum is a sum of at most n of the
  * products, exact in 64 bits (see the header). */
-static inline __m512i lane_sums(const __m512i a[8])
+static inline __attribute__((always_inline)) __m512i lane_sums(const __m512i a[8])
 {
     __m512i pairs[4], quads[2];
+#pragma GCC unroll 4
     for (int i = 0; i < 4; i++)
         pairs[i] = _mm512_add_epi64(_mm512_unpacklo_epi64(a[2 * i], a[2 * i + 1]),
                                     _mm512_unpackhi_epi64(a[2 * i], a[2 * i + 1]));
+#pragma GCC unroll 2
     for (int i = 0; i < 2; i++)
         quads[i] = _mm512_add_epi64(_mm512_shuffle_i64x2(pairs[2 * i], pairs[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
                                     _mm512_shuffle_i64x2(pairs[2 * i], pairs[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
@@ -62,12 +64,14 @@ static inline __m512i lane_sums(const __m512i a[8])
 }
 
 /* sum_i (low[i] + high[i] 2^32 + bias_i m_sum) 2^(64 i) as 384-bit two's complement. */
-static void dot_out(const __m512i low[4], const __m512i high[4], int64_t m_sum, uint64_t out[6])
+static inline __attribute__((always_inline)) void dot_out(const __m512i low[4], const __m512i high[4], int64_t m_sum,
+                                                         uint64_t out[6])
 {
     const __m512i halves[8] = {low[0], low[1], low[2], low[3], high[0], high[1], high[2], high[3]};
     int64_t sums[8];
     _mm512_storeu_si512(sums, lane_sums(halves));
     __int128 carry = 0; /* each limb's sum below 2^122 in magnitude */
+#pragma GCC unroll 6
     for (int i = 0; i < 6; i++) {
         __int128 t = carry;
         if (i < 4)
