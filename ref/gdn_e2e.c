@@ -26,9 +26,10 @@
  * [2^(floor-1), 2^cap) grid units. Integers make the state exact between its
  * deliberate roundings, so two implementations give the same bits: GMP
  * integers (the plain path) and fixed 256-bit two's complement limbs with
- * 128-bit accumulators (the fast path, ug_ref_fast(): one pass of a few
- * 64-bit multiplies per entry and token; the dot products, |X|ᵀ|q|'s windows
- * and the bit lengths on AVX-512 where the CPU has it, ref/gdn_e2e_simd.h).
+ * 128-bit accumulators (the fast path, ug_ref_fast(): columns stored planar,
+ * a few 64-bit multiplies per entry and token; on AVX-512, where the CPU has
+ * it, one pass per column and token for the update and every read of the
+ * updated column, the next token's Xᵀk included, ref/gdn_e2e_simd.h).
  * The scalar work per column and token (d, the output's scaling, every
  * rounding to prec bits) is one MPFR code shared by both, but for two reads
  * the fast path makes without MPFR, each giving MPFR's bits: |X|ᵀ|q| rounded
@@ -69,9 +70,8 @@ typedef struct {
     uint32_t *order;  /* fast path: the indices of the positive m, then of the negative ones */
     size_t n_pos, n_neg;
     uint64_t abs_total; /* fast path: sum of |m| (< 2^62) */
-    gdn_e2e_simd_digits *digits; /* fast path on AVX-512: m's digits by pairs (gdn_e2e_simd.h) */
-    int n_digits;                /* and how many: 1 or 2 */
-    int64_t m_sum;               /* and sum m */
+    int64_t m_sum;      /* fast path: sum of m */
+    bool simd_fits;     /* fast path: every |m| < 2^GDN_E2E_SIMD_FACTOR_BITS (the AVX-512 pass takes it) */
     mpz_t *z;   /* plain path */
 } factor_vector;
 
@@ -97,8 +97,10 @@ typedef struct {
     bool fast, simd;        /* simd: the fast path's dot products on AVX-512 */
     long *grid, *bits;      /* [V]: E[v], and column_bits(v) */
     mpz_t *x;               /* [V][K] X, plain path */
-    uint64_t (*limbs)[LIMBS]; /* [V][K] X, fast path (two's complement) */
-    factor_vector key_f, query_f;
+    uint64_t *limbs;        /* [V][LIMBS][K] X, fast path (two's complement, planar: limb i of X[v][k] at
+                               limbs[(v LIMBS + i) K + k]) */
+    uint64_t (*key_dots)[LIMBS + 2]; /* [V]: Xᵀk of the coming token, fast path (computed after the last update) */
+    factor_vector key_f, query_f, next_key_f; /* next_key_f: the next token's key (fast path: its dot products) */
     mpz_t z, z_abs, z_tmp, delta; /* delta: the column's d̂ as an integer */
 } workspace;
 
@@ -139,8 +141,9 @@ static void workspace_free(workspace *w)
 {
     free(w->state), free(w->key), free(w->query), free(w->d), free(w->key_abs), free(w->d_abs);
     free(w->decayed_abs), free(w->products), free(w->product_ptrs), free(w->grid), free(w->bits), free(w->x);
-    free(w->limbs), free(w->key_f.m), free(w->key_f.z), free(w->query_f.m), free(w->query_f.z);
-    free(w->key_f.order), free(w->query_f.order), free(w->key_f.digits), free(w->query_f.digits);
+    free(w->limbs), free(w->key_dots);
+    factor_vector *factors[] = {&w->key_f, &w->query_f, &w->next_key_f};
+    for (size_t i = 0; i < 3; i++) free(factors[i]->m), free(factors[i]->z), free(factors[i]->order);
 }
 
 static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_t prec, float scale)
@@ -159,19 +162,18 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     w->grid = malloc(s->v * sizeof *w->grid);
     w->bits = malloc(s->v * sizeof *w->bits);
     w->x = malloc(kv * sizeof *w->x);
-    w->limbs = malloc(kv * sizeof *w->limbs);
-    w->key_f.m = malloc(s->k * sizeof *w->key_f.m);
-    w->key_f.z = malloc(s->k * sizeof *w->key_f.z);
-    w->query_f.m = malloc(s->k * sizeof *w->query_f.m);
-    w->key_f.order = malloc(s->k * sizeof *w->key_f.order);
-    w->query_f.order = malloc(s->k * sizeof *w->query_f.order);
-    w->query_f.z = malloc(s->k * sizeof *w->query_f.z);
-    w->key_f.digits = malloc((s->k / 2 + 1) * sizeof *w->key_f.digits);
-    w->query_f.digits = malloc((s->k / 2 + 1) * sizeof *w->query_f.digits);
+    w->limbs = malloc(kv * LIMBS * sizeof *w->limbs);
+    w->key_dots = malloc(s->v * sizeof *w->key_dots);
+    bool factors_ok = true;
+    factor_vector *factors[] = {&w->key_f, &w->query_f, &w->next_key_f};
+    for (size_t i = 0; i < 3; i++) {
+        factors[i]->m = malloc(s->k * sizeof *factors[i]->m);
+        factors[i]->z = malloc(s->k * sizeof *factors[i]->z);
+        factors[i]->order = malloc(s->k * sizeof *factors[i]->order);
+        factors_ok = factors_ok && factors[i]->m && factors[i]->z && factors[i]->order;
+    }
     if (!w->state || !w->key || !w->query || !w->d || !w->key_abs || !w->d_abs || !w->decayed_abs || !w->products ||
-        !w->product_ptrs || !w->grid || !w->bits || !w->x || !w->limbs || !w->key_f.m || !w->key_f.z ||
-        !w->query_f.m || !w->query_f.z || !w->key_f.order || !w->query_f.order || !w->key_f.digits ||
-        !w->query_f.digits) {
+        !w->product_ptrs || !w->grid || !w->bits || !w->x || !w->limbs || !w->key_dots || !factors_ok) {
         workspace_free(w);
         return ug_fail(UG_ENOMEM, "gdn_e2e reference: out of memory (K=%zu, V=%zu)", s->k, s->v);
     }
@@ -185,6 +187,7 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     init_ints(w->x, kv);
     init_ints(w->key_f.z, s->k);
     init_ints(w->query_f.z, s->k);
+    init_ints(w->next_key_f.z, s->k);
     mpz_inits(w->z, w->z_abs, w->z_tmp, w->delta, (mpz_ptr)0);
     mpfr_inits2(prec, w->c, w->gate, w->acc, w->abs_acc, w->scale, (mpfr_ptr)0);
     mpfr_init2(w->product, prec + BF16_PREC);
@@ -207,8 +210,9 @@ static void workspace_close(workspace *w)
     clear_ints(w->x, kv);
     clear_ints(w->key_f.z, w->s->k);
     clear_ints(w->query_f.z, w->s->k);
+    clear_ints(w->next_key_f.z, w->s->k);
     w->state = w->key = w->query = w->d = w->products = NULL;
-    w->x = w->key_f.z = w->query_f.z = NULL;
+    w->x = w->key_f.z = w->query_f.z = w->next_key_f.z = NULL;
     workspace_free(w);
     mpz_clears(w->z, w->z_abs, w->z_tmp, w->delta, (mpz_ptr)0);
     mpfr_clears(w->c, w->gate, w->product, w->acc, w->abs_acc, w->wide, w->scale, w->beta, (mpfr_ptr)0);
@@ -401,13 +405,19 @@ static long factor_span(const ug_bf16 *row, size_t n, long *lsb, long *top)
     return *top == LONG_MIN ? 0 : *top - *lsb;
 }
 
+/* f = row on its grid; row NULL: the zero vector. */
 static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
 {
     const size_t n = w->s->k;
-    factor_span(row, n, &f->lsb, &f->top);
+    if (row)
+        factor_span(row, n, &f->lsb, &f->top);
+    else
+        f->lsb = LONG_MAX, f->top = LONG_MIN;
     f->nonzero = f->top != LONG_MIN;
     f->n_pos = f->n_neg = 0;
     f->abs_total = 0;
+    f->m_sum = 0;
+    uint64_t largest = 0;
     for (size_t i = 0; i < n; i++) {
         const double m = f->nonzero ? ldexp(ug_bf16_to_f32(row[i]), (int)-f->lsb) : 0.0; /* exact integer */
         if (!w->fast) {
@@ -415,12 +425,15 @@ static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
             continue;
         }
         f->m[i] = (int64_t)m;
-        f->abs_total += (uint64_t)fabs(m);
+        const uint64_t magnitude = (uint64_t)fabs(m);
+        f->abs_total += magnitude;
+        f->m_sum += f->m[i];
+        if (magnitude > largest) largest = magnitude;
         if (m > 0) f->order[f->n_pos++] = (uint32_t)i;
     }
     for (size_t i = 0; w->fast && i < n; i++)
         if (f->m[i] < 0) f->order[f->n_pos + f->n_neg++] = (uint32_t)i;
-    if (w->simd) f->n_digits = gdn_e2e_simd_set_digits(f->digits, f->m, n, &f->m_sum);
+    f->simd_fits = w->fast && largest >> GDN_E2E_SIMD_FACTOR_BITS == 0;
 }
 
 /* Every input of head (b, h) finite and below 2^64, every gate within ±64,
@@ -502,10 +515,10 @@ static void mpz_from_limbs(mpz_ptr z, const uint64_t *r, int n)
     mpz_limbs_finish(z, flip ? -n : n); /* strips high zero limbs */
 }
 
-/* z = sum_j acc[j] 2^(64 j), each acc[j] a signed 128-bit value. */
-static void mpz_from_accumulators(mpz_ptr z, const u128 acc[LIMBS])
+/* r = sum_j acc[j] 2^(64 j) (384-bit two's complement), each acc[j] a signed 128-bit value. */
+static void limbs_from_accumulators(uint64_t r[LIMBS + 2], const u128 acc[LIMBS])
 {
-    uint64_t r[LIMBS + 2] = {0};
+    memset(r, 0, (LIMBS + 2) * sizeof *r);
     for (int j = 0; j < LIMBS; j++) {
         const uint64_t lo = (uint64_t)acc[j], hi = (uint64_t)(acc[j] >> 64), ext = (uint64_t)((int64_t)hi >> 63);
         u128 t = (u128)r[j] + lo;
@@ -517,7 +530,28 @@ static void mpz_from_accumulators(mpz_ptr z, const u128 acc[LIMBS])
             r[i] = (uint64_t)t;
         }
     }
+}
+
+static void mpz_from_accumulators(mpz_ptr z, const u128 acc[LIMBS])
+{
+    uint64_t r[LIMBS + 2];
+    limbs_from_accumulators(r, acc);
     mpz_from_limbs(z, r, LIMBS + 2);
+}
+
+/* Entry k of a planar column of n entries (limb i at col[i n + k]), and back. */
+__attribute__((always_inline)) static inline void entry_load(const uint64_t *col, size_t n, size_t k,
+                                                             uint64_t x[LIMBS])
+{
+#pragma GCC unroll 4
+    for (int i = 0; i < LIMBS; i++) x[i] = col[i * n + k];
+}
+
+__attribute__((always_inline)) static inline void entry_store(uint64_t *col, size_t n, size_t k,
+                                                              const uint64_t x[LIMBS])
+{
+#pragma GCC unroll 4
+    for (int i = 0; i < LIMBS; i++) col[i * n + k] = x[i];
 }
 
 /* |x| and its sign mask (all ones when x < 0). */
@@ -617,24 +651,27 @@ __attribute__((always_inline)) static inline uint64_t limb_at(int i, uint64_t p0
  * delta's (round_limbs == L as a constant in each copy): the product's five
  * limbs, then limbs L and up plus the rounding carry out of limb L - 1 (the
  * + 2^(64 L - 1)), added with their sign. */
-__attribute__((always_inline)) static inline void fast_update(uint64_t (*col)[LIMBS], size_t n, const int64_t *km,
+__attribute__((always_inline)) static inline void fast_update(uint64_t *col, size_t n, const int64_t *km,
                                                               const limb_delta *dl, int round_limbs)
 {
     for (size_t k = 0; k < n; k++) {
+        uint64_t x[LIMBS];
+        entry_load(col, n, k, x);
         const uint64_t kneg = (uint64_t)(km[k] >> 63), ku = ((uint64_t)km[k] ^ kneg) - kneg;
         uint64_t p[LIMBS + 1];
         ug_limbs256_mul_1(ku, dl->dm, p);
         const uint64_t round = round_limbs ? limb_at(round_limbs - 1, p[0], p[1], p[2], p[3], p[4]) >> 63 : 0;
-        add_rounded(col[k], limb_at(round_limbs, p[0], p[1], p[2], p[3], p[4]),
+        add_rounded(x, limb_at(round_limbs, p[0], p[1], p[2], p[3], p[4]),
                     limb_at(round_limbs + 1, p[0], p[1], p[2], p[3], p[4]),
                     limb_at(round_limbs + 2, p[0], p[1], p[2], p[3], p[4]),
                     limb_at(round_limbs + 3, p[0], p[1], p[2], p[3], p[4]), round, kneg ^ dl->neg);
+        entry_store(col, n, k, x);
     }
 }
 
 /* The update with its rounding limb as a constant: one copy per limb, each
  * on its own registers (noinline). */
-__attribute__((noinline)) static void fast_update_column(uint64_t (*col)[LIMBS], size_t n, const int64_t *km,
+__attribute__((noinline)) static void fast_update_column(uint64_t *col, size_t n, const int64_t *km,
                                                          const limb_delta *dl)
 {
     switch (dl->round_limbs) {
@@ -665,12 +702,14 @@ __attribute__((always_inline)) static inline void mac_unsigned(uint64_t *lo, uin
 
 /* abs_dot = |X|ᵀ|q| (unsigned, each limb's sum below 2^127), with |X| =
  * (X xor sign) + [X < 0]: no carry chain per entry. */
-__attribute__((noinline)) static void fast_abs_dot(const uint64_t (*col)[LIMBS], size_t n, const int64_t *qm,
+__attribute__((noinline)) static void fast_abs_dot(const uint64_t *col, size_t n, const int64_t *qm,
                                                    u128 abs_dot[LIMBS])
 {
     uint64_t l0 = 0, h0 = 0, l1 = 0, h1 = 0, l2 = 0, h2 = 0, l3 = 0, h3 = 0; /* scalars: kept in registers */
     for (size_t k = 0; k < n; k++) {
-        const uint64_t *x = col[k], neg = (uint64_t)((int64_t)x[LIMBS - 1] >> 63);
+        uint64_t x[LIMBS];
+        entry_load(col, n, k, x);
+        const uint64_t neg = (uint64_t)((int64_t)x[LIMBS - 1] >> 63);
         const uint64_t qu = (uint64_t)(qm[k] < 0 ? -qm[k] : qm[k]);
         mac_unsigned(&l0, &h0, qu, x[0] ^ neg);
         mac_unsigned(&l1, &h1, qu, x[1] ^ neg);
@@ -687,15 +726,14 @@ __attribute__((noinline)) static void fast_abs_dot(const uint64_t (*col)[LIMBS],
  * the 64 bits of each M at and above 2^sh, sh <= 191 (M < 2^255), so the
  * sum stays below 2^(48 + 64 + 14). One multiply per entry against
  * fast_abs_dot's four. */
-__attribute__((noinline)) static u128 fast_abs_window(const uint64_t (*col)[LIMBS], size_t n, const int64_t *qm,
-                                                      long sh)
+__attribute__((noinline)) static u128 fast_abs_window(const uint64_t *col, size_t n, const int64_t *qm, long sh)
 {
     const int j = (int)(sh / 64), s = (int)(sh % 64);
     uint64_t lo = 0, hi = 0;
     for (size_t k = 0; k < n; k++) {
-        const uint64_t *x = col[k], neg = (uint64_t)((int64_t)x[LIMBS - 1] >> 63);
+        const uint64_t neg = (uint64_t)((int64_t)col[(LIMBS - 1) * n + k] >> 63);
         const uint64_t qu = (uint64_t)(qm[k] < 0 ? -qm[k] : qm[k]);
-        const uint64_t window = (x[j] ^ neg) >> s | ((x[j + 1] ^ neg) << 1) << (63 - s); /* j + 1 < LIMBS */
+        const uint64_t window = (col[j * n + k] ^ neg) >> s | ((col[(j + 1) * n + k] ^ neg) << 1) << (63 - s); /* j + 1 < LIMBS */
         mac_unsigned(&lo, &hi, qu, window);
     }
     return (u128)hi << 64 | lo;
@@ -703,13 +741,13 @@ __attribute__((noinline)) static u128 fast_abs_window(const uint64_t (*col)[LIMB
 
 /* The column's bits: the largest bit length of X xor its sign (ones'
  * complement magnitude, see column_bits). */
-static long fast_column_bits(const uint64_t (*col)[LIMBS], size_t n)
+static long fast_column_bits(const uint64_t *col, size_t n)
 {
     uint64_t or_mag[LIMBS] = {0};
     for (size_t k = 0; k < n; k++) {
-        const uint64_t neg = (uint64_t)((int64_t)col[k][LIMBS - 1] >> 63);
+        const uint64_t neg = (uint64_t)((int64_t)col[(LIMBS - 1) * n + k] >> 63);
 #pragma GCC unroll 4
-        for (int i = 0; i < LIMBS; i++) or_mag[i] |= col[k][i] ^ neg;
+        for (int i = 0; i < LIMBS; i++) or_mag[i] |= col[i * n + k] ^ neg;
     }
     for (int i = LIMBS - 1; i >= 0; i--)
         if (or_mag[i]) return 64 * i + 64 - __builtin_clzll(or_mag[i]);
@@ -718,12 +756,14 @@ static long fast_column_bits(const uint64_t (*col)[LIMBS], size_t n)
 
 /* acc = sum of |m_k| X_k over the indices given, limb by limb mod 2^128
  * (each limb's true sum stays below 2^127 in magnitude). */
-__attribute__((noinline)) static void fast_dot_part(const uint64_t (*col)[LIMBS], const uint32_t *order, size_t count,
-                                                    const int64_t *m, u128 acc[LIMBS])
+__attribute__((noinline)) static void fast_dot_part(const uint64_t *col, size_t n, const uint32_t *order,
+                                                    size_t count, const int64_t *m, u128 acc[LIMBS])
 {
     uint64_t l0 = 0, h0 = 0, l1 = 0, h1 = 0, l2 = 0, h2 = 0, l3 = 0, h3 = 0; /* scalars: kept in registers */
     for (size_t j = 0; j < count; j++) {
-        const uint64_t *x = col[order[j]], mu = (uint64_t)(m[order[j]] < 0 ? -m[order[j]] : m[order[j]]);
+        uint64_t x[LIMBS];
+        entry_load(col, n, order[j], x);
+        const uint64_t mu = (uint64_t)(m[order[j]] < 0 ? -m[order[j]] : m[order[j]]);
         mac_unsigned(&l0, &h0, mu, x[0]);
         mac_unsigned(&l1, &h1, mu, x[1]);
         mac_unsigned(&l2, &h2, mu, x[2]);
@@ -734,39 +774,41 @@ __attribute__((noinline)) static void fast_dot_part(const uint64_t (*col)[LIMBS]
     acc[3] = (u128)h3 << 64 | l3;
 }
 
-/* z = Xᵀm: the positive components' sum less the negative ones', or on
- * AVX-512 the same integer from gdn_e2e_simd_dot. */
-static void fast_dot(const workspace *w, const uint64_t (*col)[LIMBS], const factor_vector *f, mpz_ptr z)
+/* out = Xᵀm (384-bit two's complement): the positive components' sum less the negative ones'. */
+static void fast_dot(const uint64_t *col, size_t n, const factor_vector *f, uint64_t out[LIMBS + 2])
 {
-    if (w->simd) {
-        uint64_t sum[LIMBS + 2];
-        gdn_e2e_simd_dot(col, w->s->k, (const gdn_e2e_simd_digits *)f->digits, f->n_digits, f->m_sum, sum);
-        mpz_from_limbs(z, sum, LIMBS + 2);
-        return;
-    }
     u128 dot[LIMBS], neg[LIMBS];
-    fast_dot_part(col, f->order, f->n_pos, f->m, dot);
-    fast_dot_part(col, f->order + f->n_pos, f->n_neg, f->m, neg);
+    fast_dot_part(col, n, f->order, f->n_pos, f->m, dot);
+    fast_dot_part(col, n, f->order + f->n_pos, f->n_neg, f->m, neg);
     for (int i = 0; i < LIMBS; i++) dot[i] -= neg[i];
-    mpz_from_accumulators(z, dot);
+    limbs_from_accumulators(out, dot);
 }
 
 /* ---- the grid form's state, on either path ---------------------------------------- */
 
+/* Column v's limbs, planar (fast path). */
+static uint64_t *column_limbs(const workspace *w, size_t vv) { return w->limbs + vv * LIMBS * w->s->k; }
+
 static void state_set(workspace *w, size_t vv, size_t kk, mpz_srcptr value)
 {
-    if (w->fast)
-        limbs_from_mpz(w->limbs[vv * w->s->k + kk], value);
-    else
+    if (!w->fast) {
         mpz_set(w->x[vv * w->s->k + kk], value);
+        return;
+    }
+    uint64_t x[LIMBS];
+    limbs_from_mpz(x, value);
+    entry_store(column_limbs(w, vv), w->s->k, kk, x);
 }
 
 static void state_get(workspace *w, size_t vv, size_t kk, mpz_ptr out)
 {
-    if (w->fast)
-        mpz_from_limbs(out, w->limbs[vv * w->s->k + kk], LIMBS);
-    else
+    if (!w->fast) {
         mpz_set(out, w->x[vv * w->s->k + kk]);
+        return;
+    }
+    uint64_t x[LIMBS];
+    entry_load(column_limbs(w, vv), w->s->k, kk, x);
+    mpz_from_limbs(out, x, LIMBS);
 }
 
 /* The bits of x as a two's complement number less its sign: the bit length
@@ -782,8 +824,7 @@ static long ones_complement_bits(mpz_srcptr x, mpz_ptr tmp)
 static long column_bits(workspace *w, size_t vv)
 {
     const size_t n = w->s->k;
-    if (w->simd) return gdn_e2e_simd_column_bits((const uint64_t(*)[LIMBS])(w->limbs + vv * n), n);
-    if (w->fast) return fast_column_bits((const uint64_t(*)[LIMBS])(w->limbs + vv * n), n);
+    if (w->fast) return fast_column_bits(column_limbs(w, vv), n);
     long bits = 0;
     for (size_t kk = 0; kk < n; kk++) {
         const long len = ones_complement_bits(w->x[vv * n + kk], w->z_tmp);
@@ -792,12 +833,13 @@ static long column_bits(workspace *w, size_t vv)
     return bits;
 }
 
-/* z = Xᵀk of column v (exact). */
+/* z = Xᵀk of column v (exact): on the fast path the dot product that the
+ * column's last pass (or the head's start) left in key_dots. */
 static void state_key_dot(workspace *w, size_t vv)
 {
     const size_t n = w->s->k;
     if (w->fast) {
-        fast_dot(w, (const uint64_t(*)[LIMBS])(w->limbs + vv * n), &w->key_f, w->z);
+        mpz_from_limbs(w->z, w->key_dots[vv], LIMBS + 2);
         return;
     }
     mpz_set_ui(w->z, 0);
@@ -808,21 +850,27 @@ static void state_key_dot(workspace *w, size_t vv)
 static void state_regrid(workspace *w, size_t vv, long s)
 {
     const size_t n = w->s->k;
+    if (w->simd) {
+        gdn_e2e_simd_regrid(column_limbs(w, vv), n, s);
+        return;
+    }
     for (size_t kk = 0; kk < n; kk++) {
         if (!w->fast) {
             rna_scale(w->x[vv * n + kk], w->x[vv * n + kk], -s, w->z_tmp);
             continue;
         }
-        uint64_t *x = w->limbs[vv * n + kk];
+        uint64_t x[LIMBS];
+        entry_load(column_limbs(w, vv), n, kk, x);
         if (s < 0) {
             limbs_shift_left(x, -s);
-            continue;
+        } else {
+            uint64_t mag[LIMBS];
+            const uint64_t neg = limbs_abs(x, mag);
+            limbs_rna_shift_right(mag, s);
+            memset(x, 0, LIMBS * sizeof *x);
+            limbs_add_signed(x, mag, neg);
         }
-        uint64_t mag[LIMBS];
-        const uint64_t neg = limbs_abs(x, mag);
-        limbs_rna_shift_right(mag, s);
-        memset(x, 0, LIMBS * sizeof *x);
-        limbs_add_signed(x, mag, neg);
+        entry_store(column_limbs(w, vv), n, kk, x);
     }
 }
 
@@ -835,32 +883,22 @@ static double abs_products_exact(workspace *w, long e)
 }
 
 /* abs_products_exact without the exact sum, where the column's windows
- * decide it: with sh = bits[v] - 64 (or 0), |X_k| lies in [W_k, W_k + 1]
- * 2^sh for W_k = floor(M_k / 2^sh) (M = X xor its sign, |X| - [X < 0]), so
- * |X|ᵀ|q| lies in [L, L + sum |q|] 2^sh, L = sum |q_k| W_k. Rounding up is
- * monotone, so where both ends round up to the same double the sum does
- * too; and the least double at or above a prec-bit rounding up is the least
- * double at or above the sum (doubles have fewer than prec bits), as
- * abs_products_exact gives. False (nothing written) where the ends round
- * apart or the result would not be a normal double. */
-static bool fast_abs_products(workspace *w, size_t vv, long e, double *out)
+ * decide it: with every M_k < 2^(sh + width) and low = sum |q_k| W_k for the
+ * windows W_k = floor(M_k / 2^sh) (M = X xor its sign, |X| - [X < 0]),
+ * |X_k| lies in [W_k, W_k + 1] 2^sh, so |X|ᵀ|q| lies in [low, low + sum |q|]
+ * 2^sh. Rounding up is monotone, so where both ends round up to the same
+ * double the sum does too; and the least double at or above a prec-bit
+ * rounding up is the least double at or above the sum (doubles have fewer
+ * than prec bits), as abs_products_exact gives. False (nothing written)
+ * where the ends round apart or the result would not be a normal double. */
+static bool fast_abs_products(u128 low, long sh, uint64_t abs_total, long e, double *out)
 {
-    const long bits = w->bits[vv];
-    if (bits == 0) { /* X = 0: the exact sum is 0 */
-        *out = 0.0;
-        return true;
-    }
-    const long sh = bits > 64 ? bits - 64 : 0;
-    const uint64_t(*col)[LIMBS] = (const uint64_t(*)[LIMBS])(w->limbs + vv * w->s->k);
-    const u128 low = w->simd && w->query_f.n_digits == 1
-                         ? gdn_e2e_simd_abs_window(col, w->s->k, (const gdn_e2e_simd_digits *)w->query_f.digits, (int)sh)
-                         : fast_abs_window(col, w->s->k, w->query_f.m, sh);
-    const u128 high = low + w->query_f.abs_total; /* < 2^127 */
+    const u128 high = low + abs_total; /* no wrap: low <= abs_total (2^width - 1) < 2^128 - abs_total */
     /* the least double at or above L 2^(e + sh), where it is normal: L's 53
      * leading bits, one unit more when bits below them are set; the sum
-     * rounds up to it iff the upper end does not pass it. Elsewhere (L
-     * shorter than 54 bits, a result outside the normal range) the exact sum
-     * decides. */
+     * rounds up to it iff the upper end does not pass it (a top << cut
+     * that wraps to 0 reads as passed). Elsewhere (L shorter than 54 bits,
+     * a result outside the normal range) the exact sum decides. */
     const uint64_t low_high_word = (uint64_t)(low >> 64);
     const int length = low_high_word ? 128 - __builtin_clzll(low_high_word)
                        : low         ? 64 - __builtin_clzll((uint64_t)low)
@@ -874,40 +912,88 @@ static bool fast_abs_products(workspace *w, size_t vv, long e, double *out)
     return true;
 }
 
+/* The AVX-512 pass's window width and the window shift from a guess of the
+ * column's bits after its update: sh = guess - (width - WINDOW_HEADROOM),
+ * so the window holds the column when the guess is at most WINDOW_HEADROOM
+ * bits low and keeps 64 bits of it when at most width - 64 -
+ * WINDOW_HEADROOM bits high. */
+enum { SIMD_WINDOW_BITS = 96, WINDOW_HEADROOM = 16 };
+
+static long window_shift(long bits, long width)
+{
+    const long sh = bits - width;
+    return sh < 0 ? 0 : sh > 64 * (LIMBS - 1) - 1 ? 64 * (LIMBS - 1) - 1 : sh;
+}
+
+/* The fast path's pass over column v: X += RNA(k delta 2^sh) for every k
+ * when update, then bits[v], z = Xᵀq, key_dots[v] = Xᵀk of the next token,
+ * and |X|ᵀ|q| 2^e rounded up to a double (0 for a zero query); on AVX-512
+ * one pass for all of it where every factor fits (gdn_e2e_simd.h), with the
+ * window shift from expected_bits (a guess of bits[v] after the update). */
+static double fast_update_and_query(workspace *w, size_t vv, bool update, long sh, long expected_bits, long e)
+{
+    const size_t n = w->s->k;
+    mpz_srcptr dz = w->delta;
+    limb_delta dl = {.neg = mpz_sgn(dz) < 0 ? ~UINT64_C(0) : 0};
+    if (update) {
+        const long round_limbs = sh >= 0 ? 0 : (-sh + 63) / 64; /* ceil(-sh / 64) */
+        dl.round_limbs = round_limbs > LIMBS ? LIMBS + 1 : (int)round_limbs;
+        if (dl.round_limbs <= LIMBS) {
+            mpz_abs(w->z_tmp, dz);
+            mpz_mul_2exp(w->z_tmp, w->z_tmp, (mp_bitcnt_t)(sh + 64 * dl.round_limbs));
+            limbs_from_mpz(dl.dm, w->z_tmp); /* below 2^256 (§2) */
+        }
+    }
+    uint64_t *col = column_limbs(w, vv), query_dot[LIMBS + 2];
+    long wsh = 0;
+    u128 window = 0;
+    bool have_window = false;
+    if (w->simd && (!update || w->key_f.simd_fits) && w->query_f.simd_fits && w->next_key_f.simd_fits) {
+        gdn_e2e_simd_pass_in in = {.key = update ? w->key_f.m : NULL, .neg = dl.neg, .round_limbs = dl.round_limbs,
+                                   .query = w->query_f.m, .next = w->next_key_f.m, .query_sum = w->query_f.m_sum,
+                                   .next_sum = w->next_key_f.m_sum};
+        memcpy(in.dm, dl.dm, sizeof in.dm);
+        wsh = window_shift(expected_bits, SIMD_WINDOW_BITS - WINDOW_HEADROOM);
+        in.window_shift = (int)wsh;
+        gdn_e2e_simd_pass_out out;
+        gdn_e2e_simd_column_pass(col, n, &in, &out);
+        w->bits[vv] = out.bits;
+        memcpy(query_dot, out.query_dot, sizeof query_dot);
+        memcpy(w->key_dots[vv], out.next_dot, sizeof out.next_dot);
+        window = out.window;
+        /* the window holds the column, and 64 bits of it (or all of it) */
+        have_window = out.bits <= wsh + SIMD_WINDOW_BITS && (wsh == 0 || out.bits >= wsh + 64);
+    } else {
+        if (update) fast_update_column(col, n, w->key_f.m, &dl);
+        w->bits[vv] = fast_column_bits(col, n);
+        fast_dot(col, n, &w->query_f, query_dot);
+        fast_dot(col, n, &w->next_key_f, w->key_dots[vv]);
+    }
+    if (!w->query_f.nonzero) return 0.0; /* the caller reads no z */
+    mpz_from_limbs(w->z, query_dot, LIMBS + 2);
+    if (w->bits[vv] == 0) return 0.0; /* X = 0: the exact sum is 0 */
+    if (!have_window) {
+        wsh = window_shift(w->bits[vv], 64);
+        window = fast_abs_window(col, n, w->query_f.m, wsh);
+    }
+    double abs_products;
+    if (fast_abs_products(window, wsh, w->query_f.abs_total, e, &abs_products)) return abs_products;
+    u128 abs_dot[LIMBS];
+    fast_abs_dot(col, n, w->query_f.m, abs_dot);
+    mpz_from_accumulators(w->z_abs, abs_dot);
+    return abs_products_exact(w, e);
+}
+
 /* Column v: X += RNA(k delta 2^sh) for every k when update, then bits[v],
  * z = Xᵀq and the result: |X|ᵀ|q| 2^e rounded up to a double, e = the
- * query's lsb + E[v] (for a zero query: z = 0 and 0). */
-static double state_update_and_query(workspace *w, size_t vv, bool update, long sh)
+ * query's lsb + E[v] (for a zero query: z = 0 and 0). The fast path also
+ * leaves the next token's Xᵀk in key_dots[v]. */
+static double state_update_and_query(workspace *w, size_t vv, bool update, long sh, long expected_bits)
 {
     const size_t n = w->s->k;
     const long e = w->query_f.nonzero ? w->query_f.lsb + w->grid[vv] : 0;
+    if (w->fast) return fast_update_and_query(w, vv, update, sh, expected_bits, e);
     mpz_srcptr dz = w->delta;
-    if (w->fast) {
-        limb_delta dl = {.neg = mpz_sgn(dz) < 0 ? ~UINT64_C(0) : 0};
-        if (update) {
-            const long round_limbs = sh >= 0 ? 0 : (-sh + 63) / 64; /* ceil(-sh / 64) */
-            dl.round_limbs = round_limbs > LIMBS ? LIMBS + 1 : (int)round_limbs;
-            if (dl.round_limbs <= LIMBS) {
-                mpz_abs(w->z_tmp, dz);
-                mpz_mul_2exp(w->z_tmp, w->z_tmp, (mp_bitcnt_t)(sh + 64 * dl.round_limbs));
-                limbs_from_mpz(dl.dm, w->z_tmp); /* below 2^256 (§2) */
-            }
-        }
-        uint64_t (*col)[LIMBS] = w->limbs + vv * n;
-        if (update && w->simd && w->key_f.n_digits == 1 && n % 8 == 0)
-            gdn_e2e_simd_update(col, n, w->key_f.m, dl.dm, dl.neg, dl.round_limbs);
-        else if (update)
-            fast_update_column(col, n, w->key_f.m, &dl);
-        w->bits[vv] = column_bits(w, vv);
-        if (!w->query_f.nonzero) return 0.0; /* the caller reads no z */
-        fast_dot(w, (const uint64_t(*)[LIMBS])col, &w->query_f, w->z);
-        double abs_products;
-        if (fast_abs_products(w, vv, e, &abs_products)) return abs_products;
-        u128 abs_dot[LIMBS];
-        fast_abs_dot((const uint64_t(*)[LIMBS])col, n, w->query_f.m, abs_dot);
-        mpz_from_accumulators(w->z_abs, abs_dot);
-        return abs_products_exact(w, e);
-    }
     mpz_set_ui(w->z, 0);
     mpz_set_ui(w->z_abs, 0);
     for (size_t kk = 0; kk < n; kk++) {
@@ -953,6 +1039,7 @@ static void grid_head_start(workspace *w, const float *h0)
             state_set(w, vv, kk, w->z);
         }
         w->bits[vv] = column_bits(w, vv);
+        if (w->fast) fast_dot(column_limbs(w, vv), s->k, &w->key_f, w->key_dots[vv]);
     }
 }
 
@@ -969,20 +1056,24 @@ static void grid_decay(workspace *w, float g)
 }
 
 /* Before column v's update: a grid on which X and the update fit below
- * 2^cap and the larger of them is at least 2^(floor - 1). */
-static void grid_fit(workspace *w, size_t vv)
+ * 2^cap and the larger of them is at least 2^(floor - 1). Returns the
+ * bits the column will have after the update, about (a guess for the
+ * windows of fast_update_and_query). */
+static long grid_fit(workspace *w, size_t vv)
 {
     const long u = w->key_f.top + mpfr_get_exp(w->d[vv]) - w->grid[vv]; /* |k d̂| < 2^u grid units */
     const long target = grid_target(w->prec);
     if (w->bits[vv] == 0) { /* a zero column takes any grid: the update's */
         w->grid[vv] += u + 1 - target;
-        return;
+        return target;
     }
     const long need = (w->bits[vv] > u ? w->bits[vv] : u) + 1, shift = need - target;
     if (need > grid_cap(w->prec) || need < grid_floor(w->prec)) {
         state_regrid(w, vv, shift);
         w->grid[vv] += shift;
+        return target;
     }
+    return need;
 }
 
 static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *k, const ug_bf16 *v,
@@ -991,10 +1082,11 @@ static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *
     const gdn_e2e_shape *s = w->s;
     const size_t dk = s->k, dv = s->v;
     grid_decay(w, g_raw[at3(s, w->b, t, w->h)]);
-    load_factors(w, &w->key_f, k + row4(s, w->b, t, s->hg, w->key_head, dk));
+    /* key_f holds this token's key (the previous token, or the head's start, loaded it) */
     load_key_abs(w, k + row4(s, w->b, t, s->hg, w->key_head, dk));
     load_beta(w, beta, t);
     load_factors(w, &w->query_f, q + row4(s, w->b, t, s->hg, w->key_head, dk));
+    load_factors(w, &w->next_key_f, t + 1 < s->t ? k + row4(s, w->b, t + 1, s->hg, w->key_head, dk) : NULL);
     const ug_bf16 *v_row = v + row4(s, w->b, t, s->h, w->h, dv);
     ug_ref_value *o_row = o + row4(s, w->b, t, s->h, w->h, dv);
     for (size_t vv = 0; vv < dv; vv++) {
@@ -1012,19 +1104,22 @@ static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *
                 w->decayed_abs[vv * dk + kk] = times_c_abs(w, w->wide);
             }
         const bool update = w->key_f.nonzero && !mpfr_zero_p(w->d[vv]);
-        long sh = 0;
+        long sh = 0, expected_bits = w->bits[vv];
         if (update) {
-            grid_fit(w, vv);
+            expected_bits = grid_fit(w, vv);
             const long e = mpfr_get_z_2exp(w->delta, w->d[vv]); /* d̂ = delta 2^e */
             sh = w->key_f.lsb + e - w->grid[vv];
         }
-        const double abs_products = state_update_and_query(w, vv, update, sh);
+        const double abs_products = state_update_and_query(w, vv, update, sh, expected_bits);
         if (w->query_f.nonzero)
             mpfr_set_z_2exp(w->acc, w->z, w->query_f.lsb + w->grid[vv], MPFR_RNDN);
         else
             mpfr_set_zero(w->acc, 1);
         output_finish(w, &o_row[vv], abs_products);
     }
+    const factor_vector next = w->next_key_f; /* the next token's key becomes key_f (swapping the buffers) */
+    w->next_key_f = w->key_f;
+    w->key_f = next;
 }
 
 static void grid_finish_head(workspace *w, ug_ref_value *final_state)
@@ -1051,7 +1146,9 @@ ug_status gdn_e2e_reference(const gdn_e2e_shape *s, mpfr_prec_t prec, float scal
             w.key_head = w.h / (s->h / s->hg);
             if (grid_head_ok(&w, q, k, v, beta, g_raw, head_h0)) {
                 w.fast = fast_head_ok(&w, q, k);
-                w.simd = w.fast && s->k % 2 == 0 && s->k <= GDN_E2E_SIMD_MAX_N && ug_ref_simd_available();
+                w.simd = w.fast && s->k % GDN_E2E_SIMD_STEP == 0 && s->k <= GDN_E2E_SIMD_MAX_N &&
+                         ug_ref_simd_available();
+                load_factors(&w, &w.key_f, k + row4(s, w.b, 0, s->hg, w.key_head, s->k));
                 grid_head_start(&w, head_h0);
                 for (size_t t = 0; t < s->t; t++) grid_token(&w, t, q, k, v, beta, g_raw, o);
                 grid_finish_head(&w, final_state);

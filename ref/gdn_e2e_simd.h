@@ -1,62 +1,60 @@
 /* SPDX-License-Identifier: MIT */
-/* gdn_e2e's exact dot products Xᵀm, |X|ᵀ|m|'s windows, bit lengths and
- * updates of one state column on AVX-512 (built with SIMD_FLAGS_avx512): the
- * same integers as the portable loops of ref/gdn_e2e.c, two entries per
- * vector (eight for the update).
+/* One pass over a gdn_e2e state column on AVX-512 (built with
+ * SIMD_FLAGS_avx512): the update, the bit length, Xᵀq, the next token's
+ * Xᵀk and |X|ᵀ|q|'s windows, the same integers as the portable loops of
+ * ref/gdn_e2e.c, eight entries a vector.
  *
- * A column is n entries X_k of 4 limbs (two's complement, 256 bits); m_k is
- * a signed integer below 2^48, given as signed digits (below). Each
- * limb's two 32-bit halves enter vpmuldq as signed 32-bit digits: the low
- * half and every high half but the top limb's biased by -2^31, the top
- * limb's high half as it is (the sign of X); the biases come back as one
- * term (sum m_k) · 2^31 · (sum of the biased positions). m's digits: one,
- * d = m, where every |m| < 2^25 (the common case: half the multiplies), else
- * two, d_lo = sign · (|m| mod 2^24) and d_hi = sign · floor(|m| / 2^24).
- * Every product is below 2^56 and a lane adds at most n / 2 of them: n <=
- * GDN_E2E_SIMD_MAX_N keeps each lane below 2^63, so the lanes hold their
- * sums exactly. */
+ * A column is n entries X_k of 4 limbs (two's complement, 256 bits), stored
+ * planar: limb i of entry k at col[i n + k], so a vector holds one limb of
+ * eight entries and the limbs' carry chains run lane by lane. Every factor
+ * m_k is a signed integer with |m_k| < 2^GDN_E2E_SIMD_FACTOR_BITS. In the
+ * dot products each limb's two 32-bit halves enter vpmuldq as signed 32-bit
+ * numbers: the low half and every high half but the top limb's biased by
+ * -2^31, the top limb's high half as it is (the sign of X); the biases come
+ * back as one term (sum m_k) · 2^31 · (sum of the biased positions). Every
+ * product is below 2^56 in magnitude, so a limb half's n <= GDN_E2E_SIMD_MAX_N
+ * products sum below 2^63 even after the lanes are added: the sums are
+ * exact. */
 #ifndef UG_REF_GDN_E2E_SIMD_H
 #define UG_REF_GDN_E2E_SIMD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-enum { GDN_E2E_SIMD_MAX_N = 256, GDN_E2E_SIMD_LANES = 8, GDN_E2E_SIMD_ONE_DIGIT_BITS = 25, GDN_E2E_SIMD_DIGIT_BITS = 24 };
+enum { GDN_E2E_SIMD_MAX_N = 128, GDN_E2E_SIMD_STEP = 8, GDN_E2E_SIMD_FACTOR_BITS = 25 };
 
-/* digits[p][0][lane], digits[p][1][lane] for the pair of entries 2p, 2p + 1:
- * d_lo (or d) and d_hi (unread with one digit) of m_{2p} in lanes 0-3, of
- * m_{2p+1} in lanes 4-7. */
-typedef int64_t gdn_e2e_simd_digits[2][GDN_E2E_SIMD_LANES];
+typedef struct {
+    /* The update x_k += sign_k RNA(|key_k| D / 2^(64 L)) mod 2^256, sign_k =
+     * key_k's sign xor neg (0 or all ones), D = dm (< 2^256), L =
+     * round_limbs (0 .. 4; beyond: nothing changes); key NULL: no update. */
+    const int64_t *key;
+    uint64_t dm[4], neg;
+    int round_limbs;
+    /* The dot products' factors (zeros where a vector is absent) and their sums. */
+    const int64_t *query, *next;
+    int64_t query_sum, next_sum;
+    /* |X|ᵀ|q|'s 96-bit windows at 2^window_shift, 0 <= window_shift <= 191. */
+    int window_shift;
+} gdn_e2e_simd_pass_in;
 
-/* digits for m[0 .. n) (n even, |m_k| < 2^48): one digit where every |m_k| <
- * 2^25, else two; returns their count, *m_sum = sum_k m_k. Portable C. */
-int gdn_e2e_simd_set_digits(gdn_e2e_simd_digits *digits, const int64_t *m, size_t n, int64_t *m_sum);
+typedef struct {
+    uint64_t query_dot[6], next_dot[6]; /* Xᵀq, Xᵀnext after the update: 384-bit two's complement */
+    unsigned __int128 window;           /* sum_k |q_k| (floor(M_k / 2^window_shift) mod 2^96), M_k = X_k xor its sign */
+    int bits;                           /* the largest bit length of M_k */
+} gdn_e2e_simd_pass_out;
 
-/* out[0 .. 6) = sum_k m_k X_k as 384-bit two's complement, for an even n
- * <= GDN_E2E_SIMD_MAX_N, m given as nd (1 or 2) digits; m_sum = sum_k m_k.
+/* The pass over col (planar, n a multiple of GDN_E2E_SIMD_STEP, n <=
+ * GDN_E2E_SIMD_MAX_N): the update, then every read of the updated column.
+ * The window equals sum_k |q_k| floor(M_k / 2^window_shift) where out->bits
+ * <= window_shift + 96 (the caller checks); its three 32-bit pieces' sums
+ * each stay below 2^64 (n products below 2^57), the whole below 2^128.
  * Requires AVX-512F (ug_ref_simd_available()). */
-void gdn_e2e_simd_dot(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_digits *digits, int nd, int64_t m_sum,
-                      uint64_t out[6]);
+void gdn_e2e_simd_column_pass(uint64_t *col, size_t n, const gdn_e2e_simd_pass_in *in, gdn_e2e_simd_pass_out *out);
 
-/* sum_k |m_k| floor(M_k / 2^sh), M_k = X_k xor its sign, 0 <= sh <= 191
- * and every M_k < 2^(sh + 64), for one-digit m (every |m_k| < 2^25): the
- * 64-bit window of each M at 2^sh times |m| as two 32-bit halves through
- * vpmuludq, each lane below 2^64 for n <= GDN_E2E_SIMD_MAX_N. Requires
- * AVX-512F. */
-unsigned __int128 gdn_e2e_simd_abs_window(const uint64_t (*col)[4], size_t n, const gdn_e2e_simd_digits *digits,
-                                          int sh);
-
-/* x_k += sign_k RNA(|m_k| D / 2^(64 L)) mod 2^256 for every k < n (n a
- * multiple of 8), sign_k = m_k's sign xor neg (0 or all ones), D = dm (< 2^256),
- * L = round_limbs (0 .. 4; beyond: nothing changes), every |m_k| < 2^25: the
- * portable update of ref/gdn_e2e.c, eight entries a vector (lane = entry,
- * limbs transposed in registers; the product's limbs from 32-bit halves,
- * carries as lane masks). Requires AVX-512F. */
-void gdn_e2e_simd_update(uint64_t (*col)[4], size_t n, const int64_t *km, const uint64_t dm[4], uint64_t neg,
-                         int round_limbs);
-
-/* The largest bit length of X_k xor its sign (X_k's ones' complement
- * magnitude) over the column, n even. Requires AVX-512F. */
-int gdn_e2e_simd_column_bits(const uint64_t (*col)[4], size_t n);
+/* A column's grid moves (planar, n as above): x_k = RNA(x_k / 2^s) (ties
+ * away from zero) for s > 0, x_k 2^-s for s < 0, exact where the caller
+ * keeps every |x_k 2^-s| below 2^255; for s >= 256 every x_k must lie
+ * above -2^255 (the result is then 0). Requires AVX-512F. */
+void gdn_e2e_simd_regrid(uint64_t *col, size_t n, long s);
 
 #endif
