@@ -165,7 +165,8 @@ typedef struct {
     ug_gdn_fx e;
 } pair_operand;
 
-/* Operand factors [begin, end) of a row on one grid 2^grid, nc limbs each. */
+/* Operand factors [begin, end) of a row on one grid 2^grid, nc limbs each
+ * (with rowsimd.h's windows: nc digits of 52 bits). */
 enum { ROW_GROUPS = 4 };
 typedef struct {
     size_t begin, end;
@@ -183,6 +184,7 @@ typedef struct {
     bool *row_mpfr;                 /* [bt]: the row goes through the MPFR path */
     bool scaled_v_done;             /* the MPFR path's scaled_v is filled for this chunk */
     bool simd;                      /* the dot products on AVX-512 (ug_ref_simd_available) */
+    bool simd_windows;              /* the attention windows from ug_xwin52_windows (bt terms at most) */
     /* The attention sums' windows (exact_sum.h): each column's values on the
      * column's grid ([width][bt], v_on false off it), and one row's operand
      * factors (|q.k|·e in exact mode, RN_bf16 in staged mode) in groups,
@@ -197,6 +199,13 @@ typedef struct {
     int *row_top, *row_e; /* [bt]: by j, the row's factors' top bits and exponents */
     row_group group[ROW_GROUPS];
     size_t n_groups;
+    /* The same in rowsimd.h's digits (simd_windows): the values by token
+     * ([bt][width], signs [bt][(width + 7) / 8]), the row's factors ([bt]
+     * in group order), and each group's windows of every column
+     * ([ROW_GROUPS][width]). */
+    uint64_t *col_digit, *row_digits;
+    uint8_t *col_neg, *row_neg;
+    uint64_t (*win)[UG_XWIN_LIMBS];
     /* One row's attention magnitudes, by column ([width] each). */
     double *row_abs, *row_mag, *row_err;
     uint32_t *row_flagged;
@@ -273,6 +282,9 @@ static void workspace_free(workspace *ws)
     free(ws->fast.row_top);
     free(ws->fast.row_abs);
     free(ws->fast.row_flagged);
+    free(ws->fast.col_digit);
+    free(ws->fast.col_neg);
+    free(ws->fast.win);
     mpfr_clears(ws->diff, ws->e, ws->radius, ws->sum, ws->dot.result, ws->dot.low, ws->fast.wide, (mpfr_ptr)0);
     mpz_clear(ws->fast.scratch);
 }
@@ -317,8 +329,12 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.row_top = calloc(2 * bt, sizeof *ws->fast.row_top);
     ws->fast.row_abs = calloc(3 * width, sizeof *ws->fast.row_abs);
     ws->fast.row_flagged = calloc(width, sizeof *ws->fast.row_flagged);
+    ws->fast.col_digit = calloc(bt * width + bt * UG_XWIN52_DIGITS, sizeof *ws->fast.col_digit);
+    ws->fast.col_neg = calloc(bt * ((width + 7) / 8) + bt, sizeof *ws->fast.col_neg);
+    ws->fast.win = calloc(ROW_GROUPS * width, sizeof *ws->fast.win);
     if (!ws->fast.v_s || !ws->fast.v_on || !ws->fast.v_grid || !ws->fast.v_off || !ws->fast.row_c ||
-        !ws->fast.row_j || !ws->fast.row_top || !ws->fast.row_abs || !ws->fast.row_flagged ||!ws->abs_v || !ws->fast.q_int || !ws->fast.gate_exp || !ws->fast.pair || !ws->fast.row_mpfr ||
+        !ws->fast.row_j || !ws->fast.row_top || !ws->fast.row_abs || !ws->fast.row_flagged ||
+        !ws->fast.col_digit || !ws->fast.col_neg || !ws->fast.win || !ws->abs_v || !ws->fast.q_int || !ws->fast.gate_exp || !ws->fast.pair || !ws->fast.row_mpfr ||
         !ws->queries || !ws->m_store || !ws->e_store || !ws->rounded_row || !ws->x || !ws->staged ||
         !ws->scaled_v || !ws->terms || !ws->term_ptrs || !ws->dot_terms || !ws->dot_term_ptrs) {
         workspace_free(ws);
@@ -353,6 +369,8 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.row_rest = ws->fast.row_j + bt;
     ws->fast.row_e = ws->fast.row_top + bt;
     ws->fast.row_mag = ws->fast.row_abs + width;
+    ws->fast.row_digits = ws->fast.col_digit + bt * width;
+    ws->fast.row_neg = ws->fast.col_neg + bt * ((width + 7) / 8);
     ws->fast.row_err = ws->fast.row_mag + width;
     return ug_ok();
 }
@@ -676,14 +694,17 @@ static bool zero_element_negative(const workspace *ws, ug_ref_mode mode, size_t 
 }
 
 /* Every column's values on the column's grid: its top bit less 64 (a bf16
- * significand has 8 bits: values within 56 binades of the largest fit). */
+ * significand has 8 bits: values within 56 binades of the largest fit), or
+ * less 52 for rowsimd.h's digits (within 44). */
 static void place_values(workspace *ws)
 {
     fast_chunk *f = &ws->fast;
-    const size_t bt = ws->bt;
+    const size_t bt = ws->bt, blocks = (ws->width + 7) / 8;
+    const int digit_bits = f->simd_windows ? 52 : 64;
+    if (f->simd_windows) memset(f->col_neg, 0, bt * blocks);
     for (size_t col = 0; col < ws->width; col++) {
         const int_vector *v = &ws->value_cols[col];
-        const int grid = v->min_e <= v->max_e ? v->max_e + 8 - 64 : 0;
+        const int grid = v->min_e <= v->max_e ? v->max_e + 8 - digit_bits : 0;
         size_t off = 0;
         for (size_t j = 0; j < bt; j++) {
             const size_t at = col * bt + j;
@@ -691,6 +712,9 @@ static void place_values(workspace *ws)
             f->v_on[at] = ug_xwin_place(&m, 1, v->e[j], grid, &f->v_s[at], 1);
             f->v_mask[at] = v->m[j] < 0 ? ~UINT64_C(0) : 0;
             off += !f->v_on[at];
+            if (!f->simd_windows) continue;
+            f->col_digit[j * ws->width + col] = f->v_s[at];
+            f->col_neg[j * blocks + col / 8] |= (uint8_t)((v->m[j] < 0) << (col % 8));
         }
         f->v_grid[col] = grid;
         f->v_off[col] = off;
@@ -725,12 +749,14 @@ static bool row_factor(const workspace *ws, ug_ref_mode mode, size_t i, size_t j
 
 /* Row i's nonzero operand factors in groups: each group takes the largest
  * factor left and every factor left that fits below it in nc limbs (3 in
- * exact mode, 1 in staged mode); what is left after ROW_GROUPS groups is
- * added term by term (row_rest). */
+ * exact mode, 1 in staged mode; with rowsimd.h's windows nc digits of 52
+ * bits, 4 and 2: as many bits or more); what is left after ROW_GROUPS
+ * groups is added term by term (row_rest). */
 static void place_row_factors(workspace *ws, ug_ref_mode mode, size_t i)
 {
     fast_chunk *f = &ws->fast;
-    const int nc = mode == UG_REF_EXACT ? 3 : 1;
+    const int nc = mode == UG_REF_EXACT ? (f->simd_windows ? 4 : 3) : (f->simd_windows ? 2 : 1);
+    const int digit_bits = f->simd_windows ? 52 : 64;
     size_t *left = f->row_rest, n_left = 0;
     int *tops = f->row_top;
     for (size_t j = 0; j <= i; j++) {
@@ -745,14 +771,19 @@ static void place_row_factors(workspace *ws, ug_ref_mode mode, size_t i)
         int top = INT_MIN;
         for (size_t k = 0; k < n_left; k++) top = tops[left[k]] > top ? tops[left[k]] : top;
         row_group *g = &f->group[f->n_groups++];
-        *g = (row_group){.begin = placed, .grid = top - 64 * nc, .nc = nc};
+        *g = (row_group){.begin = placed, .grid = top - digit_bits * nc, .nc = nc};
         size_t kept = 0;
         for (size_t k = 0; k < n_left; k++) {
             const size_t j = left[k];
-            uint64_t c[3], mask;
+            uint64_t c[3], mask, on_grid[UG_XWIN52_DIGITS];
             int e;
             (void)row_factor(ws, mode, i, j, c, &e, &mask);
-            if (ug_xwin_place(c, 3, e, g->grid, f->row_c[placed], nc)) {
+            if (ug_xwin_place(c, 3, e, g->grid, f->simd_windows ? on_grid : f->row_c[placed],
+                              f->simd_windows ? UG_XWIN52_DIGITS : nc)) {
+                if (f->simd_windows) {
+                    ug_xwin52_digits(on_grid, f->row_digits + placed * UG_XWIN52_DIGITS);
+                    f->row_neg[placed] = mask ? 0xFF : 0;
+                }
                 f->row_mask[placed] = mask;
                 f->row_j[placed++] = j;
             } else {
@@ -892,6 +923,12 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
     ug_xsum *acc = &f->acc;
     place_row_factors(ws, a->mode, i);
     row_magnitudes(ws, a->mode, i);
+    for (size_t g = 0; g < f->n_groups && f->simd_windows; g++) {
+        const row_group *grp = &f->group[g];
+        const ug_xwin52_row r = {grp->end - grp->begin, s->v, grp->nc, f->row_digits + grp->begin * UG_XWIN52_DIGITS,
+                                 f->row_neg + grp->begin, f->row_j + grp->begin, f->col_digit, f->col_neg};
+        ug_xwin52_windows(&r, f->win + g * s->v);
+    }
     for (size_t col = 0; col < s->v; col++) {
         const int_vector *v = &ws->value_cols[col];
         /* RN_256(attention dot * scale) is exact when the dot has at most 232 bits */
@@ -905,12 +942,13 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
         if (dot != 0) add_wide(acc, dot < 0, dot < 0 ? -(ug_u128)dot : (ug_u128)dot, e_t.m, state_lo + e_t.e);
         for (size_t g = 0; g < f->n_groups; g++) {
             const row_group *grp = &f->group[g];
-            uint64_t window[UG_XWIN_LIMBS];
-            if (grp->nc == 1)
-                group_dot(f, ws->bt, 1, grp, col, window);
-            else
-                group_dot(f, ws->bt, 3, grp, col, window);
-            ug_xsum_add_xwin(acc, window, grp->nc + 2, grp->grid + f->v_grid[col]);
+            uint64_t scalar[UG_XWIN_LIMBS];
+            const uint64_t *window = f->simd_windows ? f->win[g * s->v + col] : scalar;
+            if (!f->simd_windows && grp->nc == 1)
+                group_dot(f, ws->bt, 1, grp, col, scalar);
+            else if (!f->simd_windows)
+                group_dot(f, ws->bt, 3, grp, col, scalar);
+            ug_xsum_add_xwin(acc, window, f->simd_windows ? UG_XWIN_LIMBS : grp->nc + 2, grp->grid + f->v_grid[col]);
             if (f->v_off[col]) /* values off the column's grid: their window products were 0 */
                 for (size_t k = grp->begin; k < grp->end; k++)
                     if (!f->v_on[col * ws->bt + f->row_j[k]]) add_attention_term(ws, a->mode, i, f->row_j[k], col, acc);
@@ -958,6 +996,7 @@ static ug_status fast_chunk_rows(workspace *ws, const args *a, size_t b, size_t 
     fast_chunk *f = &ws->fast;
     const size_t bt = ws->bt;
     f->simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512dq");
+    f->simd_windows = f->simd && bt <= UG_XWIN52_MAX_TERMS;
     for (size_t i = 0; i < bt; i++) {
         const float g = gate(a, b, t0 + i, head);
         f->row_mpfr[i] = !ug_gdn_exp_wide(f->wide, g, &f->gate_exp[i], &f->gate_inv[i]);
