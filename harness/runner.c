@@ -366,8 +366,11 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
     ug_stats_batch_begin(&st, &sr->stats[o][m], w->opt->moderate_cond);
     ug_slice_layout layout;
     ug_slice_layout_of(&w->sp, s, bi, &layout);
+    ug_slice_walk walk;
+    ug_slice_walk_start(&walk, &layout);
+    size_t next_spread = 0; /* no multiple of stride below it is left: i increases with j */
     for (size_t j = 0; j < b->count; j++) {
-        const size_t i = ug_slice_layout_index(&layout, j);
+        const size_t i = ug_slice_walk_next(&walk);
         const uint32_t bits = element_bits(b, j);
         const ug_elem_error e = ug_measure(bits, b->dtype, &ref[j]);
         if (exact_inputs && bits != ref[j].rn_bits)
@@ -377,7 +380,11 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
                           bits_value(b->dtype, bits), bits_value(b->dtype, ref[j].rn_bits),
                           c->family->regimes[c->regime]);
         ug_stats_batch_add(&st, &e, ref[j].flagged, i);
-        const bool spread = i % stride == 0;
+        bool spread = false;
+        if (i >= next_spread) {
+            spread = i % stride == 0;
+            next_spread = i - i % stride + stride;
+        }
         if (spread || would_keep(&sr->worst[o][m], e.ratio)) { /* the sample's figures only where it is kept */
             const double ulp = b->dtype == UG_BF16 ? ug_ulp_bf16(ref[j].r_hi) : ug_ulp_f32(ref[j].r_hi);
             const ug_sample x = {(uint8_t)o, (uint8_t)m, e.cond, e.ulp_err,
