@@ -282,9 +282,14 @@ typedef struct {
     ug_sample sample[UG_SAMPLES_WORST];
 } worst_list;
 
+static bool would_keep(const worst_list *w, double ratio)
+{
+    return ratio > 0 && (w->n < UG_SAMPLES_WORST || w->ratio[UG_SAMPLES_WORST - 1] < ratio);
+}
+
 static void keep_if_worse(worst_list *w, double ratio, const ug_sample *x)
 {
-    if (!(ratio > 0)) return;
+    if (!would_keep(w, ratio)) return;
     size_t at = w->n < UG_SAMPLES_WORST ? w->n++ : UG_SAMPLES_WORST;
     while (at > 0 && w->ratio[at - 1] < ratio) {
         if (at < UG_SAMPLES_WORST) w->ratio[at] = w->ratio[at - 1], w->sample[at] = w->sample[at - 1];
@@ -357,11 +362,15 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
      * exactly keeps every intermediate exact (docs/ties.md). */
     const bool exact_inputs = m == UG_REF_STAGED && (c->family->exact_regimes >> c->regime & 1u) &&
                               model->ops[UG_F32_EXP].exact_at_zero;
-    ug_stats *st = &sr->stats[o][m];
+    ug_stats_batch st;
+    ug_stats_batch_begin(&st, &sr->stats[o][m], w->opt->moderate_cond);
     ug_slice_layout layout;
     ug_slice_layout_of(&w->sp, s, bi, &layout);
+    ug_slice_walk walk;
+    ug_slice_walk_start(&walk, &layout);
+    size_t next_spread = 0; /* no multiple of stride below it is left: i increases with j */
     for (size_t j = 0; j < b->count; j++) {
-        const size_t i = ug_slice_layout_index(&layout, j);
+        const size_t i = ug_slice_walk_next(&walk);
         const uint32_t bits = element_bits(b, j);
         const ug_elem_error e = ug_measure(bits, b->dtype, &ref[j]);
         if (exact_inputs && bits != ref[j].rn_bits)
@@ -370,12 +379,19 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
                           "even) may differ from r", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
                           bits_value(b->dtype, bits), bits_value(b->dtype, ref[j].rn_bits),
                           c->family->regimes[c->regime]);
-        ug_stats_add(st, &e, ref[j].flagged, w->opt->moderate_cond, i);
-        const double ulp = b->dtype == UG_BF16 ? ug_ulp_bf16(ref[j].r_hi) : ug_ulp_f32(ref[j].r_hi);
-        const ug_sample x = {(uint8_t)o, (uint8_t)m, e.cond, e.ulp_err,
-                             isfinite(ref[j].r_hi) ? ref[j].bound / ulp : NAN};
-        if (i % stride == 0) UG_TRY(ug_samples_push(&sr->spread, &x));
-        else keep_if_worse(&sr->worst[o][m], e.ratio, &x);
+        ug_stats_batch_add(&st, &e, ref[j].flagged, i);
+        bool spread = false;
+        if (i >= next_spread) {
+            spread = i % stride == 0;
+            next_spread = i - i % stride + stride;
+        }
+        if (spread || would_keep(&sr->worst[o][m], e.ratio)) { /* the sample's figures only where it is kept */
+            const double ulp = b->dtype == UG_BF16 ? ug_ulp_bf16(ref[j].r_hi) : ug_ulp_f32(ref[j].r_hi);
+            const ug_sample x = {(uint8_t)o, (uint8_t)m, e.cond, e.ulp_err,
+                                 isfinite(ref[j].r_hi) ? ref[j].bound / ulp : NAN};
+            if (spread) UG_TRY(ug_samples_push(&sr->spread, &x));
+            else keep_if_worse(&sr->worst[o][m], e.ratio, &x);
+        }
         if (ref[j].no_bound && ref[j].wild == UG_WILD_NONE)
             slice_failure(sr, "[%s] %s[%zu] %s: no bound: its a-priori bound is infinite (an operation it depends "
                           "on has an argument outside the declared range of profile %s, or the bound itself "
@@ -386,6 +402,7 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
                           ug_ref_mode_name((ug_ref_mode)m), bits_value(b->dtype, bits), ref[j].r_hi, ref[j].bound,
                           e.ratio, e.ulp_err, e.class_ok ? "" : " (non-finite rule)");
     }
+    ug_stats_batch_end(&st);
     return ug_ok();
 }
 

@@ -91,6 +91,14 @@ size_t ug_slice_layout_index(const ug_slice_layout *l, size_t j)
     return index;
 }
 
+void ug_slice_walk_start(ug_slice_walk *w, const ug_slice_layout *l)
+{
+    /* A run: the trailing dimensions the slice spans (every element when whole). */
+    size_t run = 1;
+    for (size_t d = l->rank; d-- > 0 && l->fixed[d] == SIZE_MAX;) run *= l->size[d];
+    *w = (ug_slice_walk){.l = l, .run = l->whole ? SIZE_MAX : run};
+}
+
 size_t ug_slice_index(const ug_slicing_plan *sp, size_t s, size_t i, size_t j)
 {
     ug_slice_layout l;

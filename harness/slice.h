@@ -47,6 +47,28 @@ typedef struct {
 void ug_slice_layout_of(const ug_slicing_plan *sp, size_t s, size_t i, ug_slice_layout *out);
 /* The case's index of the slice's element j. */
 size_t ug_slice_layout_index(const ug_slice_layout *l, size_t j);
+/* The case's indices of the slice's elements j = 0, 1, 2, ... in turn, as
+ * ug_slice_layout_index gives them (increasing), with one such call per
+ * contiguous run of the case's buffer instead of a division per element. */
+typedef struct {
+    const ug_slice_layout *l;
+    size_t j, index, run, left;
+} ug_slice_walk;
+
+void ug_slice_walk_start(ug_slice_walk *w, const ug_slice_layout *l);
+/* The index of element j, then j + 1. */
+static inline size_t ug_slice_walk_next(ug_slice_walk *w)
+{
+    if (w->left == 0) {
+        w->index = ug_slice_layout_index(w->l, w->j);
+        w->left = w->run;
+    } else {
+        w->index++;
+    }
+    w->left--;
+    w->j++;
+    return w->index;
+}
 /* The same in one call (ug_slice_layout_of, then ug_slice_layout_index). */
 size_t ug_slice_index(const ug_slicing_plan *sp, size_t s, size_t i, size_t j);
 /* Copies slice s of buffer i from the case's full buffer into sub, whose

@@ -19,10 +19,11 @@ void ug_stats_free(ug_stats *s)
     s->dist = NULL;
 }
 
-void ug_stats_add(ug_stats *s, const ug_elem_error *e, uint32_t flagged, double moderate_cond,
-                  size_t index)
+/* The summary's share of adding one element; true where it is moderate
+ * (its ulp_dist then goes into the histogram). */
+static inline bool summary_add(ug_summary *m, const ug_elem_error *e, uint32_t flagged, double moderate_cond,
+                               size_t index)
 {
-    ug_summary *m = &s->sum;
     m->elements++;
     if (!e->class_ok) m->class_failures++;
     if (e->ratio > 1.0) m->over_bound++;
@@ -36,13 +37,42 @@ void ug_stats_add(ug_stats *s, const ug_elem_error *e, uint32_t flagged, double 
     if (e->cond > m->max_cond) m->max_cond = e->cond;
     m->sum_sq_err += e->abs_err * e->abs_err;
     m->sum_sq_ref += e->abs_ref * e->abs_ref;
-    if (e->cond <= moderate_cond) {
-        m->moderate++;
-        if (e->ulp_dist > m->max_ulp_dist) m->max_ulp_dist = e->ulp_dist;
-        if (e->ulp_err > m->max_ulp_err) m->max_ulp_err = e->ulp_err;
-        double bin = e->ulp_dist < UG_DIST_BINS - 1 ? e->ulp_dist : UG_DIST_BINS - 1;
-        gsl_histogram_increment(s->dist, bin + 0.5);
-    }
+    if (!(e->cond <= moderate_cond)) return false;
+    m->moderate++;
+    if (e->ulp_dist > m->max_ulp_dist) m->max_ulp_dist = e->ulp_dist;
+    if (e->ulp_err > m->max_ulp_err) m->max_ulp_err = e->ulp_err;
+    return true;
+}
+
+static inline uint32_t dist_bin(uint32_t ulp_dist)
+{
+    return ulp_dist < UG_DIST_BINS - 1 ? ulp_dist : UG_DIST_BINS - 1;
+}
+
+void ug_stats_add(ug_stats *s, const ug_elem_error *e, uint32_t flagged, double moderate_cond,
+                  size_t index)
+{
+    if (summary_add(&s->sum, e, flagged, moderate_cond, index))
+        gsl_histogram_increment(s->dist, dist_bin(e->ulp_dist) + 0.5);
+}
+
+void ug_stats_batch_begin(ug_stats_batch *b, ug_stats *s, double moderate_cond)
+{
+    b->s = s;
+    b->moderate_cond = moderate_cond;
+    memset(b->bins, 0, sizeof b->bins);
+}
+
+void ug_stats_batch_add(ug_stats_batch *b, const ug_elem_error *e, uint32_t flagged, size_t index)
+{
+    if (summary_add(&b->s->sum, e, flagged, b->moderate_cond, index)) b->bins[dist_bin(e->ulp_dist)]++;
+}
+
+void ug_stats_batch_end(ug_stats_batch *b)
+{
+    /* A count of n added at once is the sum of n increments of 1: exact below 2^53. */
+    for (uint32_t i = 0; i < UG_DIST_BINS; i++)
+        if (b->bins[i]) gsl_histogram_accumulate(b->s->dist, i + 0.5, (double)b->bins[i]);
 }
 
 void ug_stats_merge(ug_stats *into, const ug_stats *from)

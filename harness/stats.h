@@ -43,6 +43,19 @@ ug_status ug_stats_init(ug_stats *s);
 void ug_stats_free(ug_stats *s);
 void ug_stats_add(ug_stats *s, const ug_elem_error *e, uint32_t flagged, double moderate_cond,
                   size_t index);
+/* Adding one output's elements in one pass: the figures of ug_stats_add
+ * element by element, with the ulp_dist bins counted in plain integers and
+ * folded into s->dist (the histogram of record) by ug_stats_batch_end;
+ * s->dist lacks them until then. */
+typedef struct {
+    ug_stats *s;
+    double moderate_cond;
+    uint64_t bins[UG_DIST_BINS];
+} ug_stats_batch;
+
+void ug_stats_batch_begin(ug_stats_batch *b, ug_stats *s, double moderate_cond);
+void ug_stats_batch_add(ug_stats_batch *b, const ug_elem_error *e, uint32_t flagged, size_t index);
+void ug_stats_batch_end(ug_stats_batch *b);
 void ug_stats_merge(ug_stats *into, const ug_stats *from);
 /* Smallest d such that at least fraction q of the moderate elements have
  * ulp_dist <= d (0 when there are none). */

@@ -14,6 +14,7 @@
 #include "ulp.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "../core/bf16.h"
 
@@ -21,6 +22,17 @@ static const ug_elem_error class_fail = {.ulp_err = INFINITY, .ulp_dist = UINT32
 /* A class the exact formula does not give, accepted on a wild cone. */
 static const ug_elem_error wild_accepted = {
     .ulp_err = INFINITY, .ulp_dist = UINT32_MAX, .ratio = 0, .cond = INFINITY, .class_ok = true};
+
+/* |x| is a power of two, read from the bits (no libm call per element).
+ * Only normal x: below 2^-1022 lies far below the smallest ulp of either
+ * format, where the binade does not change ulp_T. */
+static bool is_normal_power_of_two(double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    const uint64_t exponent = bits >> 52 & 0x7FF, fraction = bits & ((UINT64_C(1) << 52) - 1);
+    return exponent != 0 && exponent != 0x7FF && fraction == 0;
+}
 
 ug_elem_error ug_measure(uint32_t y_bits, ug_dtype t, const ug_ref_value *r)
 {
@@ -58,8 +70,7 @@ ug_elem_error ug_measure(uint32_t y_bits, ug_dtype t, const ug_ref_value *r)
         if (e.class_ok && isfinite(measured)) {
             const double d = fabs((measured - r->r_hi) - r->r_lo);
             double at = r->r_hi;
-            int ex;
-            if (r->r_lo != 0 && (r->r_lo < 0) != (at < 0) && fabs(frexp(at, &ex)) == 0.5)
+            if (r->r_lo != 0 && (r->r_lo < 0) != (at < 0) && is_normal_power_of_two(at))
                 at = nextafter(at, 0.0); /* |r| < |r_hi| = 2^k: the binade below */
             e.ulp_err = d / (bf ? ug_ulp_bf16(at) : ug_ulp_f32(at));
             e.ulp_dist = bf ? ug_ordered_dist_bf16((ug_bf16)y_bits, (ug_bf16)r->rn_bits)

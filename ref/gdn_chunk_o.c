@@ -158,14 +158,15 @@ static mpfr_srcptr exact_dot(dot_workspace *dw, const int_vector *a, const int_v
 /* ---- the fast path's pieces (docs/error-model.md §2.1) ---------------------- */
 
 /* An attention operand x = dot·e·2^exp on the fast path: dot the exact q.k
- * as an integer (unit 2^(q_lo + k_lo)), e = RN_128(exp(g_t - g_s)) (1 when
+ * as an integer (unit 2^(q_lo[i] + k_lo[j])), e = RN_128(exp(g_t - g_s)) (1 when
  * the gates are equal), exactly the MPFR path's x. */
 typedef struct {
     int64_t dot;
     ug_gdn_fx e;
 } pair_operand;
 
-/* Operand factors [begin, end) of a row on one grid 2^grid, nc limbs each. */
+/* Operand factors [begin, end) of a row on one grid 2^grid, nc limbs each
+ * (with rowsimd.h's windows: nc digits of 52 bits). */
 enum { ROW_GROUPS = 4 };
 typedef struct {
     size_t begin, end;
@@ -173,16 +174,17 @@ typedef struct {
 } row_group;
 
 /* One chunk's fast-path state. The entries of the queries, keys and state
- * rows as integers on one grid per kind (q_int[i][d] 2^q_lo = q_i[d]), so a
- * dot product is a plain integer dot product. */
+ * rows as integers, each vector on its own grid (q_int[i][d] 2^q_lo[i] =
+ * q_i[d]), so a dot product is a plain integer dot product. */
 typedef struct {
     int64_t *q_int, *k_int, *h_int; /* [bt][kdim], [bt][kdim], [width][kdim] */
-    int q_lo, k_lo, h_lo;
+    int *q_lo, *k_lo, *h_lo;        /* [bt], [bt], [width] */
     ug_gdn_exp256 *gate_exp, *gate_inv; /* [bt]: exp(g_t), exp(-g_t) */
     pair_operand *pair;             /* [bt][bt], j <= i */
     bool *row_mpfr;                 /* [bt]: the row goes through the MPFR path */
     bool scaled_v_done;             /* the MPFR path's scaled_v is filled for this chunk */
     bool simd;                      /* the dot products on AVX-512 (ug_ref_simd_available) */
+    bool simd_windows;              /* the attention windows from ug_xwin52_windows (bt terms at most) */
     /* The attention sums' windows (exact_sum.h): each column's values on the
      * column's grid ([width][bt], v_on false off it), and one row's operand
      * factors (|q.k|·e in exact mode, RN_bf16 in staged mode) in groups,
@@ -197,6 +199,13 @@ typedef struct {
     int *row_top, *row_e; /* [bt]: by j, the row's factors' top bits and exponents */
     row_group group[ROW_GROUPS];
     size_t n_groups;
+    /* The same in rowsimd.h's digits (simd_windows): the values by token
+     * ([bt][width], signs [bt][(width + 7) / 8]), the row's factors ([bt]
+     * in group order), and each group's windows of every column
+     * ([ROW_GROUPS][width]). */
+    uint64_t *col_digit, *row_digits;
+    uint8_t *col_neg, *row_neg;
+    uint64_t (*win)[UG_XWIN_LIMBS];
     /* One row's attention magnitudes, by column ([width] each). */
     double *row_abs, *row_mag, *row_err;
     uint32_t *row_flagged;
@@ -261,6 +270,7 @@ static void workspace_free(workspace *ws)
     free(ws->dot_term_ptrs);
     free(ws->abs_v);
     free(ws->fast.q_int);
+    free(ws->fast.q_lo);
     free(ws->fast.gate_exp);
     free(ws->fast.pair);
     free(ws->fast.row_mpfr);
@@ -273,6 +283,9 @@ static void workspace_free(workspace *ws)
     free(ws->fast.row_top);
     free(ws->fast.row_abs);
     free(ws->fast.row_flagged);
+    free(ws->fast.col_digit);
+    free(ws->fast.col_neg);
+    free(ws->fast.win);
     mpfr_clears(ws->diff, ws->e, ws->radius, ws->sum, ws->dot.result, ws->dot.low, ws->fast.wide, (mpfr_ptr)0);
     mpz_clear(ws->fast.scratch);
 }
@@ -305,6 +318,7 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->dot_term_ptrs = calloc(dot_len, sizeof *ws->dot_term_ptrs);
     ws->abs_v = calloc(bt * width, sizeof *ws->abs_v);
     ws->fast.q_int = calloc((2 * bt + width) * kdim, sizeof *ws->fast.q_int);
+    ws->fast.q_lo = calloc(2 * bt + width, sizeof *ws->fast.q_lo);
     ws->fast.gate_exp = calloc(2 * bt, sizeof *ws->fast.gate_exp);
     ws->fast.pair = calloc(bt * bt, sizeof *ws->fast.pair);
     ws->fast.row_mpfr = calloc(bt, sizeof *ws->fast.row_mpfr);
@@ -317,8 +331,13 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.row_top = calloc(2 * bt, sizeof *ws->fast.row_top);
     ws->fast.row_abs = calloc(3 * width, sizeof *ws->fast.row_abs);
     ws->fast.row_flagged = calloc(width, sizeof *ws->fast.row_flagged);
+    ws->fast.col_digit = calloc(bt * width + bt * UG_XWIN52_DIGITS, sizeof *ws->fast.col_digit);
+    ws->fast.col_neg = calloc(bt * ((width + 7) / 8) + bt, sizeof *ws->fast.col_neg);
+    ws->fast.win = calloc(ROW_GROUPS * width, sizeof *ws->fast.win);
     if (!ws->fast.v_s || !ws->fast.v_on || !ws->fast.v_grid || !ws->fast.v_off || !ws->fast.row_c ||
-        !ws->fast.row_j || !ws->fast.row_top || !ws->fast.row_abs || !ws->fast.row_flagged ||!ws->abs_v || !ws->fast.q_int || !ws->fast.gate_exp || !ws->fast.pair || !ws->fast.row_mpfr ||
+        !ws->fast.row_j || !ws->fast.row_top || !ws->fast.row_abs || !ws->fast.row_flagged ||
+        !ws->fast.col_digit || !ws->fast.col_neg || !ws->fast.win || !ws->abs_v || !ws->fast.q_int || !ws->fast.q_lo ||
+        !ws->fast.gate_exp || !ws->fast.pair || !ws->fast.row_mpfr ||
         !ws->queries || !ws->m_store || !ws->e_store || !ws->rounded_row || !ws->x || !ws->staged ||
         !ws->scaled_v || !ws->terms || !ws->term_ptrs || !ws->dot_terms || !ws->dot_term_ptrs) {
         workspace_free(ws);
@@ -347,12 +366,16 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->dot.term_ptrs = ws->dot_term_ptrs;
     ws->fast.k_int = ws->fast.q_int + bt * kdim;
     ws->fast.h_int = ws->fast.k_int + bt * kdim;
+    ws->fast.k_lo = ws->fast.q_lo + bt;
+    ws->fast.h_lo = ws->fast.k_lo + bt;
     ws->fast.gate_inv = ws->fast.gate_exp + bt;
     ws->fast.v_mask = ws->fast.v_s + width * bt;
     ws->fast.row_mask = ws->fast.v_mask + width * bt;
     ws->fast.row_rest = ws->fast.row_j + bt;
     ws->fast.row_e = ws->fast.row_top + bt;
     ws->fast.row_mag = ws->fast.row_abs + width;
+    ws->fast.row_digits = ws->fast.col_digit + bt * width;
+    ws->fast.row_neg = ws->fast.col_neg + bt * ((width + 7) / 8);
     ws->fast.row_err = ws->fast.row_mag + width;
     return ug_ok();
 }
@@ -542,42 +565,40 @@ static void output_row(workspace *ws, const args *a, size_t b, size_t head, size
 
 /* Whether the chunk lies in the fast path's domain: every input finite, the
  * scale nonzero, gates small enough that their exponentials keep to the
- * accumulator's range, and every dot product an int64 on the chunk's grids
- * (a product below 2^16 and K <= 2^8 terms over the exponents' spread);
- * the MPFR path takes the rest. Sets the grids. */
+ * accumulator's range, and every dot product an int64 on its vectors' grids
+ * (a product below 2^16 and K <= 2^8 terms over the two vectors' exponent
+ * spreads); the MPFR path takes the rest. Sets the grids: each vector's own
+ * (its least nonzero entry's), so a tiny entry in one query widens only that
+ * query's dot products (on one grid per kind, 4 % of a realistic
+ * production case's chunks exceeded the budget and went through MPFR). */
 static bool chunk_in_fast_domain(workspace *ws, const args *a, size_t b, size_t head, size_t t0)
 {
     enum { GATE_MAX = 1400 }; /* e^1400 < 2^2020: the accumulator checks the rest */
     if (!isfinite(a->scale) || a->scale == 0) return false;
-    int lo[3] = {INT_MAX, INT_MAX, INT_MAX}, hi[3] = {INT_MIN, INT_MIN, INT_MIN};
     const int_vector *sets[3] = {ws->queries, ws->keys, ws->state_rows};
     const size_t counts[3] = {ws->bt, ws->bt, ws->width};
+    fast_chunk *f = &ws->fast;
+    int *lo[3] = {f->q_lo, f->k_lo, f->h_lo}, spread[3] = {0, 0, 0};
     for (int k = 0; k < 3; k++)
         for (size_t i = 0; i < counts[k]; i++) {
             const int_vector *x = &sets[k][i];
             if (x->nonfinite) return false;
-            if (x->min_e > x->max_e) continue; /* all zero */
-            lo[k] = x->min_e < lo[k] ? x->min_e : lo[k];
-            hi[k] = x->max_e > hi[k] ? x->max_e : hi[k];
+            const bool zero = x->min_e > x->max_e; /* every dot product with it is 0 */
+            lo[k][i] = zero ? 0 : x->min_e;
+            if (!zero && x->max_e - x->min_e > spread[k]) spread[k] = x->max_e - x->min_e;
         }
     for (size_t col = 0; col < ws->width; col++)
         if (ws->value_cols[col].nonfinite) return false;
     for (size_t i = 0; i < ws->bt; i++)
         if (!(fabsf(gate(a, b, t0 + i, head)) <= GATE_MAX)) return false;
-    for (int k = 0; k < 3; k++)
-        if (lo[k] > hi[k]) lo[k] = hi[k] = 0; /* no nonzero entry: every dot product is 0 */
-    const int spread_q = hi[0] - lo[0], budget = 63 - PRODUCT_BITS - CARRY_BITS;
-    if (spread_q + hi[1] - lo[1] > budget || spread_q + hi[2] - lo[2] > budget) return false;
-    fast_chunk *f = &ws->fast;
-    f->q_lo = lo[0];
-    f->k_lo = lo[1];
-    f->h_lo = lo[2];
+    const int budget = 63 - PRODUCT_BITS - CARRY_BITS;
+    if (spread[0] + spread[1] > budget || spread[0] + spread[2] > budget) return false;
     int64_t *dst[3] = {f->q_int, f->k_int, f->h_int};
     for (int k = 0; k < 3; k++)
         for (size_t i = 0; i < counts[k]; i++)
             for (size_t d = 0; d < ws->kdim; d++)
                 dst[k][i * ws->kdim + d] = sets[k][i].m[d] == 0 ? 0 /* a zero has no exponent on the grid */
-                                           : (int64_t)sets[k][i].m[d] * ((int64_t)1 << (sets[k][i].e[d] - lo[k]));
+                                           : (int64_t)sets[k][i].m[d] * ((int64_t)1 << (sets[k][i].e[d] - lo[k][i]));
     return true;
 }
 
@@ -619,7 +640,7 @@ static bool fast_operand(workspace *ws, const args *a, size_t b, size_t head, si
     pair_operand *p = &f->pair[i * ws->bt + j];
     int64_t magnitude;
     p->dot = ug_gdn_int_dot(f->q_int + i * ws->kdim, f->k_int + j * ws->kdim, ws->kdim, &magnitude, f->simd);
-    const int lo = f->q_lo + f->k_lo;
+    const int lo = f->q_lo[i] + f->k_lo[j];
     const float g_t = gate(a, b, t0 + i, head), g_s = gate(a, b, t0 + j, head);
     const bool unit_decay = g_t == g_s, exact = unit_decay || p->dot == 0;
     p->e = (ug_gdn_fx){1, 0};
@@ -676,14 +697,17 @@ static bool zero_element_negative(const workspace *ws, ug_ref_mode mode, size_t 
 }
 
 /* Every column's values on the column's grid: its top bit less 64 (a bf16
- * significand has 8 bits: values within 56 binades of the largest fit). */
+ * significand has 8 bits: values within 56 binades of the largest fit), or
+ * less 52 for rowsimd.h's digits (within 44). */
 static void place_values(workspace *ws)
 {
     fast_chunk *f = &ws->fast;
-    const size_t bt = ws->bt;
+    const size_t bt = ws->bt, blocks = (ws->width + 7) / 8;
+    const int digit_bits = f->simd_windows ? 52 : 64;
+    if (f->simd_windows) memset(f->col_neg, 0, bt * blocks);
     for (size_t col = 0; col < ws->width; col++) {
         const int_vector *v = &ws->value_cols[col];
-        const int grid = v->min_e <= v->max_e ? v->max_e + 8 - 64 : 0;
+        const int grid = v->min_e <= v->max_e ? v->max_e + 8 - digit_bits : 0;
         size_t off = 0;
         for (size_t j = 0; j < bt; j++) {
             const size_t at = col * bt + j;
@@ -691,6 +715,9 @@ static void place_values(workspace *ws)
             f->v_on[at] = ug_xwin_place(&m, 1, v->e[j], grid, &f->v_s[at], 1);
             f->v_mask[at] = v->m[j] < 0 ? ~UINT64_C(0) : 0;
             off += !f->v_on[at];
+            if (!f->simd_windows) continue;
+            f->col_digit[j * ws->width + col] = f->v_s[at];
+            f->col_neg[j * blocks + col / 8] |= (uint8_t)((v->m[j] < 0) << (col % 8));
         }
         f->v_grid[col] = grid;
         f->v_off[col] = off;
@@ -718,19 +745,21 @@ static bool row_factor(const workspace *ws, ug_ref_mode mode, size_t i, size_t j
     c[0] = (uint64_t)low;
     c[1] = (uint64_t)mid;
     c[2] = (uint64_t)(high >> 64) + (uint64_t)(mid >> 64);
-    *e = f->q_lo + f->k_lo + p->e.e;
+    *e = f->q_lo[i] + f->k_lo[j] + p->e.e;
     *mask = p->dot < 0 ? ~UINT64_C(0) : 0;
     return d != 0;
 }
 
 /* Row i's nonzero operand factors in groups: each group takes the largest
  * factor left and every factor left that fits below it in nc limbs (3 in
- * exact mode, 1 in staged mode); what is left after ROW_GROUPS groups is
- * added term by term (row_rest). */
+ * exact mode, 1 in staged mode; with rowsimd.h's windows nc digits of 52
+ * bits, 4 and 2: as many bits or more); what is left after ROW_GROUPS
+ * groups is added term by term (row_rest). */
 static void place_row_factors(workspace *ws, ug_ref_mode mode, size_t i)
 {
     fast_chunk *f = &ws->fast;
-    const int nc = mode == UG_REF_EXACT ? 3 : 1;
+    const int nc = mode == UG_REF_EXACT ? (f->simd_windows ? 4 : 3) : (f->simd_windows ? 2 : 1);
+    const int digit_bits = f->simd_windows ? 52 : 64;
     size_t *left = f->row_rest, n_left = 0;
     int *tops = f->row_top;
     for (size_t j = 0; j <= i; j++) {
@@ -745,14 +774,19 @@ static void place_row_factors(workspace *ws, ug_ref_mode mode, size_t i)
         int top = INT_MIN;
         for (size_t k = 0; k < n_left; k++) top = tops[left[k]] > top ? tops[left[k]] : top;
         row_group *g = &f->group[f->n_groups++];
-        *g = (row_group){.begin = placed, .grid = top - 64 * nc, .nc = nc};
+        *g = (row_group){.begin = placed, .grid = top - digit_bits * nc, .nc = nc};
         size_t kept = 0;
         for (size_t k = 0; k < n_left; k++) {
             const size_t j = left[k];
-            uint64_t c[3], mask;
+            uint64_t c[3], mask, on_grid[UG_XWIN52_DIGITS];
             int e;
             (void)row_factor(ws, mode, i, j, c, &e, &mask);
-            if (ug_xwin_place(c, 3, e, g->grid, f->row_c[placed], nc)) {
+            if (ug_xwin_place(c, 3, e, g->grid, f->simd_windows ? on_grid : f->row_c[placed],
+                              f->simd_windows ? UG_XWIN52_DIGITS : nc)) {
+                if (f->simd_windows) {
+                    ug_xwin52_digits(on_grid, f->row_digits + placed * UG_XWIN52_DIGITS);
+                    f->row_neg[placed] = mask ? 0xFF : 0;
+                }
                 f->row_mask[placed] = mask;
                 f->row_j[placed++] = j;
             } else {
@@ -864,7 +898,7 @@ static void add_attention_term(workspace *ws, ug_ref_mode mode, size_t i, size_t
     if (p->dot == 0 || v->m[j] == 0) return;
     const int64_t factor = p->dot * v->m[j]; /* |dot| < 2^55, |v| < 2^8 */
     add_wide(acc, factor < 0, factor < 0 ? -(ug_u128)factor : (ug_u128)factor, p->e.m,
-             f->q_lo + f->k_lo + p->e.e + v->e[j]);
+             f->q_lo[i] + f->k_lo[j] + p->e.e + v->e[j]);
 }
 
 /* Chunk row i on the fast path: every term exact (the state term and the
@@ -887,11 +921,16 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
     const int zeros = __builtin_ctzll(scale_m);
     scale_m >>= zeros;
     scale_e += zeros;
-    const int state_lo = f->q_lo + f->h_lo;
     const int_vector *rn = &ws->attention_rows[i];
     ug_xsum *acc = &f->acc;
     place_row_factors(ws, a->mode, i);
     row_magnitudes(ws, a->mode, i);
+    for (size_t g = 0; g < f->n_groups && f->simd_windows; g++) {
+        const row_group *grp = &f->group[g];
+        const ug_xwin52_row r = {grp->end - grp->begin, s->v, grp->nc, f->row_digits + grp->begin * UG_XWIN52_DIGITS,
+                                 f->row_neg + grp->begin, f->row_j + grp->begin, f->col_digit, f->col_neg};
+        ug_xwin52_windows(&r, f->win + g * s->v);
+    }
     for (size_t col = 0; col < s->v; col++) {
         const int_vector *v = &ws->value_cols[col];
         /* RN_256(attention dot * scale) is exact when the dot has at most 232 bits */
@@ -901,16 +940,18 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
         int64_t magnitude;
         const int64_t dot =
             ug_gdn_int_dot(f->q_int + i * ws->kdim, f->h_int + col * ws->kdim, ws->kdim, &magnitude, f->simd);
+        const int state_lo = f->q_lo[i] + f->h_lo[col];
         ug_xsum_clear(acc);
         if (dot != 0) add_wide(acc, dot < 0, dot < 0 ? -(ug_u128)dot : (ug_u128)dot, e_t.m, state_lo + e_t.e);
         for (size_t g = 0; g < f->n_groups; g++) {
             const row_group *grp = &f->group[g];
-            uint64_t window[UG_XWIN_LIMBS];
-            if (grp->nc == 1)
-                group_dot(f, ws->bt, 1, grp, col, window);
-            else
-                group_dot(f, ws->bt, 3, grp, col, window);
-            ug_xsum_add_xwin(acc, window, grp->nc + 2, grp->grid + f->v_grid[col]);
+            uint64_t scalar[UG_XWIN_LIMBS];
+            const uint64_t *window = f->simd_windows ? f->win[g * s->v + col] : scalar;
+            if (!f->simd_windows && grp->nc == 1)
+                group_dot(f, ws->bt, 1, grp, col, scalar);
+            else if (!f->simd_windows)
+                group_dot(f, ws->bt, 3, grp, col, scalar);
+            ug_xsum_add_xwin(acc, window, f->simd_windows ? UG_XWIN_LIMBS : grp->nc + 2, grp->grid + f->v_grid[col]);
             if (f->v_off[col]) /* values off the column's grid: their window products were 0 */
                 for (size_t k = grp->begin; k < grp->end; k++)
                     if (!f->v_on[col * ws->bt + f->row_j[k]]) add_attention_term(ws, a->mode, i, f->row_j[k], col, acc);
@@ -958,6 +999,7 @@ static ug_status fast_chunk_rows(workspace *ws, const args *a, size_t b, size_t 
     fast_chunk *f = &ws->fast;
     const size_t bt = ws->bt;
     f->simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512dq");
+    f->simd_windows = f->simd && bt <= UG_XWIN52_MAX_TERMS;
     for (size_t i = 0; i < bt; i++) {
         const float g = gate(a, b, t0 + i, head);
         f->row_mpfr[i] = !ug_gdn_exp_wide(f->wide, g, &f->gate_exp[i], &f->gate_inv[i]);

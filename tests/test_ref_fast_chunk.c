@@ -211,6 +211,29 @@ static void chunk_o_exponents_over_the_whole_range(void)
     }
 }
 
+static void chunk_o_vectors_on_their_own_grids(void)
+{
+    /* Each query, key and state row within 4 binades, the rows up to 30
+     * binades apart: the chunk's entries spread beyond what an int64 dot
+     * product holds on one grid per kind, each pair of vectors' do not
+     * (the fast path on per-vector grids; one grid per kind sent the
+     * chunk to MPFR). */
+    uint64_t state = 33;
+    path_case c;
+    case_open(&c, "gdn_chunk_o", "B=1 T=64 Hg=1 H=1 K=32 V=16 BT=32 scale_bits=1035273459", 0, 12);
+    const char *const names[] = {"q", "k", "h"};
+    for (size_t n = 0; n < 3; n++) {
+        ug_bf16 *x = buffer(&c, names[n]);
+        const size_t rows = count(&c, names[n]) / 32;
+        for (size_t r = 0; r < rows; r++) {
+            const int top = -10 * (int)((r * 7 + n) % 4);
+            fill_bf16(x + r * 32, 32, &state, top - 4, top);
+        }
+    }
+    CU_ASSERT_EQUAL(path_differences(&c), 0);
+    case_close(&c);
+}
+
 static void chunk_o_operands_at_rounding_boundaries(void)
 {
     /* Equal gates (exp = 1: each operand is q.k exactly), queries and keys
@@ -358,6 +381,7 @@ UG_TEST_SUITE(ref_fast_chunk_regimes_suite, "ref_fast_chunk_regimes",
 UG_TEST_SUITE(ref_fast_chunk_suite, "ref_fast_chunk",
               UG_TEST(chunk_o_cancellation_and_signed_zeros),
               UG_TEST(chunk_o_exponents_over_the_whole_range),
+              UG_TEST(chunk_o_vectors_on_their_own_grids),
               UG_TEST(chunk_o_operands_at_rounding_boundaries),
               UG_TEST(chunk_o_nonfinite_inputs),
               UG_TEST(chunk_state_zeros_and_cancellation),

@@ -157,6 +157,24 @@ static void test_accepted_case_isa_paths_agree(void)
     CU_ASSERT_EQUAL(r->elements_checked, outputs_per_case);
 }
 
+/* The evenly spaced samples are the elements whose case index is a
+ * multiple of count / UG_SAMPLES_SPREAD + 1, found across the slices (two
+ * heads: each slice's indices of w and u jump between runs); besides them
+ * each output and mode keeps its UG_SAMPLES_WORST worst ratios. */
+static void test_spread_samples_by_case_index(void)
+{
+    const ug_case_result *cr = &small_run()->cases[0];
+    const size_t counts[2] = {(size_t)B * T * H * K, (size_t)B * T * H * V};
+    for (size_t o = 0; o < 2; o++)
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            const size_t stride = counts[o] / UG_SAMPLES_SPREAD + 1, spread = (counts[o] - 1) / stride + 1;
+            size_t kept = 0;
+            for (size_t k = 0; k < cr->samples.n; k++)
+                kept += cr->samples.items[k].output == o && cr->samples.items[k].mode == m;
+            CU_ASSERT_EQUAL(kept, spread + UG_SAMPLES_WORST);
+        }
+}
+
 static void test_family_aggregate_counts_case_elements(void)
 {
     const ug_run_result *r = small_run();
@@ -408,7 +426,7 @@ UG_TEST_SUITE(runner_suite, "runner",
               UG_TEST(test_accepted_case_passes),
               UG_TEST(test_cases_at_once_fit_the_byte_cap),
               UG_TEST(test_accepted_case_within_bounds),
-              UG_TEST(test_accepted_case_isa_paths_agree),
+              UG_TEST(test_accepted_case_isa_paths_agree), UG_TEST(test_spread_samples_by_case_index),
               UG_TEST(test_family_aggregate_counts_case_elements),
               UG_TEST(test_rejected_case_with_expected_message_passes),
               UG_TEST(test_rejected_case_with_missing_text_fails),

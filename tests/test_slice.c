@@ -102,7 +102,7 @@ static void check_family(const ug_sweep *sw, const ug_family *f)
     ug_ref_value *whole[UG_REF_MODE_COUNT][UG_MAX_BUFFERS];
     for (int m = 0; m < UG_REF_MODE_COUNT; m++) reference(f, &c->params, &full, (ug_ref_mode)m, whole[m]);
     size_t *covered[UG_MAX_BUFFERS] = {0};
-    size_t gathered_wrong = 0, values_differ = 0, compared = 0;
+    size_t gathered_wrong = 0, walked_wrong = 0, values_differ = 0, compared = 0;
     for (size_t s = 0; s < sp.n; s++) {
         ug_params sub;
         ug_slice_params(&sp, s, &sub);
@@ -111,8 +111,13 @@ static void check_family(const ug_sweep *sw, const ug_family *f)
         for (size_t i = 0; i < f->n_buffers; i++) {
             ug_slice_gather(&sp, s, i, &full.buf[i], &part.buf[i]);
             const size_t size = ug_dtype_size(full.buf[i].dtype);
+            ug_slice_layout layout;
+            ug_slice_layout_of(&sp, s, i, &layout);
+            ug_slice_walk walk;
+            ug_slice_walk_start(&walk, &layout);
             for (size_t j = 0; j < part.buf[i].count; j++) {
                 const size_t at = ug_slice_index(&sp, s, i, j);
+                walked_wrong += ug_slice_walk_next(&walk) != at;
                 gathered_wrong += at >= full.buf[i].count ||
                                   memcmp((char *)part.buf[i].data + j * size, (char *)full.buf[i].data + at * size,
                                          size) != 0;
@@ -145,6 +150,7 @@ static void check_family(const ug_sweep *sw, const ug_family *f)
         free(covered[i]);
     }
     CU_ASSERT_EQUAL(gathered_wrong, 0);
+    CU_ASSERT_EQUAL(walked_wrong, 0);
     CU_ASSERT_EQUAL(values_differ, 0);
     CU_ASSERT_EQUAL(not_once, 0);
     CU_ASSERT(compared > 0);
@@ -261,6 +267,11 @@ static void test_no_slicing_is_the_whole_case(void)
     ug_slice_plan(f, &p, &sp);
     CU_ASSERT(sp.whole && sp.n == 1);
     CU_ASSERT_EQUAL(ug_slice_index(&sp, 0, 0, 17), 17);
+    ug_slice_layout layout;
+    ug_slice_layout_of(&sp, 0, 0, &layout);
+    ug_slice_walk walk;
+    ug_slice_walk_start(&walk, &layout);
+    for (size_t j = 0; j < 100; j++) CU_ASSERT_EQUAL(ug_slice_walk_next(&walk), j);
 }
 
 UG_TEST_SUITE(slice_suite, "slice", UG_TEST(test_slices_give_the_case_reference),

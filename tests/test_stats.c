@@ -230,6 +230,67 @@ static void test_rel_rms(void)
     ug_stats_free(&b);
 }
 
+/* Element i of an adversarial set: every ulp_dist at and around the
+ * histogram's edges, ratios and conditions at their limits, NaN, +-inf,
+ * signed zeros and subnormal magnitudes. */
+static ug_elem_error adversarial_element(size_t i)
+{
+    static const uint32_t dist[] = {0, 1, 2, UG_DIST_BINS - 2, UG_DIST_BINS - 1, UG_DIST_BINS, UG_DIST_BINS + 1,
+                                    5000, UINT32_MAX - 1, UINT32_MAX};
+    static const double ratio[] = {0, -0.0, 0.5, 1, 0x1.0000000000001p0, 1e300, INFINITY, NAN, 0x1p-1074};
+    static const double cond[] = {0, 1, 16, 0x1.0000000000001p4, 1e300, INFINITY, NAN, -0.0};
+    static const double ulp_err[] = {0, 0.5, 0x1p-1074, 1e6, INFINITY, NAN};
+    static const double magnitude[] = {0, -0.0, 0x1p-1074, 0x1p-1022, 3.5, 1e154, INFINITY};
+    const size_t n_mag = sizeof magnitude / sizeof magnitude[0];
+    return (ug_elem_error){.ulp_dist = dist[i % 10], .ratio = ratio[i / 10 % 9], .cond = cond[i / 90 % 8],
+                           .ulp_err = ulp_err[i / 7 % 6], .class_ok = i % 13 != 5,
+                           .abs_err = magnitude[i / 11 % n_mag], .abs_ref = magnitude[i / 3 % n_mag]};
+}
+
+/* ug_stats_batch_add (plain integer bins, folded once) gives every figure
+ * and every bin that ug_stats_add gives element by element, also over
+ * several batches into one stats (a streamed output). */
+static void test_batch_equals_adding_one_by_one(void)
+{
+    enum { N = 4000 };
+    ug_stats one, batched;
+    CU_ASSERT_FATAL(ug_stats_init(&one).code == UG_OK);
+    CU_ASSERT_FATAL(ug_stats_init(&batched).code == UG_OK);
+    ug_stats_batch b;
+    for (size_t start = 0; start < N; start += 1500) {
+        ug_stats_batch_begin(&b, &batched, moderate);
+        for (size_t i = start; i < N && i < start + 1500; i++) {
+            const ug_elem_error e = adversarial_element(i);
+            ug_stats_add(&one, &e, (uint32_t)(i % 4), moderate, 7 * i + 3);
+            ug_stats_batch_add(&b, &e, (uint32_t)(i % 4), 7 * i + 3);
+        }
+        ug_stats_batch_end(&b);
+    }
+    const ug_summary m1 = ug_stats_summary(&one), mb = ug_stats_summary(&batched);
+    CU_ASSERT_EQUAL(m1.elements, mb.elements);
+    CU_ASSERT_EQUAL(m1.moderate, mb.moderate);
+    CU_ASSERT_EQUAL(m1.correctly_rounded, mb.correctly_rounded);
+    CU_ASSERT_EQUAL(m1.class_failures, mb.class_failures);
+    CU_ASSERT_EQUAL(m1.over_bound, mb.over_bound);
+    CU_ASSERT_EQUAL(m1.flagged, mb.flagged);
+    CU_ASSERT_EQUAL(m1.max_ulp_dist, mb.max_ulp_dist);
+    CU_ASSERT_EQUAL(m1.p99_ulp_dist, mb.p99_ulp_dist);
+    CU_ASSERT_EQUAL(m1.max_ulp_dist_all, mb.max_ulp_dist_all);
+    CU_ASSERT_EQUAL(m1.worst_index, mb.worst_index);
+    /* bit for bit: the maxima reach +inf */
+    const double *doubles_one[] = {&m1.max_ulp_err, &m1.max_ratio, &m1.max_cond, &m1.sum_sq_err, &m1.sum_sq_ref};
+    const double *doubles_batched[] = {&mb.max_ulp_err, &mb.max_ratio, &mb.max_cond, &mb.sum_sq_err, &mb.sum_sq_ref};
+    for (size_t k = 0; k < sizeof doubles_one / sizeof doubles_one[0]; k++)
+        CU_ASSERT_EQUAL(memcmp(doubles_one[k], doubles_batched[k], sizeof(double)), 0);
+    for (size_t bin = 0; bin < UG_DIST_BINS; bin++)
+        CU_ASSERT_DOUBLE_EQUAL(gsl_histogram_get(one.dist, bin), gsl_histogram_get(batched.dist, bin), 0);
+    CU_ASSERT(gsl_histogram_get(one.dist, UG_DIST_BINS - 1) > 0);
+    CU_ASSERT(gsl_histogram_get(one.dist, UG_DIST_BINS - 2) > 0);
+    CU_ASSERT(gsl_histogram_get(one.dist, 0) > 0);
+    ug_stats_free(&one);
+    ug_stats_free(&batched);
+}
+
 UG_TEST_SUITE(stats_suite, "stats",
               UG_TEST(test_rel_rms), UG_TEST(test_empty_stats),
               UG_TEST(test_counts),
@@ -241,4 +302,5 @@ UG_TEST_SUITE(stats_suite, "stats",
               UG_TEST(test_last_bin_collects_large_distances),
               UG_TEST(test_merge_equals_adding_all),
               UG_TEST(test_merge_into_empty),
-              UG_TEST(test_free_twice_is_safe));
+              UG_TEST(test_free_twice_is_safe),
+              UG_TEST(test_batch_equals_adding_one_by_one));

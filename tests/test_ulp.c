@@ -104,6 +104,34 @@ static void test_ulp_binade_boundary(void)
     CU_ASSERT_EQUAL(e.ulp_err, ldexp(1, -54));
 }
 
+/* ulp_T is taken in the binade below where r_lo pulls r under a power of
+ * two r_hi: the rule as frexp states it, at every exponent of a double, both
+ * signs, both formats, beside numbers that are not powers of two. */
+static void test_ulp_binade_below_every_power_of_two(void)
+{
+    for (int ex = -1074; ex <= 1023; ex++)
+        for (int variant = 0; variant < 8; variant++) {
+            const double power = ldexp(1.0, ex), sign = variant & 1 ? -1.0 : 1.0;
+            const double hi = sign * (variant & 4 ? power * 1.5 : power);
+            const double lo = (variant & 2 ? sign : -sign) * ldexp(1.0, ex - 60 < -1074 ? -1074 : ex - 60);
+            if (!isfinite(hi)) continue;
+            for (int bf = 0; bf < 2; bf++) {
+                const ug_ref_value r = ref(hi, lo, 0, 1, 1);
+                const ug_elem_error e = ug_measure(0, bf ? UG_BF16 : UG_F32, &r);
+                double at = hi;
+                int frexp_ex;
+                if (lo != 0 && (lo < 0) != (at < 0) && fabs(frexp(at, &frexp_ex)) == 0.5) at = nextafter(at, 0.0);
+                const double expected = fabs((0.0 - hi) - lo) / (bf ? ug_ulp_bf16(at) : ug_ulp_f32(at));
+                if (e.ulp_err != expected) {
+                    CU_FAIL("ulp_err differs from the frexp rule");
+                    printf("\n  r = %a + %a (%s): ulp_err %a, expected %a\n", hi, lo, bf ? "bf16" : "f32", e.ulp_err,
+                           expected);
+                    return;
+                }
+            }
+        }
+}
+
 static void test_ulp_zero_reference(void)
 {
     ug_ref_value r = ref(0, 0, 0x0000, 0, 0);
@@ -385,6 +413,7 @@ static void test_ulp_random_correctly_rounded(void)
 
 UG_TEST_SUITE(ulp_suite, "ulp", UG_TEST(test_ulp_exact_equality), UG_TEST(test_ulp_one_ulp_above),
               UG_TEST(test_ulp_uses_low_part), UG_TEST(test_ulp_binade_boundary),
+              UG_TEST(test_ulp_binade_below_every_power_of_two),
               UG_TEST(test_ulp_zero_reference), UG_TEST(test_ulp_subnormal_reference),
               UG_TEST(test_ulp_nonfinite_y_finite_r), UG_TEST(test_ulp_inf_y_where_rn_is_inf),
               UG_TEST(test_ulp_inf_y_within_the_bound_of_the_threshold),
