@@ -597,8 +597,10 @@ static bool stage_zero(bool neg, double radius_rel, double radius_abs, ug_staged
     return true;
 }
 
-bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
-                        ug_staged *out, ug_xsum *scratch)
+/* ug_stage_certified, with out->dev (the deviations from x, its costliest
+ * part) only where with_dev. */
+static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                            bool with_dev, ug_staged *out, ug_xsum *scratch)
 {
     const ug_xval x = ug_xval_product(neg, m1, m2, e);
     if (x.zero) return stage_zero(neg, radius_rel, radius_abs, out);
@@ -623,6 +625,7 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_
     *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .mag = abs_rn, .gap = 0.0,
                        .abs_x = fabs(xd.away)};
     ug_xval deviation; /* |x - RN(x)|, from x's leading bits or else from an accumulator */
+    if (inside && !with_dev) return true;
     if (inside && ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
         out->dev = fabs(ug_xval_to_double(&deviation, MPFR_RNDA));
         return true;
@@ -631,7 +634,7 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_
     const uint64_t m2_low = (uint64_t)m2;
     const int bottom_x = e + __builtin_ctzll(m1) + (m2_low ? __builtin_ctzll(m2_low) : 64 + __builtin_ctzll((uint64_t)(m2 >> 64)));
     const int top_x = x.e + bit_length(x.m);
-    if (!deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
+    if (with_dev && !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
     if (inside) return true;
     ug_xval end[2]; /* RN_bf16(x - radius), RN_bf16(x + radius), as ug_mpfr_bf16_window */
     if (!shifted(neg, m1, m2, e, -radius_abs, scratch, &end[0]) || !shifted(neg, m1, m2, e, radius_abs, scratch, &end[1]))
@@ -643,13 +646,25 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_
     const double lo = ug_bf16_to_f32(out->lo), hi = ug_bf16_to_f32(out->hi);
     out->mag = fmax(fabs(lo), fabs(hi));
     out->gap = out->flagged ? fabs(hi - lo) : 0.0;
-    if (!out->flagged) return true;
+    if (!out->flagged || !with_dev) return true;
     double dev_lo, dev_hi;
     if (!deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo) ||
         !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi))
         return false;
     out->dev = fmax(out->dev, fmax(dev_lo, dev_hi));
     return true;
+}
+
+bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                        ug_staged *out, ug_xsum *scratch)
+{
+    return stage_certified(neg, m1, m2, e, radius_rel, radius_abs, true, out, scratch);
+}
+
+bool ug_stage_certified_cast(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                             ug_staged *out, ug_xsum *scratch)
+{
+    return stage_certified(neg, m1, m2, e, radius_rel, radius_abs, false, out, scratch);
 }
 
 void ug_xsum_get_mpfr(ug_xsum *a, mpfr_ptr out, mpz_t scratch)

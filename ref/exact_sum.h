@@ -230,6 +230,13 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out);
 bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
                         ug_staged *out, ug_xsum *scratch);
 
+/* The same for a staged reference, which takes RN_bf16(x) and needs no
+ * deviation from x: every field as ug_stage_certified fills it but dev
+ * (not to be read), and certified wherever ug_stage_certified is (also where only a
+ * deviation would have needed the caller's MPFR path). */
+bool ug_stage_certified_cast(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                             ug_staged *out, ug_xsum *scratch);
+
 /* ug_ref_finish(out, RN_128(S), ...) without MPFR (see above). Requires
  * ug_xsum_in_range(a). */
 void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, double abs_sum,

@@ -791,7 +791,10 @@ static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *
 {
     fast_head *f = &ws->fast;
     ug_staged st;
-    if (!ug_stage_certified(x->neg, 1, x->m, x->e, 0, radius, &st, &f->scratch)) {
+    const bool certified = ws->mode == UG_REF_EXACT ? ug_stage_certified(x->neg, 1, x->m, x->e, 0, radius, &st, &f->scratch)
+                                                    : ug_stage_certified_cast(x->neg, 1, x->m, x->e, 0, radius, &st,
+                                                                              &f->scratch);
+    if (!certified) {
         if (x->zero) {
             mpfr_set_zero(f->operand, x->neg ? -1 : 1);
         } else {
@@ -806,14 +809,15 @@ static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *
     if (ws->mode == UG_REF_EXACT) {
         *op = *x;
         f->op_dev[part] = st.dev;
+        f->op_abs[part] = st.abs_x; /* |x| rounded up, as xval_abs_up(x) */
     } else {
         const float rn = ug_bf16_to_f32(st.rn);
         if (!isfinite(rn)) return false;
         *op = xval_of_double(rn);
         f->op_dev[part] = st.gap;
+        f->op_abs[part] = fabs(rn); /* exact */
     }
     f->op_mag[part] = st.mag;
-    f->op_abs[part] = xval_abs_up(op);
     f->op_flagged[part] = st.flagged;
     return true;
 }

@@ -12,10 +12,11 @@
  * (col_digit[j][col], j = row_j[k]) so that eight columns load at once. A
  * term's sign is the row factor's (row_neg[k], 0 or 0xFF) xor the column
  * factor's (bit col % 8 of col_neg[j][col / 8]). vpmadd52luq / huq add the
- * low and high 52 bits of each digit product into per-digit sums, one set
- * for the positive terms and one for the negative, each sum below 2^63 for
- * fewer than 2^10 terms; the windows then hold
- *     sum_k ±c_k s = sum_d (P_d - N_d) 2^(52 d)
+ * low and high 52 bits of each digit product into per-digit sums, a
+ * negative term -c·s as c·(2^52 - s) with c·2^52 subtracted from the next
+ * digit's sum, each sum in (-2^62, 2^63) for fewer than 2^10 terms; the
+ * windows then hold
+ *     sum_k ±c_k s = sum_d D_d 2^(52 d)
  * exactly, per column, as nc + 2 = 5 limbs of two's complement (the
  * window exact_sum.h reads, below 2^(52·5 + 10)).
  *
