@@ -524,6 +524,25 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
  * rounding mode would decide). A nonzero sum that ug_xwin_read_plus holds comes
  * from it; the rest, zeros included (the caller reads scratch's range),
  * from scratch. */
+/* shifted() where x = ±m·2^e (m < 2^128, nonzero) and d = ±dm·2^de lie on
+ * x's grid (de >= e) with |d| < 2^127·2^e and, of the other sign, |d| <
+ * |x|: x + d exactly in one 128-bit add or subtract (a 129th bit carried
+ * into the round bit). False (out unset) otherwise. */
+static bool shifted_on_grid(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm, int de, ug_xval *out)
+{
+    if (dm == 0 || m == 0 || de < e || 64 - __builtin_clzll(dm) + (de - e) > 127) return false;
+    const ug_u128 r = (ug_u128)dm << (de - e);
+    if (d_neg != neg) {
+        if (r >= m) return false;
+        *out = (ug_xval){.neg = neg, .m = m - r, .e = e};
+        return true;
+    }
+    const ug_u128 sum = m + r;
+    *out = sum >= m ? (ug_xval){.neg = neg, .m = sum, .e = e}
+                    : (ug_xval){.neg = neg, .m = (ug_u128)1 << 127 | sum >> 1, .e = e + 1, .round = sum & 1};
+    return true;
+}
+
 static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum *scratch, ug_xval *out)
 {
     bool d_neg;
@@ -532,6 +551,7 @@ static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum 
     ug_xsum_split(d, &d_neg, &dm, &de);
     uint64_t x[4];
     ug_mul128(m1, m2, x);
+    if (!x[2] && !x[3] && shifted_on_grid(neg, (ug_u128)x[1] << 64 | x[0], e, d_neg, dm, de, out)) return true;
     const uint64_t window = d_neg ? -dm : dm; /* d as a window of one limb: |d| < 2^53 */
     if (dm != 0 && ug_xwin_read_plus(&window, 1, de, neg, x, 4, e, out) && !out->zero) return true;
     ug_xsum_clear(scratch);
