@@ -391,6 +391,16 @@ static void norm_begin_chunk(workspace *ws)
     for (size_t x = 0; x < ws->s->k * ws->s->v; x++) n->s_abs[x] = ws->state_mag[x];
 }
 
+/* y[i] += a x[i] for i < n, eight at a time where rowsimd.h is available. */
+static void axpy(size_t n, double a, const double *x, double *y)
+{
+    if (ug_ref_simd_available()) {
+        ug_ref_simd_axpy(n, a, x, y);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
 /* b[r][col] = sum_j |weight[r][j]| a[j][col] (nonnegative terms, any order:
  * the bound needs it only within the slack). */
 static void magnitude_product(size_t rows, size_t inner, size_t width, const double *weight, const double *a,
@@ -401,7 +411,7 @@ static void magnitude_product(size_t rows, size_t inner, size_t width, const dou
         for (size_t j = 0; j < inner; j++) {
             const double w = weight[r * inner + j];
             if (w == 0) continue;
-            for (size_t col = 0; col < width; col++) b[r * width + col] += w * a[j * width + col];
+            axpy(width, w, a + j * width, b + r * width);
         }
 }
 
@@ -449,8 +459,7 @@ static double transition_norm(workspace *ws, const io *a, size_t t0)
             const double kp = ug_bf16_to_f32(k[p]);
             k_fro += kp * kp;
             if (kp == 0) continue;
-            const double c = kp * e;
-            for (size_t q = 0; q < dim; q++) m[p * dim + q] -= c * w_row[q];
+            axpy(dim, -(kp * e), w_row, m + p * dim); /* m -= (kp e) w: the same roundings */
         }
     }
     /* Each entry: BT + 1 terms, two roundings in a term, binary64; the

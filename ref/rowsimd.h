@@ -74,4 +74,9 @@ typedef struct {
 void ug_ref_simd_bound_parts(size_t width, double a, const double *part_abs, const double *part_err,
                              const double *part_mag, const uint32_t *part_flagged, const ug_ref_bound_row *sums);
 
+/* y[i] += a * x[i] for i < n, the product rounded and then the sum (as
+ * the plain loop under -ffp-contract=off). Requires
+ * ug_ref_simd_available(). */
+void ug_ref_simd_axpy(size_t n, double a, const double *x, double *y);
+
 #endif

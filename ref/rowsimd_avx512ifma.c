@@ -145,3 +145,16 @@ void ug_ref_simd_bound_parts(size_t width, double a, const double *part_abs, con
         bound_block(col, (__mmask8)((1u << (width - col)) - 1), false, va, part_abs, part_err, part_mag, part_flagged,
                     sums);
 }
+
+void ug_ref_simd_axpy(size_t n, double a, const double *x, double *y)
+{
+    const __m512d va = _mm512_set1_pd(a);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm512_storeu_pd(y + i, _mm512_add_pd(_mm512_loadu_pd(y + i), _mm512_mul_pd(va, _mm512_loadu_pd(x + i))));
+    if (i < n) {
+        const __mmask8 lanes = (__mmask8)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_pd(y + i, lanes, _mm512_add_pd(_mm512_maskz_loadu_pd(lanes, y + i),
+                                                          _mm512_mul_pd(va, _mm512_maskz_loadu_pd(lanes, x + i))));
+    }
+}

@@ -505,6 +505,36 @@ static void simd_windows_equal_the_accumulator(void)
     CU_ASSERT_EQUAL(mismatches, 0);
 }
 
+static void simd_axpy_rounds_like_the_loop(void)
+{
+    /* ug_ref_simd_axpy against y[i] += a * x[i] (two roundings), bit for
+     * bit: random values of either sign over 4 binades (y and a x near
+     * each other: where a fused multiply-add would round differently),
+     * lengths off the 8-lane blocks. */
+    if (!ug_ref_simd_available()) {
+        printf("\n    (no AVX-512 IFMA on this CPU: the plain loop is the only path)\n");
+        return;
+    }
+    enum { N = 37 };
+    uint64_t state = 23;
+    size_t mismatches = 0;
+    for (unsigned long s = 0; s < ug_test_random_samples() / 10 + 8; s++) {
+        double x[N], y[N], want[N];
+        const size_t n = s % (N + 1);
+        const double a = ldexp(ug_test_uniform(&state, -1, 1), (int)(ug_test_next_u32(&state) % 4));
+        for (size_t i = 0; i < N; i++) {
+            x[i] = ldexp(ug_test_uniform(&state, -1, 1), (int)(ug_test_next_u32(&state) % 4)) / 3;
+            y[i] = want[i] = ldexp(ug_test_uniform(&state, -1, 1), (int)(ug_test_next_u32(&state) % 4)) / 7;
+        }
+        for (size_t i = 0; i < n; i++) want[i] += a * x[i];
+        ug_ref_simd_axpy(n, a, x, y);
+        for (size_t i = 0; i < N; i++)
+            if (bits_of(y[i]) != bits_of(want[i]))
+                UG_TEST_MISMATCH(mismatches, "n=%zu a=%a: y[%zu] = %a, the loop's %a", n, a, i, y[i], want[i]);
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+}
+
 static void placing_on_a_grid(void)
 {
     /* m·2^e on the grid 2^grid is m shifted by e - grid, across limbs; bits
@@ -854,6 +884,7 @@ UG_TEST_SUITE(exact_sum_suite, "exact_sum",
               UG_TEST(windows_equal_the_accumulator),
               UG_TEST(window_adds_match_the_portable_definition),
               UG_TEST(simd_windows_equal_the_accumulator),
+              UG_TEST(simd_axpy_rounds_like_the_loop),
               UG_TEST(placing_on_a_grid),
               UG_TEST(distances_round_like_mpfr),
               UG_TEST(staging_without_mpfr_equals_ug_stage_operand),
