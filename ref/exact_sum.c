@@ -525,16 +525,21 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
  * from it; the rest, zeros included (the caller reads scratch's range),
  * from scratch. */
 /* shifted() where x = ±m·2^e (m < 2^128, nonzero) and d = ±dm·2^de lie on
- * x's grid (de >= e) with |d| < 2^127·2^e and, of the other sign, |d| <
- * |x|: x + d exactly in one 128-bit add or subtract (a 129th bit carried
- * into the round bit). False (out unset) otherwise. */
+ * x's grid (de >= e) with |d| < 2^128·2^e and |d| != |x|: x + d exactly in
+ * one 128-bit add or subtract (a carried 129th bit shifts the lowest into
+ * the round bit). False (out unset) otherwise. */
 static bool shifted_on_grid(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm, int de, ug_xval *out)
 {
-    if (dm == 0 || m == 0 || de < e || 64 - __builtin_clzll(dm) + (de - e) > 127) return false;
+    if (m == 0) return false;
+    if (dm == 0) {
+        *out = (ug_xval){.neg = neg, .m = m, .e = e};
+        return true;
+    }
+    if (de < e || 64 - __builtin_clzll(dm) + (de - e) > 128) return false;
     const ug_u128 r = (ug_u128)dm << (de - e);
     if (d_neg != neg) {
-        if (r >= m) return false;
-        *out = (ug_xval){.neg = neg, .m = m - r, .e = e};
+        if (r == m) return false; /* zero: the caller's rule for its sign */
+        *out = r < m ? (ug_xval){.neg = neg, .m = m - r, .e = e} : (ug_xval){.neg = !neg, .m = r - m, .e = e};
         return true;
     }
     const ug_u128 sum = m + r;
