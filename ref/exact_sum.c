@@ -548,6 +548,33 @@ static bool shifted_on_grid(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm,
     return true;
 }
 
+/* The same where |d| reaches up to 2^250·2^e (a radius far above x):
+ * x + d on x's grid in four limbs, read as a window. */
+static bool shifted_wide(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm, int de, ug_xval *out)
+{
+    const int s = de - e;
+    if (m == 0 || dm == 0 || s < 0 || 64 - __builtin_clzll(dm) + s > 250) return false;
+    const uint64_t x[4] = {(uint64_t)m, (uint64_t)(m >> 64), 0, 0};
+    uint64_t r[4] = {0}, v[4];
+    const int q = s >> 6, b = s & 63;
+    r[q] = dm << b;
+    if (b && q < 3) r[q + 1] = dm >> (64 - b);
+    int k = 3;
+    while (k >= 0 && x[k] == r[k]) k--;
+    if (k < 0 && d_neg != neg) return false; /* zero: the caller's rule for its sign */
+    const bool r_above = k >= 0 && r[k] > x[k];
+    const uint64_t *big = r_above ? r : x, *small = r_above ? x : r;
+    ug_u128 acc = d_neg == neg ? 0 : 1; /* |x| + |d|, or the larger less the smaller (+ ~small + 1) */
+    for (int i = 0; i < 4; i++) {
+        acc += (ug_u128)big[i] + (d_neg == neg ? small[i] : ~small[i]);
+        v[i] = (uint64_t)acc;
+        acc >>= 64;
+    }
+    *out = ug_xwin_read(v, 4, e); /* below 2^251: a nonnegative window */
+    out->neg = r_above && d_neg != neg ? d_neg : neg;
+    return true;
+}
+
 static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum *scratch, ug_xval *out)
 {
     bool d_neg;
@@ -556,7 +583,9 @@ static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum 
     ug_xsum_split(d, &d_neg, &dm, &de);
     uint64_t x[4];
     ug_mul128(m1, m2, x);
-    if (!x[2] && !x[3] && shifted_on_grid(neg, (ug_u128)x[1] << 64 | x[0], e, d_neg, dm, de, out)) return true;
+    if (!x[2] && !x[3] && (shifted_on_grid(neg, (ug_u128)x[1] << 64 | x[0], e, d_neg, dm, de, out) ||
+                           shifted_wide(neg, (ug_u128)x[1] << 64 | x[0], e, d_neg, dm, de, out)))
+        return true;
     const uint64_t window = d_neg ? -dm : dm; /* d as a window of one limb: |d| < 2^53 */
     if (dm != 0 && ug_xwin_read_plus(&window, 1, de, neg, x, 4, e, out) && !out->zero) return true;
     ug_xsum_clear(scratch);

@@ -650,8 +650,9 @@ static void staging_without_mpfr_equals_ug_stage_operand(void)
 {
     /* Window ends x -+ r exactly on bf16 midpoints (ties to even), one unit
      * of x beside them, x + r carried past 2^128 units of x with the tie
-     * decided by the carried-out bit, and random 128-bit x with radii from
-     * far inside the rounding interval to across several of them. */
+     * decided by the carried-out bit, x - r past zero onto a tie, and
+     * random 128-bit x with radii from
+     * far inside the rounding interval to 2^100 |x| (windows across zero). */
     ug_xsum scratch;
     ug_xsum_init(&scratch);
     size_t mismatches = 0, certified = 0;
@@ -667,18 +668,22 @@ static void staging_without_mpfr_equals_ug_stage_operand(void)
             const ug_u128 x = (ug_u128)0 - (one << 70) + 1 + (ug_u128)(int64_t)delta;
             certified += stage_matches_mpfr(neg, x, e, ldexp(1.0, 120 + e) + ldexp(1.0, 70 + e), &scratch,
                                             &mismatches);
+            /* r = 2^40 |x| or so: r - |x| = (1 + 2^-8) 2^167 units + 1 + delta, a tie beside the last unit */
+            certified += stage_matches_mpfr(neg, (one << 127) - 1 + (ug_u128)(int64_t)delta, e,
+                                            ldexp(1.0 + 0x1p-8, 167 + e) + ldexp(1.0, 127 + e), &scratch, &mismatches);
         }
-    CU_ASSERT_EQUAL(certified, 12);
+    CU_ASSERT_EQUAL(certified, 18);
     uint64_t state = 17;
     for (unsigned long s = 0; s < ug_test_random_samples(); s++) {
         const ug_u128 m = (ug_u128)((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state)) << 64 |
                           ((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state)) >> (s % 70);
         const int shift = s % 5 == 0 ? 0 : (int)(ug_test_next_u32(&state) % 100); /* 0: m's own unit */
-        const double r = ldexp((double)(ug_test_next_u32(&state) | 1), e - 32 + 128 - shift - (int)(s % 70));
+        const int above = s % 4 == 3 ? 1 + (int)(ug_test_next_u32(&state) % 100) : 0; /* a radius beyond x */
+        const double r = ldexp((double)(ug_test_next_u32(&state) | 1), e - 32 + 128 - shift - (int)(s % 70) + above);
         certified += stage_matches_mpfr(s & 1, m | 1, e, r, &scratch, &mismatches);
     }
     CU_ASSERT_EQUAL(mismatches, 0);
-    CU_ASSERT(certified > 12 + ug_test_random_samples() / 4);
+    CU_ASSERT(certified > 18 + ug_test_random_samples() / 4);
 }
 
 static void mpfr_results_equal_mpfr_sum(void)
