@@ -146,6 +146,63 @@ void ug_ref_simd_bound_parts(size_t width, double a, const double *part_abs, con
                     sums);
 }
 
+/* One row's sums of eight columns (lanes) in registers: sum += a * part. */
+typedef struct {
+    __m512d abs, err, mag;
+    __m256i flagged;
+} bound_sums;
+
+static inline __attribute__((always_inline)) bound_sums bound_load(const ug_ref_bound_row *sums, size_t col,
+                                                                   __mmask8 lanes)
+{
+    return (bound_sums){_mm512_maskz_loadu_pd(lanes, sums->abs_sum + col),
+                        _mm512_maskz_loadu_pd(lanes, sums->cast_err + col),
+                        _mm512_maskz_loadu_pd(lanes, sums->acc_mag + col),
+                        _mm256_maskz_loadu_epi32(lanes, sums->flagged + col)};
+}
+
+static inline __attribute__((always_inline)) void bound_store(const ug_ref_bound_row *sums, size_t col, __mmask8 lanes,
+                                                              bound_sums b)
+{
+    _mm512_mask_storeu_pd(sums->abs_sum + col, lanes, b.abs);
+    _mm512_mask_storeu_pd(sums->cast_err + col, lanes, b.err);
+    _mm512_mask_storeu_pd(sums->acc_mag + col, lanes, b.mag);
+    _mm256_mask_storeu_epi32(sums->flagged + col, lanes, b.flagged);
+}
+
+static inline __attribute__((always_inline)) void bound_add(bound_sums *b, double a, __m512d abs, __m512d err,
+                                                            __m512d mag, __m256i flagged)
+{
+    const __m512d va = _mm512_set1_pd(a);
+    b->abs = _mm512_add_pd(b->abs, _mm512_mul_pd(va, abs));
+    b->err = _mm512_add_pd(b->err, _mm512_mul_pd(va, err));
+    b->mag = _mm512_add_pd(b->mag, _mm512_mul_pd(va, mag));
+    b->flagged = _mm256_add_epi32(b->flagged, flagged);
+}
+
+void ug_ref_simd_bound_rows(size_t n, size_t width, size_t rows, const double *const weight[2],
+                            const double *part_abs, const double *part_err, const double *part_mag,
+                            const uint32_t *part_flagged, const ug_ref_bound_row sums[2])
+{
+    for (size_t col = 0; col < width; col += 8) {
+        const __mmask8 lanes = width - col >= 8 ? 0xFF : (__mmask8)((1u << (width - col)) - 1);
+        bound_sums b0 = bound_load(&sums[0], col, lanes), b1 = rows > 1 ? bound_load(&sums[1], col, lanes) : b0;
+        for (size_t j = 0; j < n; j++) {
+            const double a0 = weight[0][j], a1 = rows > 1 ? weight[1][j] : 0.0;
+            if (a0 == 0 && a1 == 0) continue;
+            const size_t at = j * width + col;
+            const __m512d abs = _mm512_maskz_loadu_pd(lanes, part_abs + at),
+                          err = _mm512_maskz_loadu_pd(lanes, part_err + at),
+                          mag = _mm512_maskz_loadu_pd(lanes, part_mag + at);
+            const __m256i flagged = _mm256_maskz_loadu_epi32(lanes, part_flagged + at);
+            if (a0 != 0) bound_add(&b0, a0, abs, err, mag, flagged);
+            if (a1 != 0) bound_add(&b1, a1, abs, err, mag, flagged);
+        }
+        bound_store(&sums[0], col, lanes, b0);
+        if (rows > 1) bound_store(&sums[1], col, lanes, b1);
+    }
+}
+
 void ug_ref_simd_axpy(size_t n, double a, const double *x, double *y)
 {
     const __m512d va = _mm512_set1_pd(a);
