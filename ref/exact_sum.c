@@ -374,20 +374,11 @@ static bool finish_normal(bool neg, ug_u128 m, int top, ug_dtype dtype, double *
     return true;
 }
 
-ug_xval ug_xval_round128(const ug_xval *exact)
+ug_xval ug_xval_round128_short(const ug_xval *exact)
 {
     ug_xval r = *exact;
-    if (!exact->zero && exact->m >> 127) { /* 128 bits already (the windows' reads): ties to even */
-        r.m += exact->round && (exact->sticky || (exact->m & 1));
-        if (r.m == 0) { /* carried out: 2^128 */
-            r.m = (ug_u128)1 << 127;
-            r.e++;
-        }
-        r.round = r.sticky = false;
-    } else if (!exact->zero) {
-        round_value(exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
-        r.round = r.sticky = false;
-    }
+    round_value(exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
+    r.round = r.sticky = false;
     return r;
 }
 

@@ -198,9 +198,26 @@ ug_xval_doubles ug_xval_to_doubles(const ug_xval *v);
  * ug_mpfr_to_f32_bits of v. */
 uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype);
 
+/* ug_xval_round128 of a nonzero v whose m has fewer than 128 bits. */
+ug_xval ug_xval_round128_short(const ug_xval *v);
+
 /* RN_128(v), as MPFR rounds v to UG_REF_PREC bits to nearest (ties to
- * even): round and sticky cleared, m below 2^128. */
-ug_xval ug_xval_round128(const ug_xval *v);
+ * even): round and sticky cleared, m below 2^128. Inline: every value of
+ * the references' fast paths goes through it, mostly with 128 bits
+ * already (the windows' reads). */
+static inline ug_xval ug_xval_round128(const ug_xval *v)
+{
+    if (v->zero) return *v;
+    if (!(v->m >> 127)) return ug_xval_round128_short(v);
+    ug_xval r = *v;
+    r.m += v->round && (v->sticky || (v->m & 1)); /* ties to even */
+    if (r.m == 0) { /* carried out: 2^128 */
+        r.m = (ug_u128)1 << 127;
+        r.e++;
+    }
+    r.round = r.sticky = false;
+    return r;
+}
 
 /* The exact product ±m1·m2·2^e read as a ug_xval, without an accumulator. */
 ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e);
