@@ -849,13 +849,18 @@ static bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
     return flip != 0;
 }
 
-ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
+/* The widest sum the reads below take: a window and a value on the lower
+ * one's grid. */
+enum { WIDE_LIMBS = 8 };
+
+/* ug_xwin_read for up to WIDE_LIMBS limbs. */
+static ug_xval window_read(const uint64_t *acc, int limbs, int e)
 {
     /* Two zero limbs below the magnitude, so that the three limbs from the
      * top one down always exist: shifted to put the leading bit at 2^191,
      * their top 128 bits are m, the next the round bit, the rest (and every
      * limb below them) the sticky part. */
-    uint64_t mag[UG_XWIN_LIMBS + 2] = {0};
+    uint64_t mag[WIDE_LIMBS + 2] = {0};
     ug_xval w = {.neg = window_magnitude(acc, limbs, mag + 2)};
     int t = limbs + 1;
     while (t >= 2 && mag[t] == 0) t--;
@@ -871,18 +876,20 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
     return w;
 }
 
-/* v·2^d (v of n <= UG_XWIN_LIMBS limbs of two's complement, d >= 0) in
- * out's UG_XWIN_LIMBS limbs; false where |v·2^d| > 2^(64 UG_XWIN_LIMBS - 3)
- * (two such values then add without overflow). */
-static bool shift_signed(const uint64_t *v, int n, int d, uint64_t out[UG_XWIN_LIMBS])
+ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e) { return window_read(acc, limbs, e); }
+
+/* v·2^d (v of n <= width limbs of two's complement, d >= 0) in out's
+ * width <= WIDE_LIMBS limbs; false where |v·2^d| > 2^(64 width - 3) (two
+ * such values then add without overflow). */
+static bool shift_signed(const uint64_t *v, int n, int d, int width, uint64_t *out)
 {
     const uint64_t sign = (uint64_t)((int64_t)v[n - 1] >> 63);
     int top = n - 1;
     while (top >= 0 && v[top] == sign) top--;
     const int bits = top < 0 ? 0 : 64 * top + 64 - __builtin_clzll(v[top] ^ sign); /* -2^bits <= v < 2^bits */
-    if (bits + d > 64 * UG_XWIN_LIMBS - 3) return false;
+    if (bits + d > 64 * width - 3) return false;
     const int q = d >> 6, r = d & 63;
-    for (int k = 0; k < UG_XWIN_LIMBS; k++) {
+    for (int k = 0; k < width; k++) {
         const int i = k - q; /* the word of v whose low bits land in out[k] */
         const uint64_t hi = i < 0 ? 0 : i < n ? v[i] : sign, lo = i < 1 ? 0 : i - 1 < n ? v[i - 1] : sign;
         out[k] = r ? hi << r | lo >> (64 - r) : hi;
@@ -890,29 +897,42 @@ static bool shift_signed(const uint64_t *v, int n, int d, uint64_t out[UG_XWIN_L
     return true;
 }
 
-bool ug_xwin_read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
-                       ug_xval *out)
+/* ug_xwin_read_plus in width limbs (UG_XWIN_LIMBS or WIDE_LIMBS). */
+static bool read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e, int width,
+                      ug_xval *out)
 {
-    uint64_t value[UG_XWIN_LIMBS], a[UG_XWIN_LIMBS], b[UG_XWIN_LIMBS];
+    uint64_t value[WIDE_LIMBS], a[WIDE_LIMBS], b[WIDE_LIMBS];
     const uint64_t mask = neg ? ~UINT64_C(0) : 0;
     uint64_t carry = mask & 1;
-    for (int k = 0; k < UG_XWIN_LIMBS; k++) { /* ±m in two's complement: |m| < 2^256 */
+    for (int k = 0; k < width; k++) { /* ±m in two's complement: |m| < 2^256 */
         const ug_u128 x = (ug_u128)((k < n ? m[k] : 0) ^ mask) + carry;
         value[k] = (uint64_t)x;
         carry = (uint64_t)(x >> 64);
     }
     const int grid = e < m_e ? e : m_e;
-    if (grid < UG_XSUM_EMIN || grid > UG_XSUM_EMAX - 64 * UG_XWIN_LIMBS || !shift_signed(acc, limbs, e - grid, a) ||
-        !shift_signed(value, UG_XWIN_LIMBS, m_e - grid, b))
+    if (grid < UG_XSUM_EMIN || grid > UG_XSUM_EMAX - 64 * width || !shift_signed(acc, limbs, e - grid, width, a) ||
+        !shift_signed(value, width, m_e - grid, width, b))
         return false;
     ug_u128 sum = 0;
-    for (int k = 0; k < UG_XWIN_LIMBS; k++) {
+    for (int k = 0; k < width; k++) {
         sum += (ug_u128)a[k] + b[k];
         a[k] = (uint64_t)sum;
         sum >>= 64;
     }
-    *out = ug_xwin_read(a, UG_XWIN_LIMBS, grid);
+    *out = window_read(a, width, grid);
     return true;
+}
+
+bool ug_xwin_read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
+                       ug_xval *out)
+{
+    return read_plus(acc, limbs, e, neg, m, n, m_e, UG_XWIN_LIMBS, out);
+}
+
+bool ug_xwin_read_plus_wide(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
+                            ug_xval *out)
+{
+    return read_plus(acc, limbs, e, neg, m, n, m_e, WIDE_LIMBS, out);
 }
 
 void ug_xsum_add_xwin(ug_xsum *a, const uint64_t *acc, int limbs, int e)

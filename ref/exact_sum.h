@@ -377,6 +377,12 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e);
 bool ug_xwin_read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
                        ug_xval *out);
 
+/* The same on eight limbs (each of the two at most 2^509 on the lower
+ * grid, that window inside the range): for a value far below or above the
+ * window, where the five limbs fall short. */
+bool ug_xwin_read_plus_wide(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
+                            ug_xval *out);
+
 /* mag[0 .. limbs) = |acc| for a two's complement integer acc[0 .. limbs)
  * (any number of limbs); returns whether acc is negative. */
 bool ug_xwin_magnitude(const uint64_t *acc, int limbs, uint64_t *mag);

@@ -1061,7 +1061,9 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
     const bool *w_on = f->w_on + r * d->n, *op_on = f->op_on + col * d->n;
     const bool all_on = !f->row_off[r] && !f->col_off[col];
     ug_xval exact;
-    if (!all_on || !ug_xwin_read_plus(window, limbs, e, lead->neg, lead->m, 4, lead->zero ? e : lead->e, &exact)) {
+    const int lead_e = lead->zero ? e : lead->e;
+    if (!all_on || !(ug_xwin_read_plus(window, limbs, e, lead->neg, lead->m, 4, lead_e, &exact) ||
+                     ug_xwin_read_plus_wide(window, limbs, e, lead->neg, lead->m, 4, lead_e, &exact))) {
         ug_xsum *sum = &f->acc;
         ug_xsum_clear(sum);
         lead_add(sum, lead);

@@ -319,9 +319,10 @@ static void windows_plus_a_value_equal_the_accumulator(void)
     /* ug_xwin_read_plus of a window and a value of 1 to 4 limbs each, with
      * exponents from equal to 330 bits apart (past its reach) and both
      * signs (cancellations to zero included), reads what the accumulator
-     * reads, or declines. */
+     * reads, or declines; so does ug_xwin_read_plus_wide, which reaches
+     * further. */
     uint64_t state = 12;
-    size_t mismatches = 0, summed = 0;
+    size_t mismatches = 0, summed = 0, summed_wide = 0;
     for (unsigned long s = 0; s < 4 * ug_test_random_samples(); s++) {
         uint64_t m[2][UG_XWIN_LIMBS] = {{0}};
         int n[2], e[2];
@@ -346,21 +347,27 @@ static void windows_plus_a_value_equal_the_accumulator(void)
             carry = carry && window[i] == 0;
         }
         const int limbs = n[0] + 1;
-        ug_xval got;
-        if (!ug_xwin_read_plus(window, limbs, e[0], neg[1], m[1], n[1], e[1], &got)) continue;
-        summed++;
         ug_xsum_init(&acc);
         for (int k = 0; k < 2; k++)
             for (int i = 0; i < n[k]; i++)
                 if (m[k][i]) ug_xsum_add(&acc, neg[k], m[k][i], e[k] + 64 * i);
         ug_xval want = ug_xsum_read(&acc);
-        if (want.zero) want.neg = false; /* ug_xwin_read_plus's zero: the caller signs it */
-        if (!same_xval(&want, &got))
-            UG_TEST_MISMATCH(mismatches, "sample %lu: limbs %d/%d at 2^%d/2^%d: m %d/%d e %d/%d", s, n[0], n[1], e[0],
-                             e[1], (int)(want.m >> 120), (int)(got.m >> 120), want.e, got.e);
+        if (want.zero) want.neg = false; /* the reads' zero: the caller signs it */
+        for (int wide = 0; wide < 2; wide++) {
+            ug_xval got;
+            if (!(wide ? ug_xwin_read_plus_wide : ug_xwin_read_plus)(window, limbs, e[0], neg[1], m[1], n[1], e[1],
+                                                                      &got))
+                continue;
+            *(wide ? &summed_wide : &summed) += 1;
+            if (!same_xval(&want, &got))
+                UG_TEST_MISMATCH(mismatches, "sample %lu%s: limbs %d/%d at 2^%d/2^%d: m %d/%d e %d/%d", s,
+                                 wide ? " wide" : "", n[0], n[1], e[0], e[1], (int)(want.m >> 120),
+                                 (int)(got.m >> 120), want.e, got.e);
+        }
     }
     CU_ASSERT_EQUAL(mismatches, 0);
     CU_ASSERT(summed > ug_test_random_samples()); /* most pairs fit */
+    CU_ASSERT(summed_wide > summed + ug_test_random_samples() / 2);
 }
 
 static void product_windows_equal_the_accumulators(void)
