@@ -76,7 +76,7 @@ typedef struct {
      * a column's windows for every row at once: the sum transposed, the
      * column's operands its row factors (op_digit, op_neg, op_j: [n]), the
      * weights of term j its column digits (w_digit [n][rows], w_neg
-     * [n][(rows + 7) / 8]); win [V][rows]. */
+     * [n][(rows + 7) / 8]); win [rows][V]. */
     uint64_t *w_digit, (*op_digit)[UG_XWIN52_DIGITS], (*win)[UG_XWIN_LIMBS];
     uint8_t *w_neg, *op_neg;
     size_t *op_j;
@@ -921,7 +921,7 @@ static void place_columns(fast_head *f, const weighted_sums *d)
         if (d->simd) {
             const ug_xwin52_row r = {terms,    d->rows, nc, (const uint64_t *)f->op_digit, f->op_neg,
                                      f->op_j, f->w_digit, f->w_neg};
-            ug_xwin52_windows(&r, f->win + col * d->rows);
+            ug_xwin52_windows_strided(&r, f->win + col, d->width); /* [rows][width]: read a row at a time */
         }
     }
 }
@@ -1051,7 +1051,7 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
     uint64_t window[UG_XWIN_LIMBS];
     const int nc = f->col_nc[col], limbs = d->simd ? UG_XWIN_LIMBS : nc + 2, e = f->col_grid[col] + f->row_grid[r];
     switch (d->simd ? 0 : nc) {
-    case 0: memcpy(window, f->win[col * d->rows + r], sizeof window); break;
+    case 0: memcpy(window, f->win[r * d->width + col], sizeof window); break;
     case 1: window_dot(f, 1, d->n, r, col, window); break;
     case 2: window_dot(f, 2, d->n, r, col, window); break;
     default: window_dot(f, 3, d->n, r, col, window); break;

@@ -63,6 +63,10 @@ void ug_ref_simd_set_enabled(bool on); /* default on; process-wide, set while no
  * ug_ref_simd_available(). */
 void ug_xwin52_windows(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS]);
 
+/* The same with column col's window at win[col * stride] (a caller that
+ * reads the windows of one column of many rows together). */
+void ug_xwin52_windows_strided(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS], size_t stride);
+
 /* The bound's sums of one term over a row of width columns. */
 typedef struct {
     double *abs_sum, *cast_err, *acc_mag; /* [width] += a · part */

@@ -70,7 +70,9 @@ static inline __attribute__((always_inline)) void digit_sums(const ug_xwin52_row
     sum[4] = _mm512_sub_epi64(_mm512_add_epi64(e4, o4), m4);
 }
 
-void ug_xwin52_windows(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS])
+void ug_xwin52_windows(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS]) { ug_xwin52_windows_strided(r, win, 1); }
+
+void ug_xwin52_windows_strided(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS], size_t stride)
 {
     for (size_t col0 = 0; col0 < r->width; col0 += 8) {
         const size_t lanes_left = r->width - col0;
@@ -100,7 +102,7 @@ void ug_xwin52_windows(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS])
         uint64_t out[UG_XWIN_LIMBS][8];
         for (int k = 0; k < UG_XWIN_LIMBS; k++) _mm512_storeu_si512(out[k], limb[k]);
         for (size_t lane = 0; lane < 8 && lane < lanes_left; lane++)
-            for (int k = 0; k < UG_XWIN_LIMBS; k++) win[col0 + lane][k] = out[k][lane];
+            for (int k = 0; k < UG_XWIN_LIMBS; k++) win[(col0 + lane) * stride][k] = out[k][lane];
     }
 }
 
