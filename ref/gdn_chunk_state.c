@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "exact_sum.h"
 #include "f32_model.h"
@@ -777,7 +778,22 @@ static ug_xval xval_of_double(double d)
     return x;
 }
 
-static double xval_abs_up(const ug_xval *x) { return x->zero ? 0.0 : fabs(ug_xval_to_double(x, MPFR_RNDA)); }
+/* |x| rounded up to a double, as fabs(ug_xval_to_double(x, MPFR_RNDA));
+ * inline for the fast path's values, 128 bits read exactly (m's leading
+ * bit at 2^127, no round or sticky bit), where the result is normal: its
+ * leading 53 bits plus one where any of the 75 below them is set. */
+static double xval_abs_up(const ug_xval *x)
+{
+    if (x->zero) return 0.0;
+    const int top = x->e + 127; /* |x| in [2^top, 2^(top+1)) */
+    if (!(x->m >> 127) || x->round || x->sticky || top < -970 || top > 1022)
+        return fabs(ug_xval_to_double(x, MPFR_RNDA));
+    const uint64_t n = (uint64_t)(x->m >> 75) + ((x->m & (((ug_u128)1 << 75) - 1)) != 0); /* <= 2^53: exact */
+    const uint64_t unit_bits = (uint64_t)(top - 52 + 1023) << 52;
+    double unit;
+    memcpy(&unit, &unit_bits, sizeof unit);
+    return (double)n * unit;
+}
 
 static void set_factor(small_factor *f, double *abs, ug_bf16 x, bool negate)
 {
