@@ -249,8 +249,8 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_
 
 /* The same for a staged reference, which takes RN_bf16(x) and needs no
  * deviation from x: every field as ug_stage_certified fills it but dev
- * (not to be read), and certified wherever ug_stage_certified is (also where only a
- * deviation would have needed the caller's MPFR path). */
+ * (not to be read); certified wherever ug_stage_certified is, and also
+ * where only a deviation would have needed the caller's MPFR path. */
 bool ug_stage_certified_cast(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
                              ug_staged *out, ug_xsum *scratch);
 
