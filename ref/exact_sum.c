@@ -374,20 +374,11 @@ static bool finish_normal(bool neg, ug_u128 m, int top, ug_dtype dtype, double *
     return true;
 }
 
-ug_xval ug_xval_round128(const ug_xval *exact)
+ug_xval ug_xval_round128_short(const ug_xval *exact)
 {
     ug_xval r = *exact;
-    if (!exact->zero && exact->m >> 127) { /* 128 bits already (the windows' reads): ties to even */
-        r.m += exact->round && (exact->sticky || (exact->m & 1));
-        if (r.m == 0) { /* carried out: 2^128 */
-            r.m = (ug_u128)1 << 127;
-            r.e++;
-        }
-        r.round = r.sticky = false;
-    } else if (!exact->zero) {
-        round_value(exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
-        r.round = r.sticky = false;
-    }
+    round_value(exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
+    r.round = r.sticky = false;
     return r;
 }
 
@@ -524,6 +515,57 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
  * rounding mode would decide). A nonzero sum that ug_xwin_read_plus holds comes
  * from it; the rest, zeros included (the caller reads scratch's range),
  * from scratch. */
+/* shifted() where x = ±m·2^e (m < 2^128, nonzero) and d = ±dm·2^de lie on
+ * x's grid (de >= e) with |d| < 2^128·2^e and |d| != |x|: x + d exactly in
+ * one 128-bit add or subtract (a carried 129th bit shifts the lowest into
+ * the round bit). False (out unset) otherwise. */
+static bool shifted_on_grid(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm, int de, ug_xval *out)
+{
+    if (m == 0) return false;
+    if (dm == 0) {
+        *out = (ug_xval){.neg = neg, .m = m, .e = e};
+        return true;
+    }
+    if (de < e || 64 - __builtin_clzll(dm) + (de - e) > 128) return false;
+    const ug_u128 r = (ug_u128)dm << (de - e);
+    if (d_neg != neg) {
+        if (r == m) return false; /* zero: the caller's rule for its sign */
+        *out = r < m ? (ug_xval){.neg = neg, .m = m - r, .e = e} : (ug_xval){.neg = !neg, .m = r - m, .e = e};
+        return true;
+    }
+    const ug_u128 sum = m + r;
+    *out = sum >= m ? (ug_xval){.neg = neg, .m = sum, .e = e}
+                    : (ug_xval){.neg = neg, .m = (ug_u128)1 << 127 | sum >> 1, .e = e + 1, .round = sum & 1};
+    return true;
+}
+
+/* The same where |d| reaches up to 2^250·2^e (a radius far above x):
+ * x + d on x's grid in four limbs, read as a window. */
+static bool shifted_wide(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm, int de, ug_xval *out)
+{
+    const int s = de - e;
+    if (m == 0 || dm == 0 || s < 0 || 64 - __builtin_clzll(dm) + s > 250) return false;
+    const uint64_t x[4] = {(uint64_t)m, (uint64_t)(m >> 64), 0, 0};
+    uint64_t r[4] = {0}, v[4];
+    const int q = s >> 6, b = s & 63;
+    r[q] = dm << b;
+    if (b && q < 3) r[q + 1] = dm >> (64 - b);
+    int k = 3;
+    while (k >= 0 && x[k] == r[k]) k--;
+    if (k < 0 && d_neg != neg) return false; /* zero: the caller's rule for its sign */
+    const bool r_above = k >= 0 && r[k] > x[k];
+    const uint64_t *big = r_above ? r : x, *small = r_above ? x : r;
+    ug_u128 acc = d_neg == neg ? 0 : 1; /* |x| + |d|, or the larger less the smaller (+ ~small + 1) */
+    for (int i = 0; i < 4; i++) {
+        acc += (ug_u128)big[i] + (d_neg == neg ? small[i] : ~small[i]);
+        v[i] = (uint64_t)acc;
+        acc >>= 64;
+    }
+    *out = ug_xwin_read(v, 4, e); /* below 2^251: a nonnegative window */
+    out->neg = r_above && d_neg != neg ? d_neg : neg;
+    return true;
+}
+
 static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum *scratch, ug_xval *out)
 {
     bool d_neg;
@@ -532,6 +574,9 @@ static bool shifted(bool neg, uint64_t m1, ug_u128 m2, int e, double d, ug_xsum 
     ug_xsum_split(d, &d_neg, &dm, &de);
     uint64_t x[4];
     ug_mul128(m1, m2, x);
+    if (!x[2] && !x[3] && (shifted_on_grid(neg, (ug_u128)x[1] << 64 | x[0], e, d_neg, dm, de, out) ||
+                           shifted_wide(neg, (ug_u128)x[1] << 64 | x[0], e, d_neg, dm, de, out)))
+        return true;
     const uint64_t window = d_neg ? -dm : dm; /* d as a window of one limb: |d| < 2^53 */
     if (dm != 0 && ug_xwin_read_plus(&window, 1, de, neg, x, 4, e, out) && !out->zero) return true;
     ug_xsum_clear(scratch);
@@ -597,8 +642,10 @@ static bool stage_zero(bool neg, double radius_rel, double radius_abs, ug_staged
     return true;
 }
 
-bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
-                        ug_staged *out, ug_xsum *scratch)
+/* ug_stage_certified, with out->dev (the deviations from x, its costliest
+ * part) only where with_dev. */
+static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                            bool with_dev, ug_staged *out, ug_xsum *scratch)
 {
     const ug_xval x = ug_xval_product(neg, m1, m2, e);
     if (x.zero) return stage_zero(neg, radius_rel, radius_abs, out);
@@ -623,6 +670,7 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_
     *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .mag = abs_rn, .gap = 0.0,
                        .abs_x = fabs(xd.away)};
     ug_xval deviation; /* |x - RN(x)|, from x's leading bits or else from an accumulator */
+    if (inside && !with_dev) return true;
     if (inside && ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
         out->dev = fabs(ug_xval_to_double(&deviation, MPFR_RNDA));
         return true;
@@ -631,7 +679,7 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_
     const uint64_t m2_low = (uint64_t)m2;
     const int bottom_x = e + __builtin_ctzll(m1) + (m2_low ? __builtin_ctzll(m2_low) : 64 + __builtin_ctzll((uint64_t)(m2 >> 64)));
     const int top_x = x.e + bit_length(x.m);
-    if (!deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
+    if (with_dev && !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
     if (inside) return true;
     ug_xval end[2]; /* RN_bf16(x - radius), RN_bf16(x + radius), as ug_mpfr_bf16_window */
     if (!shifted(neg, m1, m2, e, -radius_abs, scratch, &end[0]) || !shifted(neg, m1, m2, e, radius_abs, scratch, &end[1]))
@@ -643,13 +691,25 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_
     const double lo = ug_bf16_to_f32(out->lo), hi = ug_bf16_to_f32(out->hi);
     out->mag = fmax(fabs(lo), fabs(hi));
     out->gap = out->flagged ? fabs(hi - lo) : 0.0;
-    if (!out->flagged) return true;
+    if (!out->flagged || !with_dev) return true;
     double dev_lo, dev_hi;
     if (!deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo) ||
         !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi))
         return false;
     out->dev = fmax(out->dev, fmax(dev_lo, dev_hi));
     return true;
+}
+
+bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                        ug_staged *out, ug_xsum *scratch)
+{
+    return stage_certified(neg, m1, m2, e, radius_rel, radius_abs, true, out, scratch);
+}
+
+bool ug_stage_certified_cast(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                             ug_staged *out, ug_xsum *scratch)
+{
+    return stage_certified(neg, m1, m2, e, radius_rel, radius_abs, false, out, scratch);
 }
 
 void ug_xsum_get_mpfr(ug_xsum *a, mpfr_ptr out, mpz_t scratch)
@@ -789,13 +849,18 @@ static bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
     return flip != 0;
 }
 
-ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
+/* The widest sum the reads below take: a window and a value on the lower
+ * one's grid. */
+enum { WIDE_LIMBS = 8 };
+
+/* ug_xwin_read for up to WIDE_LIMBS limbs. */
+static ug_xval window_read(const uint64_t *acc, int limbs, int e)
 {
     /* Two zero limbs below the magnitude, so that the three limbs from the
      * top one down always exist: shifted to put the leading bit at 2^191,
      * their top 128 bits are m, the next the round bit, the rest (and every
      * limb below them) the sticky part. */
-    uint64_t mag[UG_XWIN_LIMBS + 2] = {0};
+    uint64_t mag[WIDE_LIMBS + 2] = {0};
     ug_xval w = {.neg = window_magnitude(acc, limbs, mag + 2)};
     int t = limbs + 1;
     while (t >= 2 && mag[t] == 0) t--;
@@ -811,18 +876,20 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
     return w;
 }
 
-/* v·2^d (v of n <= UG_XWIN_LIMBS limbs of two's complement, d >= 0) in
- * out's UG_XWIN_LIMBS limbs; false where |v·2^d| > 2^(64 UG_XWIN_LIMBS - 3)
- * (two such values then add without overflow). */
-static bool shift_signed(const uint64_t *v, int n, int d, uint64_t out[UG_XWIN_LIMBS])
+ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e) { return window_read(acc, limbs, e); }
+
+/* v·2^d (v of n <= width limbs of two's complement, d >= 0) in out's
+ * width <= WIDE_LIMBS limbs; false where |v·2^d| > 2^(64 width - 3) (two
+ * such values then add without overflow). */
+static bool shift_signed(const uint64_t *v, int n, int d, int width, uint64_t *out)
 {
     const uint64_t sign = (uint64_t)((int64_t)v[n - 1] >> 63);
     int top = n - 1;
     while (top >= 0 && v[top] == sign) top--;
     const int bits = top < 0 ? 0 : 64 * top + 64 - __builtin_clzll(v[top] ^ sign); /* -2^bits <= v < 2^bits */
-    if (bits + d > 64 * UG_XWIN_LIMBS - 3) return false;
+    if (bits + d > 64 * width - 3) return false;
     const int q = d >> 6, r = d & 63;
-    for (int k = 0; k < UG_XWIN_LIMBS; k++) {
+    for (int k = 0; k < width; k++) {
         const int i = k - q; /* the word of v whose low bits land in out[k] */
         const uint64_t hi = i < 0 ? 0 : i < n ? v[i] : sign, lo = i < 1 ? 0 : i - 1 < n ? v[i - 1] : sign;
         out[k] = r ? hi << r | lo >> (64 - r) : hi;
@@ -830,29 +897,42 @@ static bool shift_signed(const uint64_t *v, int n, int d, uint64_t out[UG_XWIN_L
     return true;
 }
 
-bool ug_xwin_read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
-                       ug_xval *out)
+/* ug_xwin_read_plus in width limbs (UG_XWIN_LIMBS or WIDE_LIMBS). */
+static bool read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e, int width,
+                      ug_xval *out)
 {
-    uint64_t value[UG_XWIN_LIMBS], a[UG_XWIN_LIMBS], b[UG_XWIN_LIMBS];
+    uint64_t value[WIDE_LIMBS], a[WIDE_LIMBS], b[WIDE_LIMBS];
     const uint64_t mask = neg ? ~UINT64_C(0) : 0;
     uint64_t carry = mask & 1;
-    for (int k = 0; k < UG_XWIN_LIMBS; k++) { /* ±m in two's complement: |m| < 2^256 */
+    for (int k = 0; k < width; k++) { /* ±m in two's complement: |m| < 2^256 */
         const ug_u128 x = (ug_u128)((k < n ? m[k] : 0) ^ mask) + carry;
         value[k] = (uint64_t)x;
         carry = (uint64_t)(x >> 64);
     }
     const int grid = e < m_e ? e : m_e;
-    if (grid < UG_XSUM_EMIN || grid > UG_XSUM_EMAX - 64 * UG_XWIN_LIMBS || !shift_signed(acc, limbs, e - grid, a) ||
-        !shift_signed(value, UG_XWIN_LIMBS, m_e - grid, b))
+    if (grid < UG_XSUM_EMIN || grid > UG_XSUM_EMAX - 64 * width || !shift_signed(acc, limbs, e - grid, width, a) ||
+        !shift_signed(value, width, m_e - grid, width, b))
         return false;
     ug_u128 sum = 0;
-    for (int k = 0; k < UG_XWIN_LIMBS; k++) {
+    for (int k = 0; k < width; k++) {
         sum += (ug_u128)a[k] + b[k];
         a[k] = (uint64_t)sum;
         sum >>= 64;
     }
-    *out = ug_xwin_read(a, UG_XWIN_LIMBS, grid);
+    *out = window_read(a, width, grid);
     return true;
+}
+
+bool ug_xwin_read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
+                       ug_xval *out)
+{
+    return read_plus(acc, limbs, e, neg, m, n, m_e, UG_XWIN_LIMBS, out);
+}
+
+bool ug_xwin_read_plus_wide(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
+                            ug_xval *out)
+{
+    return read_plus(acc, limbs, e, neg, m, n, m_e, WIDE_LIMBS, out);
 }
 
 void ug_xsum_add_xwin(ug_xsum *a, const uint64_t *acc, int limbs, int e)

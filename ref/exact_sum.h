@@ -198,9 +198,26 @@ ug_xval_doubles ug_xval_to_doubles(const ug_xval *v);
  * ug_mpfr_to_f32_bits of v. */
 uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype);
 
+/* ug_xval_round128 of a nonzero v whose m has fewer than 128 bits. */
+ug_xval ug_xval_round128_short(const ug_xval *v);
+
 /* RN_128(v), as MPFR rounds v to UG_REF_PREC bits to nearest (ties to
- * even): round and sticky cleared, m below 2^128. */
-ug_xval ug_xval_round128(const ug_xval *v);
+ * even): round and sticky cleared, m below 2^128. Inline: every value of
+ * the references' fast paths goes through it, mostly with 128 bits
+ * already (the windows' reads). */
+static inline ug_xval ug_xval_round128(const ug_xval *v)
+{
+    if (v->zero) return *v;
+    if (!(v->m >> 127)) return ug_xval_round128_short(v);
+    ug_xval r = *v;
+    r.m += v->round && (v->sticky || (v->m & 1)); /* ties to even */
+    if (r.m == 0) { /* carried out: 2^128 */
+        r.m = (ug_u128)1 << 127;
+        r.e++;
+    }
+    r.round = r.sticky = false;
+    return r;
+}
 
 /* The exact product ±m1·m2·2^e read as a ug_xval, without an accumulator. */
 ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e);
@@ -229,6 +246,13 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out);
  * deviation |x - RN_bf16(x)| when x's leading bits cannot give it. */
 bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
                         ug_staged *out, ug_xsum *scratch);
+
+/* The same for a staged reference, which takes RN_bf16(x) and needs no
+ * deviation from x: every field as ug_stage_certified fills it but dev
+ * (not to be read); certified wherever ug_stage_certified is, and also
+ * where only a deviation would have needed the caller's MPFR path. */
+bool ug_stage_certified_cast(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                             ug_staged *out, ug_xsum *scratch);
 
 /* ug_ref_finish(out, RN_128(S), ...) without MPFR (see above). Requires
  * ug_xsum_in_range(a). */
@@ -352,6 +376,12 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e);
  * sign). */
 bool ug_xwin_read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
                        ug_xval *out);
+
+/* The same on eight limbs (each of the two at most 2^509 on the lower
+ * grid, that window inside the range): for a value far below or above the
+ * window, where the five limbs fall short. */
+bool ug_xwin_read_plus_wide(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e,
+                            ug_xval *out);
 
 /* mag[0 .. limbs) = |acc| for a two's complement integer acc[0 .. limbs)
  * (any number of limbs); returns whether acc is negative. */

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "exact_sum.h"
 #include "f32_model.h"
@@ -76,11 +77,11 @@ typedef struct {
      * a column's windows for every row at once: the sum transposed, the
      * column's operands its row factors (op_digit, op_neg, op_j: [n]), the
      * weights of term j its column digits (w_digit [n][rows], w_neg
-     * [n][(rows + 7) / 8]); win [V][rows]. */
+     * [n][(rows + 7) / 8]); win [rows][V]. */
     uint64_t *w_digit, (*op_digit)[UG_XWIN52_DIGITS], (*win)[UG_XWIN_LIMBS];
     uint8_t *w_neg, *op_neg;
     size_t *op_j;
-    /* One row's sums' bound parts ([V] each), as sum_bound's fields. */
+    /* Two rows' sums' bound parts ([2][V] each), as sum_bound's fields. */
     double *row_mag, *row_dev, *row_abs;
     uint32_t *row_flagged;
     ug_xsum acc, scratch;
@@ -236,8 +237,8 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.win = malloc(s->v * n_max * sizeof *ws->fast.win);
     ws->fast.w_neg = malloc(n_max * ((n_max + 7) / 8 + 1) * sizeof *ws->fast.w_neg);
     ws->fast.op_j = malloc(n_max * sizeof *ws->fast.op_j);
-    ws->fast.row_mag = malloc(3 * s->v * sizeof *ws->fast.row_mag);
-    ws->fast.row_flagged = malloc(s->v * sizeof *ws->fast.row_flagged);
+    ws->fast.row_mag = malloc(6 * s->v * sizeof *ws->fast.row_mag); /* two rows */
+    ws->fast.row_flagged = malloc(2 * s->v * sizeof *ws->fast.row_flagged);
     const size_t kk_work = s->k * (s->k > s->bt ? s->k : s->bt) + ug_spectral_norm_work(s->k);
     ws->norm.s_abs = malloc((5 * kv + 4 * btv + 2 * s->bt + 2 * s->v) * sizeof *ws->norm.s_abs);
     ws->norm.m = malloc(kk_work * sizeof *ws->norm.m);
@@ -272,8 +273,8 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.row_grid = ws->fast.col_nc + s->v;
     ws->fast.row_off = ws->fast.col_off + s->v;
     ws->fast.op_neg = ws->fast.w_neg + n_max * ((n_max + 7) / 8);
-    ws->fast.row_dev = ws->fast.row_mag + s->v;
-    ws->fast.row_abs = ws->fast.row_dev + s->v;
+    ws->fast.row_dev = ws->fast.row_mag + 2 * s->v;
+    ws->fast.row_abs = ws->fast.row_dev + 2 * s->v;
     norm_bound *n = &ws->norm;
     n->op_abs_state = n->s_abs + kv;
     n->cast = n->op_abs_state + kv;
@@ -391,6 +392,16 @@ static void norm_begin_chunk(workspace *ws)
     for (size_t x = 0; x < ws->s->k * ws->s->v; x++) n->s_abs[x] = ws->state_mag[x];
 }
 
+/* y[i] += a x[i] for i < n, eight at a time where rowsimd.h is available. */
+static void axpy(size_t n, double a, const double *x, double *y)
+{
+    if (ug_ref_simd_available()) {
+        ug_ref_simd_axpy(n, a, x, y);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
 /* b[r][col] = sum_j |weight[r][j]| a[j][col] (nonnegative terms, any order:
  * the bound needs it only within the slack). */
 static void magnitude_product(size_t rows, size_t inner, size_t width, const double *weight, const double *a,
@@ -401,7 +412,7 @@ static void magnitude_product(size_t rows, size_t inner, size_t width, const dou
         for (size_t j = 0; j < inner; j++) {
             const double w = weight[r * inner + j];
             if (w == 0) continue;
-            for (size_t col = 0; col < width; col++) b[r * width + col] += w * a[j * width + col];
+            axpy(width, w, a + j * width, b + r * width);
         }
 }
 
@@ -449,8 +460,7 @@ static double transition_norm(workspace *ws, const io *a, size_t t0)
             const double kp = ug_bf16_to_f32(k[p]);
             k_fro += kp * kp;
             if (kp == 0) continue;
-            const double c = kp * e;
-            for (size_t q = 0; q < dim; q++) m[p * dim + q] -= c * w_row[q];
+            axpy(dim, -(kp * e), w_row, m + p * dim); /* m -= (kp e) w: the same roundings */
         }
     }
     /* Each entry: BT + 1 terms, two roundings in a term, binary64; the
@@ -768,7 +778,22 @@ static ug_xval xval_of_double(double d)
     return x;
 }
 
-static double xval_abs_up(const ug_xval *x) { return x->zero ? 0.0 : fabs(ug_xval_to_double(x, MPFR_RNDA)); }
+/* |x| rounded up to a double, as fabs(ug_xval_to_double(x, MPFR_RNDA));
+ * inline for the fast path's values, 128 bits read exactly (m's leading
+ * bit at 2^127, no round or sticky bit), where the result is normal: its
+ * leading 53 bits plus one where any of the 75 below them is set. */
+static double xval_abs_up(const ug_xval *x)
+{
+    if (x->zero) return 0.0;
+    const int top = x->e + 127; /* |x| in [2^top, 2^(top+1)) */
+    if (!(x->m >> 127) || x->round || x->sticky || top < -970 || top > 1022)
+        return fabs(ug_xval_to_double(x, MPFR_RNDA));
+    const uint64_t n = (uint64_t)(x->m >> 75) + ((x->m & (((ug_u128)1 << 75) - 1)) != 0); /* <= 2^53: exact */
+    const uint64_t unit_bits = (uint64_t)(top - 52 + 1023) << 52;
+    double unit;
+    memcpy(&unit, &unit_bits, sizeof unit);
+    return (double)n * unit;
+}
 
 static void set_factor(small_factor *f, double *abs, ug_bf16 x, bool negate)
 {
@@ -791,7 +816,10 @@ static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *
 {
     fast_head *f = &ws->fast;
     ug_staged st;
-    if (!ug_stage_certified(x->neg, 1, x->m, x->e, 0, radius, &st, &f->scratch)) {
+    const bool certified = ws->mode == UG_REF_EXACT ? ug_stage_certified(x->neg, 1, x->m, x->e, 0, radius, &st, &f->scratch)
+                                                    : ug_stage_certified_cast(x->neg, 1, x->m, x->e, 0, radius, &st,
+                                                                              &f->scratch);
+    if (!certified) {
         if (x->zero) {
             mpfr_set_zero(f->operand, x->neg ? -1 : 1);
         } else {
@@ -806,14 +834,15 @@ static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *
     if (ws->mode == UG_REF_EXACT) {
         *op = *x;
         f->op_dev[part] = st.dev;
+        f->op_abs[part] = st.abs_x; /* |x| rounded up, as xval_abs_up(x) */
     } else {
         const float rn = ug_bf16_to_f32(st.rn);
         if (!isfinite(rn)) return false;
         *op = xval_of_double(rn);
         f->op_dev[part] = st.gap;
+        f->op_abs[part] = fabs(rn); /* exact */
     }
     f->op_mag[part] = st.mag;
-    f->op_abs[part] = xval_abs_up(op);
     f->op_flagged[part] = st.flagged;
     return true;
 }
@@ -908,51 +937,60 @@ static void place_columns(fast_head *f, const weighted_sums *d)
         if (d->simd) {
             const ug_xwin52_row r = {terms,    d->rows, nc, (const uint64_t *)f->op_digit, f->op_neg,
                                      f->op_j, f->w_digit, f->w_neg};
-            ug_xwin52_windows(&r, f->win + col * d->rows);
+            ug_xwin52_windows_strided(&r, f->win + col, d->width); /* [rows][width]: read a row at a time */
         }
     }
 }
 
-/* Row r's bound parts: the row's sums (holding the leading terms') += |w_j|
- * times operand j's parts, over the nonzero weights in the order j = 0, 1,
- * ...: weighted_sum's sums, a column vector at a time. */
-static void row_bounds(fast_head *f, const weighted_sums *d, size_t r, bool simd)
+/* The bound parts of rows r0 .. r0 + rows - 1 (rows <= 2; row r0 + p's
+ * sums at p·width in fast_head's row_* arrays, holding the leading
+ * terms'): += |w_j| times operand j's parts, over the nonzero weights in
+ * the order j = 0, 1, ...: weighted_sum's sums, a column vector at a
+ * time. */
+static void row_bounds(fast_head *f, const weighted_sums *d, size_t r0, size_t rows, bool simd)
 {
-    double *restrict sum_mag = f->row_mag, *restrict sum_dev = f->row_dev, *restrict sum_abs = f->row_abs;
-    uint32_t *restrict sum_flagged = f->row_flagged;
-    const ug_ref_bound_row sums = {sum_abs, sum_dev, sum_mag, sum_flagged};
-    for (size_t j = 0; j < d->n; j++) {
-        const double a = d->w_abs[r * d->n + j];
-        if (a == 0) continue;
-        const size_t at = d->parts + j * d->width;
-        const double *restrict mag = f->op_mag + at, *restrict dev = f->op_dev + at, *restrict abs = f->op_abs + at;
-        const uint32_t *restrict flagged = f->op_flagged + at;
-        if (simd) { /* the same products and sums, eight columns an instruction */
-            ug_ref_simd_bound_parts(d->width, a, abs, dev, mag, flagged, &sums);
-            continue;
-        }
-        for (size_t col = 0; col < d->width; col++) {
-            sum_mag[col] += a * mag[col];
-            sum_dev[col] += a * dev[col];
-            sum_abs[col] += a * abs[col];
-            sum_flagged[col] += flagged[col];
+    const double *mag = f->op_mag + d->parts, *dev = f->op_dev + d->parts, *abs = f->op_abs + d->parts;
+    const uint32_t *flagged = f->op_flagged + d->parts;
+    if (simd) { /* the same products and sums, eight columns an instruction, in registers across the terms */
+        const double *const weight[2] = {d->w_abs + r0 * d->n, d->w_abs + (r0 + rows - 1) * d->n};
+        const ug_ref_bound_row sums[2] = {
+            {f->row_abs, f->row_dev, f->row_mag, f->row_flagged},
+            {f->row_abs + d->width, f->row_dev + d->width, f->row_mag + d->width, f->row_flagged + d->width}};
+        ug_ref_simd_bound_rows(d->n, d->width, rows, weight, abs, dev, mag, flagged, sums);
+        return;
+    }
+    for (size_t p = 0; p < rows; p++) {
+        double *restrict sum_mag = f->row_mag + p * d->width, *restrict sum_dev = f->row_dev + p * d->width,
+                         *restrict sum_abs = f->row_abs + p * d->width;
+        uint32_t *restrict sum_flagged = f->row_flagged + p * d->width;
+        for (size_t j = 0; j < d->n; j++) {
+            const double a = d->w_abs[(r0 + p) * d->n + j];
+            if (a == 0) continue;
+            const size_t at = j * d->width;
+            for (size_t col = 0; col < d->width; col++) {
+                sum_mag[col] += a * mag[at + col];
+                sum_dev[col] += a * dev[at + col];
+                sum_abs[col] += a * abs[at + col];
+                sum_flagged[col] += flagged[at + col];
+            }
         }
     }
 }
 
-/* Sum (r, col)'s bound parts, as weighted_sum leaves them. */
-static sum_bound row_sum(const fast_head *f, size_t col)
+/* Sum (r, col)'s bound parts, as weighted_sum leaves them (at = p·width
+ * + col for row r0 + p). */
+static sum_bound row_sum(const fast_head *f, size_t at)
 {
-    return (sum_bound){f->row_mag[col], f->row_dev[col], f->row_abs[col], f->row_flagged[col]};
+    return (sum_bound){f->row_mag[at], f->row_dev[at], f->row_abs[at], f->row_flagged[at]};
 }
 
-/* Sets sum col's bound parts to the leading term's. */
-static void row_sum_set(fast_head *f, size_t col, sum_bound b)
+/* Sets sum at's bound parts to the leading term's. */
+static void row_sum_set(fast_head *f, size_t at, sum_bound b)
 {
-    f->row_mag[col] = b.mag;
-    f->row_dev[col] = b.dev;
-    f->row_abs[col] = b.abs;
-    f->row_flagged[col] = b.flagged;
+    f->row_mag[at] = b.mag;
+    f->row_dev[at] = b.dev;
+    f->row_abs[at] = b.abs;
+    f->row_flagged[at] = b.flagged;
 }
 
 /* The window of column col with row r: sum_j ±c_j s_j. The limb count is
@@ -1029,7 +1067,7 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
     uint64_t window[UG_XWIN_LIMBS];
     const int nc = f->col_nc[col], limbs = d->simd ? UG_XWIN_LIMBS : nc + 2, e = f->col_grid[col] + f->row_grid[r];
     switch (d->simd ? 0 : nc) {
-    case 0: memcpy(window, f->win[col * d->rows + r], sizeof window); break;
+    case 0: memcpy(window, f->win[r * d->width + col], sizeof window); break;
     case 1: window_dot(f, 1, d->n, r, col, window); break;
     case 2: window_dot(f, 2, d->n, r, col, window); break;
     default: window_dot(f, 3, d->n, r, col, window); break;
@@ -1039,7 +1077,9 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
     const bool *w_on = f->w_on + r * d->n, *op_on = f->op_on + col * d->n;
     const bool all_on = !f->row_off[r] && !f->col_off[col];
     ug_xval exact;
-    if (!all_on || !ug_xwin_read_plus(window, limbs, e, lead->neg, lead->m, 4, lead->zero ? e : lead->e, &exact)) {
+    const int lead_e = lead->zero ? e : lead->e;
+    if (!all_on || !(ug_xwin_read_plus(window, limbs, e, lead->neg, lead->m, 4, lead_e, &exact) ||
+                     ug_xwin_read_plus_wide(window, limbs, e, lead->neg, lead->m, 4, lead_e, &exact))) {
         ug_xsum *sum = &f->acc;
         ug_xsum_clear(sum);
         lead_add(sum, lead);
@@ -1096,22 +1136,28 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
                              simd && s->k <= UG_XWIN52_MAX_TERMS};
     place_rows(f, &d);
     place_columns(f, &d);
-    for (size_t i = 0; i < s->bt; i++) {
-        const size_t row = token(ws, t0 + i, s->h, ws->h, s->v);
-        for (size_t vv = 0; vv < s->v; vv++) {
-            const double abs_u = fabs((double)ug_bf16_to_f32(u[row + vv]));
-            row_sum_set(f, vv, (sum_bound){abs_u, 0, abs_u, 0});
+    for (size_t i0 = 0; i0 < s->bt; i0 += 2) { /* rows in pairs: row_bounds's */
+        const size_t rows = s->bt - i0 < 2 ? 1 : 2;
+        for (size_t p = 0; p < rows; p++) {
+            const size_t row = token(ws, t0 + i0 + p, s->h, ws->h, s->v);
+            for (size_t vv = 0; vv < s->v; vv++) {
+                const double abs_u = fabs((double)ug_bf16_to_f32(u[row + vv]));
+                row_sum_set(f, p * s->v + vv, (sum_bound){abs_u, 0, abs_u, 0});
+            }
         }
-        row_bounds(f, &d, i, simd);
-        for (size_t vv = 0; vv < s->v; vv++) {
-            const lead_term lead = lead_of_double(ug_bf16_to_f32(u[row + vv]));
-            ug_xval *v = &f->v[i * s->v + vv];
-            if (!window_sum(f, &d, i, vv, &lead, v)) return false;
-            const sum_bound acc = row_sum(f, vv);
-            const double err = f32_sum_error(ws->model, s->k + 1, &acc);
-            ws->v_err[i * s->v + vv] = err;
-            ws->v_mag[i * s->v + vv] = xval_abs_up(v);
-            ug_xval_finish(v, &v_new[row + vv], err, acc.abs * UG_F32_SLACK, acc.flagged, UG_BF16);
+        row_bounds(f, &d, i0, rows, simd);
+        for (size_t p = 0; p < rows; p++) {
+            const size_t i = i0 + p, row = token(ws, t0 + i, s->h, ws->h, s->v);
+            for (size_t vv = 0; vv < s->v; vv++) {
+                const lead_term lead = lead_of_double(ug_bf16_to_f32(u[row + vv]));
+                ug_xval *v = &f->v[i * s->v + vv];
+                if (!window_sum(f, &d, i, vv, &lead, v)) return false;
+                const sum_bound acc = row_sum(f, p * s->v + vv);
+                const double err = f32_sum_error(ws->model, s->k + 1, &acc);
+                ws->v_err[i * s->v + vv] = err;
+                ws->v_mag[i * s->v + vv] = xval_abs_up(v);
+                ug_xval_finish(v, &v_new[row + vv], err, acc.abs * UG_F32_SLACK, acc.flagged, UG_BF16);
+            }
         }
     }
     return true;
@@ -1164,26 +1210,29 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
                              simd && s->bt <= UG_XWIN52_MAX_TERMS};
     place_rows(f, &d);
     place_columns(f, &d);
-    for (size_t kk = 0; kk < s->k; kk++) {
-        for (size_t vv = 0; vv < s->v; vv++) {
-            const size_t x = kk * s->v + vv;
-            const double s_abs = ws->state_mag[x] + ws->state_err[x]; /* >= |S^| */
-            row_sum_set(f, vv, (sum_bound){(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x],
-                                           e * ws->state_mag[x], 0});
-        }
-        row_bounds(f, &d, kk, simd);
-        for (size_t vv = 0; vv < s->v; vv++) {
-            const size_t x = kk * s->v + vv;
-            const ug_xval *state = &f->state[x];
-            /* e^{G_last} S: e > 0 keeps S's sign */
-            const lead_term lead = state->zero ? (lead_term){.neg = state->neg, .zero = true}
-                                               : lead_of_product(state->neg, e_m, state->m, e_e + state->e);
-            if (!window_sum(f, &d, kk, vv, &lead, &f->next[x])) return false;
-            const sum_bound acc = row_sum(f, vv);
-            ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
-            ws->state_abs[x] = acc.abs * UG_F32_SLACK;
-            ws->state_flagged[x] = acc.flagged;
-        }
+    for (size_t k0 = 0; k0 < s->k; k0 += 2) { /* rows in pairs: row_bounds's */
+        const size_t rows = s->k - k0 < 2 ? 1 : 2;
+        for (size_t p = 0; p < rows; p++)
+            for (size_t vv = 0; vv < s->v; vv++) {
+                const size_t x = (k0 + p) * s->v + vv;
+                const double s_abs = ws->state_mag[x] + ws->state_err[x]; /* >= |S^| */
+                row_sum_set(f, p * s->v + vv, (sum_bound){(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x],
+                                                          e * ws->state_mag[x], 0});
+            }
+        row_bounds(f, &d, k0, rows, simd);
+        for (size_t p = 0; p < rows; p++)
+            for (size_t vv = 0; vv < s->v; vv++) {
+                const size_t kk = k0 + p, x = kk * s->v + vv;
+                const ug_xval *state = &f->state[x];
+                /* e^{G_last} S: e > 0 keeps S's sign */
+                const lead_term lead = state->zero ? (lead_term){.neg = state->neg, .zero = true}
+                                                   : lead_of_product(state->neg, e_m, state->m, e_e + state->e);
+                if (!window_sum(f, &d, kk, vv, &lead, &f->next[x])) return false;
+                const sum_bound acc = row_sum(f, p * s->v + vv);
+                ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
+                ws->state_abs[x] = acc.abs * UG_F32_SLACK;
+                ws->state_flagged[x] = acc.flagged;
+            }
     }
     ug_xval *swap = f->state;
     f->state = f->next;

@@ -12,10 +12,11 @@
  * (col_digit[j][col], j = row_j[k]) so that eight columns load at once. A
  * term's sign is the row factor's (row_neg[k], 0 or 0xFF) xor the column
  * factor's (bit col % 8 of col_neg[j][col / 8]). vpmadd52luq / huq add the
- * low and high 52 bits of each digit product into per-digit sums, one set
- * for the positive terms and one for the negative, each sum below 2^63 for
- * fewer than 2^10 terms; the windows then hold
- *     sum_k ±c_k s = sum_d (P_d - N_d) 2^(52 d)
+ * low and high 52 bits of each digit product into per-digit sums, a
+ * negative term -c·s as c·(2^52 - s) with c·2^52 subtracted from the next
+ * digit's sum, each sum in (-2^62, 2^63) for fewer than 2^10 terms; the
+ * windows then hold
+ *     sum_k ±c_k s = sum_d D_d 2^(52 d)
  * exactly, per column, as nc + 2 = 5 limbs of two's complement (the
  * window exact_sum.h reads, below 2^(52·5 + 10)).
  *
@@ -62,6 +63,10 @@ void ug_ref_simd_set_enabled(bool on); /* default on; process-wide, set while no
  * ug_ref_simd_available(). */
 void ug_xwin52_windows(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS]);
 
+/* The same with column col's window at win[col * stride] (a caller that
+ * reads the windows of one column of many rows together). */
+void ug_xwin52_windows_strided(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS], size_t stride);
+
 /* The bound's sums of one term over a row of width columns. */
 typedef struct {
     double *abs_sum, *cast_err, *acc_mag; /* [width] += a · part */
@@ -72,5 +77,20 @@ typedef struct {
  * flagged[col] += part_flagged[col]. Requires ug_ref_simd_available(). */
 void ug_ref_simd_bound_parts(size_t width, double a, const double *part_abs, const double *part_err,
                              const double *part_mag, const uint32_t *part_flagged, const ug_ref_bound_row *sums);
+
+/* Whole rows of such sums, one or two rows at once (rows <= 2): for each
+ * row r and col < width, sums[r].X[col] += weight[r][j] * part_X[j * width
+ * + col] over j = 0, 1, ..., n - 1 in order, a zero weight skipped (the
+ * same sums as ug_ref_simd_bound_parts term by term, each held in a
+ * register across the terms, the parts loaded once for both rows).
+ * Requires ug_ref_simd_available(). */
+void ug_ref_simd_bound_rows(size_t n, size_t width, size_t rows, const double *const weight[2],
+                            const double *part_abs, const double *part_err, const double *part_mag,
+                            const uint32_t *part_flagged, const ug_ref_bound_row sums[2]);
+
+/* y[i] += a * x[i] for i < n, the product rounded and then the sum (as
+ * the plain loop under -ffp-contract=off). Requires
+ * ug_ref_simd_available(). */
+void ug_ref_simd_axpy(size_t n, double a, const double *x, double *y);
 
 #endif

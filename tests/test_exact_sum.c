@@ -319,9 +319,10 @@ static void windows_plus_a_value_equal_the_accumulator(void)
     /* ug_xwin_read_plus of a window and a value of 1 to 4 limbs each, with
      * exponents from equal to 330 bits apart (past its reach) and both
      * signs (cancellations to zero included), reads what the accumulator
-     * reads, or declines. */
+     * reads, or declines; so does ug_xwin_read_plus_wide, which reaches
+     * further. */
     uint64_t state = 12;
-    size_t mismatches = 0, summed = 0;
+    size_t mismatches = 0, summed = 0, summed_wide = 0;
     for (unsigned long s = 0; s < 4 * ug_test_random_samples(); s++) {
         uint64_t m[2][UG_XWIN_LIMBS] = {{0}};
         int n[2], e[2];
@@ -346,21 +347,27 @@ static void windows_plus_a_value_equal_the_accumulator(void)
             carry = carry && window[i] == 0;
         }
         const int limbs = n[0] + 1;
-        ug_xval got;
-        if (!ug_xwin_read_plus(window, limbs, e[0], neg[1], m[1], n[1], e[1], &got)) continue;
-        summed++;
         ug_xsum_init(&acc);
         for (int k = 0; k < 2; k++)
             for (int i = 0; i < n[k]; i++)
                 if (m[k][i]) ug_xsum_add(&acc, neg[k], m[k][i], e[k] + 64 * i);
         ug_xval want = ug_xsum_read(&acc);
-        if (want.zero) want.neg = false; /* ug_xwin_read_plus's zero: the caller signs it */
-        if (!same_xval(&want, &got))
-            UG_TEST_MISMATCH(mismatches, "sample %lu: limbs %d/%d at 2^%d/2^%d: m %d/%d e %d/%d", s, n[0], n[1], e[0],
-                             e[1], (int)(want.m >> 120), (int)(got.m >> 120), want.e, got.e);
+        if (want.zero) want.neg = false; /* the reads' zero: the caller signs it */
+        for (int wide = 0; wide < 2; wide++) {
+            ug_xval got;
+            if (!(wide ? ug_xwin_read_plus_wide : ug_xwin_read_plus)(window, limbs, e[0], neg[1], m[1], n[1], e[1],
+                                                                      &got))
+                continue;
+            *(wide ? &summed_wide : &summed) += 1;
+            if (!same_xval(&want, &got))
+                UG_TEST_MISMATCH(mismatches, "sample %lu%s: limbs %d/%d at 2^%d/2^%d: m %d/%d e %d/%d", s,
+                                 wide ? " wide" : "", n[0], n[1], e[0], e[1], (int)(want.m >> 120),
+                                 (int)(got.m >> 120), want.e, got.e);
+        }
     }
     CU_ASSERT_EQUAL(mismatches, 0);
     CU_ASSERT(summed > ug_test_random_samples()); /* most pairs fit */
+    CU_ASSERT(summed_wide > summed + ug_test_random_samples() / 2);
 }
 
 static void product_windows_equal_the_accumulators(void)
@@ -505,6 +512,36 @@ static void simd_windows_equal_the_accumulator(void)
     CU_ASSERT_EQUAL(mismatches, 0);
 }
 
+static void simd_axpy_rounds_like_the_loop(void)
+{
+    /* ug_ref_simd_axpy against y[i] += a * x[i] (two roundings), bit for
+     * bit: random values of either sign over 4 binades (y and a x near
+     * each other: where a fused multiply-add would round differently),
+     * lengths off the 8-lane blocks. */
+    if (!ug_ref_simd_available()) {
+        printf("\n    (no AVX-512 IFMA on this CPU: the plain loop is the only path)\n");
+        return;
+    }
+    enum { N = 37 };
+    uint64_t state = 23;
+    size_t mismatches = 0;
+    for (unsigned long s = 0; s < ug_test_random_samples() / 10 + 8; s++) {
+        double x[N], y[N], want[N];
+        const size_t n = s % (N + 1);
+        const double a = ldexp(ug_test_uniform(&state, -1, 1), (int)(ug_test_next_u32(&state) % 4));
+        for (size_t i = 0; i < N; i++) {
+            x[i] = ldexp(ug_test_uniform(&state, -1, 1), (int)(ug_test_next_u32(&state) % 4)) / 3;
+            y[i] = want[i] = ldexp(ug_test_uniform(&state, -1, 1), (int)(ug_test_next_u32(&state) % 4)) / 7;
+        }
+        for (size_t i = 0; i < n; i++) want[i] += a * x[i];
+        ug_ref_simd_axpy(n, a, x, y);
+        for (size_t i = 0; i < N; i++)
+            if (bits_of(y[i]) != bits_of(want[i]))
+                UG_TEST_MISMATCH(mismatches, "n=%zu a=%a: y[%zu] = %a, the loop's %a", n, a, i, y[i], want[i]);
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+}
+
 static void placing_on_a_grid(void)
 {
     /* m·2^e on the grid 2^grid is m shifted by e - grid, across limbs; bits
@@ -570,6 +607,90 @@ static void distances_round_like_mpfr(void)
     CU_ASSERT_EQUAL(mismatches, 0);
     CU_ASSERT(answered > ug_test_random_samples() / 2);
     mpfr_clears(x, diff, (mpfr_ptr)0);
+}
+
+/* x = (-1)^neg m·2^e (m < 2^128) as a 128-bit MPFR number. */
+static void mpfr_of_u128(mpfr_ptr x, bool neg, ug_u128 m, int e)
+{
+    mpfr_t lo;
+    mpfr_init2(lo, 64);
+    mpfr_set_uj_2exp(x, (uintmax_t)(uint64_t)(m >> 64), 64, MPFR_RNDN);
+    mpfr_set_uj(lo, (uintmax_t)(uint64_t)m, MPFR_RNDN);
+    mpfr_add(x, x, lo, MPFR_RNDN); /* exact: 128 bits */
+    mpfr_mul_2si(x, x, e, MPFR_RNDN);
+    if (neg) mpfr_neg(x, x, MPFR_RNDN);
+    mpfr_clear(lo);
+}
+
+/* ug_stage_certified (every field) and ug_stage_certified_cast (every
+ * field but dev), where they certify, against ug_stage_operand of x with
+ * the absolute radius r; returns whether both certified. */
+static bool stage_matches_mpfr(bool neg, ug_u128 m, int e, double r, ug_xsum *scratch, size_t *mismatches)
+{
+    mpfr_t x, radius;
+    mpfr_init2(x, 128);
+    mpfr_init2(radius, 64);
+    mpfr_of_u128(x, neg, m, e);
+    mpfr_set_d(radius, r, MPFR_RNDU);
+    ug_staged want, got, cast;
+    ug_stage_operand(x, radius, &want);
+    const bool certified = ug_stage_certified(neg, 1, m, e, 0, r, &got, scratch);
+    const bool cast_certified = ug_stage_certified_cast(neg, 1, m, e, 0, r, &cast, scratch);
+    if (certified && (got.rn != want.rn || got.lo != want.lo || got.hi != want.hi || got.flagged != want.flagged ||
+                      bits_of(got.dev) != bits_of(want.dev) || bits_of(got.mag) != bits_of(want.mag) ||
+                      bits_of(got.gap) != bits_of(want.gap) || bits_of(got.abs_x) != bits_of(want.abs_x)))
+        UG_TEST_MISMATCH(*mismatches, "certified x=%s%llx.%016llx*2^%d r=%a: lo %#x hi %#x dev %a, mpfr lo %#x hi %#x dev %a",
+                         neg ? "-" : "", (unsigned long long)(m >> 64), (unsigned long long)m, e, r, got.lo, got.hi,
+                         got.dev, want.lo, want.hi, want.dev);
+    if (cast_certified && (cast.rn != want.rn || cast.lo != want.lo || cast.hi != want.hi ||
+                           cast.flagged != want.flagged || bits_of(cast.mag) != bits_of(want.mag) ||
+                           bits_of(cast.gap) != bits_of(want.gap) || bits_of(cast.abs_x) != bits_of(want.abs_x)))
+        UG_TEST_MISMATCH(*mismatches, "cast x=%s%llx.%016llx*2^%d r=%a: lo %#x hi %#x, mpfr lo %#x hi %#x",
+                         neg ? "-" : "", (unsigned long long)(m >> 64), (unsigned long long)m, e, r, cast.lo, cast.hi,
+                         want.lo, want.hi);
+    if (certified && !cast_certified) UG_TEST_MISMATCH(*mismatches, "the cast staging certifies less than the full one");
+    mpfr_clears(x, radius, (mpfr_ptr)0);
+    return certified && cast_certified;
+}
+
+static void staging_without_mpfr_equals_ug_stage_operand(void)
+{
+    /* Window ends x -+ r exactly on bf16 midpoints (ties to even), one unit
+     * of x beside them, x + r carried past 2^128 units of x with the tie
+     * decided by the carried-out bit, x - r past zero onto a tie, and
+     * random 128-bit x with radii from
+     * far inside the rounding interval to 2^100 |x| (windows across zero). */
+    ug_xsum scratch;
+    ug_xsum_init(&scratch);
+    size_t mismatches = 0, certified = 0;
+    const ug_u128 one = 1;
+    const int e = -140;
+    for (int neg = 0; neg < 2; neg++)
+        for (int delta = -1; delta <= 1; delta++) {
+            /* x - r = (1 + 2^-8) 2^127 units + delta: a tie below, or beside it */
+            const ug_u128 tie = one << 127 | one << 119;
+            certified += stage_matches_mpfr(neg, tie + (one << 70) + (ug_u128)(int64_t)delta, e, ldexp(1.0, 70 + e),
+                                            &scratch, &mismatches);
+            /* x + r = 2^128 + 2^120 + 1 + delta units: the carry's lowest bit breaks the tie */
+            const ug_u128 x = (ug_u128)0 - (one << 70) + 1 + (ug_u128)(int64_t)delta;
+            certified += stage_matches_mpfr(neg, x, e, ldexp(1.0, 120 + e) + ldexp(1.0, 70 + e), &scratch,
+                                            &mismatches);
+            /* r = 2^40 |x| or so: r - |x| = (1 + 2^-8) 2^167 units + 1 + delta, a tie beside the last unit */
+            certified += stage_matches_mpfr(neg, (one << 127) - 1 + (ug_u128)(int64_t)delta, e,
+                                            ldexp(1.0 + 0x1p-8, 167 + e) + ldexp(1.0, 127 + e), &scratch, &mismatches);
+        }
+    CU_ASSERT_EQUAL(certified, 18);
+    uint64_t state = 17;
+    for (unsigned long s = 0; s < ug_test_random_samples(); s++) {
+        const ug_u128 m = (ug_u128)((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state)) << 64 |
+                          ((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state)) >> (s % 70);
+        const int shift = s % 5 == 0 ? 0 : (int)(ug_test_next_u32(&state) % 100); /* 0: m's own unit */
+        const int above = s % 4 == 3 ? 1 + (int)(ug_test_next_u32(&state) % 100) : 0; /* a radius beyond x */
+        const double r = ldexp((double)(ug_test_next_u32(&state) | 1), e - 32 + 128 - shift - (int)(s % 70) + above);
+        certified += stage_matches_mpfr(s & 1, m | 1, e, r, &scratch, &mismatches);
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    CU_ASSERT(certified > 18 + ug_test_random_samples() / 4);
 }
 
 static void mpfr_results_equal_mpfr_sum(void)
@@ -775,8 +896,10 @@ UG_TEST_SUITE(exact_sum_suite, "exact_sum",
               UG_TEST(windows_equal_the_accumulator),
               UG_TEST(window_adds_match_the_portable_definition),
               UG_TEST(simd_windows_equal_the_accumulator),
+              UG_TEST(simd_axpy_rounds_like_the_loop),
               UG_TEST(placing_on_a_grid),
               UG_TEST(distances_round_like_mpfr),
+              UG_TEST(staging_without_mpfr_equals_ug_stage_operand),
               UG_TEST(mpfr_results_equal_mpfr_sum),
               UG_TEST(reading_keeps_the_sum),
               UG_TEST(clear_resets_to_zero),

@@ -149,9 +149,12 @@ static void chunk_o_fast_equals_mpfr_on_every_regime(void)
 
 static void chunk_state_fast_equals_mpfr_on_every_regime(void)
 {
-    /* one head of three chunks: an odd number of state swaps in all */
-    const char *const shapes[] = {CHUNK_STATE_SHAPE, "B=1 T=48 Hg=1 H=1 K=16 V=32 BT=16 has_h0=0"};
-    every_regime("gdn_chunk_state", shapes, 2);
+    /* one head of three chunks: an odd number of state swaps in all; odd
+     * row counts (the bound's rows go in pairs) and a width off the
+     * 8-column blocks */
+    const char *const shapes[] = {CHUNK_STATE_SHAPE, "B=1 T=48 Hg=1 H=1 K=16 V=32 BT=16 has_h0=0",
+                                  "B=1 T=30 Hg=1 H=1 K=15 V=13 BT=15 has_h0=1"};
+    every_regime("gdn_chunk_state", shapes, 3);
 }
 
 /* ---- adversarial inputs ---------------------------------------------------------- */
