@@ -152,7 +152,7 @@ typedef struct ug_family {
                            ug_ref_value *const *outs);
     /* The staged reference is the exact one (the spec names no cast inside
      * the family's math): computed once for both modes, also as a
-     * pipeline's stage (ug_case_reference_staged). tests/test_slice.c checks
+     * pipeline's stage (ug_case_reference_streamed). tests/test_slice.c checks
      * the claim. */
     bool staged_is_exact;
     /* Optional (NULL: the seed has no host plan). The seed host's plan and
