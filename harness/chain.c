@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* The pipeline's name of a stage's buffer or parameter. */
 static const char *pipeline_name(const ug_stage_desc *sd, const char *name)
@@ -169,12 +170,16 @@ typedef struct {
     size_t now, peak;
 } held_bytes;
 
+/* An array of references, zeroed. Mapped, not from malloc: a part's arrays
+ * are tens of MiB, and malloc would keep those below its (growing) mmap
+ * threshold in its arena after they are freed, resident under the next
+ * part's arrays. */
 static ug_ref_value *held_alloc(held_bytes *h, size_t count)
 {
-    const size_t n = count ? count : 1;
-    ug_ref_value *v = calloc(n, sizeof *v);
-    if (!v) return NULL;
-    h->now += n * sizeof *v;
+    const size_t bytes = (count ? count : 1) * sizeof(ug_ref_value);
+    void *v = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (v == MAP_FAILED) return NULL;
+    h->now += bytes;
     if (h->now > h->peak) h->peak = h->now;
     return v;
 }
@@ -182,8 +187,9 @@ static ug_ref_value *held_alloc(held_bytes *h, size_t count)
 static void held_free(held_bytes *h, ug_ref_value *v, size_t count)
 {
     if (!v) return;
-    free(v);
-    h->now -= (count ? count : 1) * sizeof *v;
+    const size_t bytes = (count ? count : 1) * sizeof *v;
+    munmap(v, bytes);
+    h->now -= bytes;
 }
 
 /* Runs the reference function of a part: the family's own on the case's

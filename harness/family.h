@@ -159,6 +159,11 @@ typedef struct ug_family {
      * the algorithm's need for a shape the kernel accepts. */
     ug_status (*plan)(const ug_params *p, ug_plan *out);
     ug_slicing slicing;
+    /* Optional (NULL: the kernel keeps nothing between calls). Frees what
+     * the built-in kernel keeps between calls (gdn_e2e's scratch for the
+     * last shape) and is idle; the runner calls it after the kernel ran,
+     * before the reference, so that a case holds its buffers and references. */
+    void (*release)(void);
     /* A pipeline's stages, in order (n_stages 0: none). Each output a
      * stage computes is checked against that stage's reference on the
      * kernel's own upstream outputs: an optional output in both modes; any

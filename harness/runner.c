@@ -707,6 +707,7 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, worke
         ug_status ks;
         st = run_kernel_on(c, cb, path, input_hash, r, &ks);
         if (!ug_is_ok(&st)) break;
+        if (c->family->release && !path->source && !path->isolated) c->family->release();
         if (ks.code != UG_OK) {
             set_failure(r, "[%s] kernel returned %s: %s", path->label, ug_code_name(ks.code), ks.msg);
             r->kernel_status = ks;
@@ -816,14 +817,30 @@ typedef struct {
     pthread_cond_t case_done;
 } work_queue;
 
-/* The bytes of a case's buffers (0 when they cannot be sized: run_case
- * reports why). */
+/* The bytes a case holds while it runs (0 when its buffers cannot be
+ * sized: run_case reports why): its buffers, and for an accepted case one
+ * slice's working set, its gathered buffers and its largest reference part
+ * (harness/chain.h), which every further thread lent to its slices holds
+ * once more. */
 static size_t case_bytes(const ug_case *c, size_t max_bytes)
 {
+    const ug_family *f = c->family;
     ug_buf bufs[UG_MAX_BUFFERS];
-    const ug_status st = buffers_size(bufs, c, max_bytes);
-    size_t total = 0;
-    for (size_t i = 0; ug_is_ok(&st) && i < c->family->n_buffers; i++) total += buf_bytes(&bufs[i]);
+    ug_status st = buffers_size(bufs, c, max_bytes);
+    if (!ug_is_ok(&st)) return 0;
+    size_t total = 0, reference = 0, count;
+    for (size_t i = 0; i < f->n_buffers; i++) total += buf_bytes(&bufs[i]);
+    if (c->expect_reject) return total;
+    ug_slicing_plan sp;
+    ug_params sub;
+    ug_slice_plan(f, &c->params, &sp);
+    ug_slice_params(&sp, 0, &sub);
+    st = ug_case_reference_bytes(f, &sub, &reference);
+    if (ug_is_ok(&st)) total += reference;
+    for (size_t i = 0; i < f->n_buffers && !sp.whole; i++) {
+        st = ug_family_buffer_count(f, &sub, i, &count);
+        if (ug_is_ok(&st)) total += count * ug_dtype_size(f->buffers[i].dtype);
+    }
     return total;
 }
 

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "../harness/chain.h"
 #include "../harness/runner.h"
+#include "../harness/slice.h"
 #include "tests.h"
 
 enum { B = 1, T = 64, HG = 1, H = 2, K = 64, V = 64, BT = 64 };
@@ -374,10 +376,12 @@ static ug_status counting_run(void *ctx, const ug_case *c, ug_buf *bufs)
     return ug_fail(UG_EINVAL, "counting source: no kernel");
 }
 
-static int most_concurrent_cases(size_t max_case_bytes)
+/* Four cases of the small shape through the counting source, accepted (the
+ * source then fails them: no reference runs) or rejected. */
+static int most_concurrent_cases(size_t max_case_bytes, bool accepted)
 {
     ug_case cases[4];
-    for (int i = 0; i < 4; i++) cases[i] = rejected_case("counted", K, "no kernel"); /* no reference runs */
+    for (int i = 0; i < 4; i++) cases[i] = accepted ? accepted_case("counted", 0) : rejected_case("counted", K, "no kernel");
     ug_sweep sw = {.n_cases = 4, .cases = cases};
     const ug_kernel_source source = {"counting", counting_run, NULL};
     ug_run_options opt = options(max_case_bytes);
@@ -391,22 +395,47 @@ static int most_concurrent_cases(size_t max_case_bytes)
     return most_concurrent_calls;
 }
 
+static size_t buffer_bytes(const ug_case *c, const ug_params *p)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < c->family->n_buffers; i++) {
+        size_t count;
+        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(c->family, p, i, &count).code, UG_OK);
+        bytes += count * ug_dtype_size(c->family->buffers[i].dtype);
+    }
+    return bytes;
+}
+
 static void test_cases_at_once_fit_the_byte_cap(void)
 {
     const ug_case c = accepted_case("sized", 0);
-    size_t bytes = 0;
-    for (size_t i = 0; i < c.family->n_buffers; i++) {
-        size_t count;
-        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(c.family, &c.params, i, &count).code, UG_OK);
-        bytes += count * ug_dtype_size(c.family->buffers[i].dtype);
-    }
-    CU_ASSERT_EQUAL(most_concurrent_cases(2 * bytes), 2);
-    CU_ASSERT_EQUAL(most_concurrent_cases(bytes + bytes / 2), 1);
+    const size_t bytes = buffer_bytes(&c, &c.params);
+    CU_ASSERT_EQUAL(most_concurrent_cases(2 * bytes, false), 2);
+    CU_ASSERT_EQUAL(most_concurrent_cases(bytes + bytes / 2, false), 1);
+}
+
+/* An accepted case also holds one slice's working set while its reference
+ * runs: its gathered buffers and its largest reference part (harness/chain.h);
+ * two such cases start together only when both fit with it. */
+static void test_admission_counts_the_reference(void)
+{
+    const ug_case c = accepted_case("sized", 0);
+    ug_slicing_plan sp;
+    ug_params sub;
+    ug_slice_plan(c.family, &c.params, &sp);
+    ug_slice_params(&sp, 0, &sub);
+    CU_ASSERT_FATAL(!sp.whole);
+    size_t reference = 0;
+    CU_ASSERT_EQUAL_FATAL(ug_case_reference_bytes(c.family, &sub, &reference).code, UG_OK);
+    const size_t held = buffer_bytes(&c, &c.params) + buffer_bytes(&c, &sub) + reference;
+    CU_ASSERT_EQUAL(most_concurrent_cases(2 * held, true), 2);
+    CU_ASSERT_EQUAL(most_concurrent_cases(2 * held - 1, true), 1);
 }
 
 UG_TEST_SUITE(runner_suite, "runner",
               UG_TEST(test_accepted_case_passes),
               UG_TEST(test_cases_at_once_fit_the_byte_cap),
+              UG_TEST(test_admission_counts_the_reference),
               UG_TEST(test_accepted_case_within_bounds),
               UG_TEST(test_accepted_case_isa_paths_agree),
               UG_TEST(test_family_aggregate_counts_case_elements),

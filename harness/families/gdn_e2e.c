@@ -168,6 +168,7 @@ static const ug_family gdn_e2e_family = {
     UG_FAMILY_COMMON_FIELDS,
     UG_FAMILY_DERIVED_DIM_FIELDS,
     UG_SLICE_BY(P_B, P_H, P_HG),
+    .release = gdn_e2e_release_scratch,
     .n_stages = sizeof stages / sizeof stages[0],
     .stages = stages,
     UG_FAMILY_VARIANT_FIELDS,
