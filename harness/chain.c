@@ -125,6 +125,7 @@ enum { MAX_PARTS = 1 + MAX_STAGES };
 typedef struct {
     size_t n;
     const ug_family *family[MAX_PARTS];              /* whose reference function computes it */
+    bool reads[MAX_PARTS][UG_MAX_BUFFERS];           /* the buffers that function reads */
     bool computes[MAX_PARTS][UG_MAX_BUFFERS];        /* the outputs that function writes */
     bool checks[MAX_PARTS][UG_MAX_BUFFERS][UG_REF_MODE_COUNT]; /* those measured from it, per mode */
 } parts_plan;
@@ -137,6 +138,7 @@ static ug_status parts_make(const ug_family *f, const bool present[UG_MAX_BUFFER
     out->n = 1 + f->n_stages;
     out->family[0] = f;
     for (size_t i = 0; i < f->n_buffers; i++) {
+        out->reads[0][i] = !f->buffers[i].is_output;
         /* a stage's intermediate is no output of the family's own reference */
         out->computes[0][i] = f->buffers[i].is_output && !(f->buffers[i].optional && cp.produced_by[i] >= 0);
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
@@ -153,7 +155,10 @@ static ug_status parts_make(const ug_family *f, const bool present[UG_MAX_BUFFER
         UG_TRY(stage_family(f, s, &sf));
         UG_TRY(stage_buffers(f, sf, &f->stages[s], map));
         out->family[1 + s] = sf;
-        for (size_t k = 0; k < sf->n_buffers; k++) out->computes[1 + s][map[k]] |= sf->buffers[k].is_output;
+        for (size_t k = 0; k < sf->n_buffers; k++) {
+            out->computes[1 + s][map[k]] |= sf->buffers[k].is_output;
+            out->reads[1 + s][map[k]] |= !sf->buffers[k].is_output;
+        }
     }
     return ug_ok();
 }
@@ -272,50 +277,52 @@ ug_status ug_case_reference(const ug_family *f, const ug_params *p, const ug_buf
     return ug_ok();
 }
 
-/* One part streamed: its arrays, its exact reference and then its staged
- * one (the exact values again where its family's are the same), each handed
- * to sink. */
-static ug_status part_streamed(const ug_family *f, const parts_plan *pp, size_t part, const ug_params *p,
-                               const ug_buf *bufs, const ug_f32_model *model, ug_reference_sink sink, void *ctx,
-                               held_bytes *held)
+/* One part streamed: its buffers gathered, its arrays, its exact reference
+ * and then its staged one (the exact values again where its family's are
+ * the same), each handed to the stream's sink. */
+static ug_status part_streamed(const ug_family *f, const parts_plan *pp, size_t part, const ug_params *p, ug_buf *bufs,
+                               const ug_f32_model *model, const ug_reference_stream *stream, held_bytes *held)
 {
+    const bool exact = part_checks(pp, part, UG_REF_EXACT);
+    if (!exact && !part_checks(pp, part, UG_REF_STAGED)) return ug_ok();
     ug_ref_value *outs[UG_MAX_BUFFERS] = {0};
     size_t counts[UG_MAX_BUFFERS] = {0};
-    bool measured[UG_REF_MODE_COUNT][UG_MAX_BUFFERS] = {{0}};
-    ug_status st = ug_ok();
+    bool measured[UG_REF_MODE_COUNT][UG_MAX_BUFFERS] = {{0}}, needed[UG_MAX_BUFFERS] = {0};
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) measured[m][i] = pp->checks[part][i][m];
+        needed[i] = pp->reads[part][i] || measured[UG_REF_EXACT][i] || measured[UG_REF_STAGED][i];
+    }
+    ug_status st = stream->gather ? stream->gather(stream->ctx, needed, bufs) : ug_ok();
     size_t n_outputs = 0;
     for (size_t i = 0; i < f->n_buffers; i++) {
         if (!f->buffers[i].is_output) continue;
         const size_t o = n_outputs++;
-        for (int m = 0; m < UG_REF_MODE_COUNT; m++) measured[m][i] = pp->checks[part][i][m];
         if (!(measured[UG_REF_EXACT][i] || measured[UG_REF_STAGED][i]) || !ug_is_ok(&st)) continue;
         counts[o] = bufs[i].count;
         outs[o] = held_alloc(held, counts[o]);
         if (!outs[o])
             st = ug_fail(UG_ENOMEM, "%s: reference of %s: %zu elements", f->name, f->buffers[i].name, counts[o]);
     }
-    const bool exact = part_checks(pp, part, UG_REF_EXACT);
     for (int m = 0; m < UG_REF_MODE_COUNT && ug_is_ok(&st); m++) {
         if (!part_checks(pp, part, (ug_ref_mode)m)) continue;
         const bool reused = m == UG_REF_STAGED && exact && pp->family[part]->staged_is_exact;
         if (!reused) st = part_reference(f, pp, part, p, bufs, model, (ug_ref_mode)m, outs, held);
-        if (ug_is_ok(&st)) st = sink(ctx, (ug_ref_mode)m, measured[m], outs);
+        if (ug_is_ok(&st)) st = stream->measure(stream->ctx, (ug_ref_mode)m, measured[m], outs);
     }
     for (size_t o = 0; o < n_outputs; o++) held_free(held, outs[o], counts[o]);
     return st;
 }
 
-ug_status ug_case_reference_streamed(const ug_family *f, const ug_params *p, const ug_buf *bufs,
-                                     const ug_f32_model *model, ug_reference_sink sink, void *ctx, size_t *peak_bytes)
+ug_status ug_case_reference_streamed(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
+                                     ug_buf *bufs, const ug_f32_model *model, const ug_reference_stream *stream,
+                                     size_t *peak_bytes)
 {
-    bool present[UG_MAX_BUFFERS];
-    for (size_t i = 0; i < f->n_buffers; i++) present[i] = !f->buffers[i].optional || bufs[i].data;
     parts_plan pp;
     UG_TRY(parts_make(f, present, &pp));
     held_bytes held = {0, 0};
     ug_status st = ug_ok();
     for (size_t part = 0; part < pp.n && ug_is_ok(&st); part++)
-        st = part_streamed(f, &pp, part, p, bufs, model, sink, ctx, &held);
+        st = part_streamed(f, &pp, part, p, bufs, model, stream, &held);
     if (peak_bytes) *peak_bytes = held.peak;
     return st;
 }

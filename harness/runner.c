@@ -395,18 +395,45 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
     return ug_ok();
 }
 
-/* What the reference of slice s hands its measuring (ug_reference_sink). */
+/* The stream of slice s's reference (harness/chain.h): each part's buffers
+ * gathered from the case's, its references measured. */
 typedef struct {
     const slice_work *w;
     size_t s;
-    const ug_buf *sb;
+    ug_buf sb[UG_MAX_BUFFERS];
+    void *owned[UG_MAX_BUFFERS]; /* the gathered buffers */
     slice_result *sr;
     double measuring_seconds;
-} slice_sink;
+} slice_stream;
+
+/* Keeps the slice's buffers a part needs, the others freed; a whole case
+ * is read in place. */
+static ug_status gather_part(void *ctx, const bool needed[UG_MAX_BUFFERS], ug_buf *bufs)
+{
+    slice_stream *k = ctx;
+    const slice_work *w = k->w;
+    const ug_family *f = w->c->family;
+    for (size_t i = 0; i < f->n_buffers; i++)
+        if (!needed[i] && k->owned[i]) {
+            free(k->owned[i]);
+            k->owned[i] = bufs[i].data = NULL;
+        }
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        if (!needed[i] || !w->present[i] || bufs[i].data) continue;
+        if (w->sp.whole) {
+            bufs[i].data = w->cb->buf[i].data;
+            continue;
+        }
+        k->owned[i] = bufs[i].data = malloc(bufs[i].count * ug_dtype_size(bufs[i].dtype) + 1);
+        if (!bufs[i].data) return ug_fail(UG_ENOMEM, "slice of %s: %zu elements", f->buffers[i].name, bufs[i].count);
+        ug_slice_gather(&w->sp, k->s, i, &w->cb->buf[i], &bufs[i]);
+    }
+    return ug_ok();
+}
 
 static ug_status measure_part(void *ctx, ug_ref_mode m, const bool measured[UG_MAX_BUFFERS], ug_ref_value *const *refs)
 {
-    slice_sink *k = ctx;
+    slice_stream *k = ctx;
     const double t0 = now_seconds();
     ug_status st = ug_ok();
     for (size_t o = 0; o < k->w->n_outputs && ug_is_ok(&st); o++) {
@@ -426,31 +453,17 @@ static ug_status measure_slice(const slice_work *w, size_t s, slice_result *sr)
     const ug_family *f = w->c->family;
     ug_params sub;
     ug_slice_params(&w->sp, s, &sub);
-    ug_buf sb[UG_MAX_BUFFERS];
-    void *owned[UG_MAX_BUFFERS] = {0};
+    slice_stream k = {.w = w, .s = s, .sr = sr};
     ug_status st = ug_ok();
     for (size_t i = 0; i < f->n_buffers && ug_is_ok(&st); i++) {
-        const ug_buf full = w->cb->buf[i];
-        sb[i] = (ug_buf){NULL, 0, full.dtype};
-        st = ug_family_buffer_count(f, &sub, i, &sb[i].count);
-        if (!ug_is_ok(&st) || !w->present[i]) continue; /* an output not handed over: data NULL */
-        if (w->sp.whole) {
-            sb[i].data = full.data;
-            continue;
-        }
-        owned[i] = malloc(sb[i].count * ug_dtype_size(sb[i].dtype) + 1);
-        if (!owned[i]) {
-            st = ug_fail(UG_ENOMEM, "slice of %s: %zu elements", f->buffers[i].name, sb[i].count);
-            break;
-        }
-        sb[i].data = owned[i];
-        ug_slice_gather(&w->sp, s, i, &full, &sb[i]);
+        k.sb[i] = (ug_buf){NULL, 0, w->cb->buf[i].dtype};
+        st = ug_family_buffer_count(f, &sub, i, &k.sb[i].count);
     }
-    slice_sink sink = {w, s, sb, sr, 0};
+    const ug_reference_stream stream = {gather_part, measure_part, &k};
     const double t0 = now_seconds();
-    if (ug_is_ok(&st)) st = ug_case_reference_streamed(f, &sub, sb, w->opt->model, measure_part, &sink, NULL);
-    sr->reference_seconds += now_seconds() - t0 - sink.measuring_seconds;
-    for (size_t i = 0; i < f->n_buffers; i++) free(owned[i]);
+    if (ug_is_ok(&st)) st = ug_case_reference_streamed(f, &sub, w->present, k.sb, w->opt->model, &stream, NULL);
+    sr->reference_seconds += now_seconds() - t0 - k.measuring_seconds;
+    for (size_t i = 0; i < f->n_buffers; i++) free(k.owned[i]);
     return st;
 }
 

@@ -242,11 +242,14 @@ static void check_streamed(const ug_family *f, const ug_case *c, const buffers *
     for (int m = 0; m < UG_REF_MODE_COUNT; m++) reference(f, &c->params, b, (ug_ref_mode)m, whole[m]);
     streamed_check sc = {f, b, {whole[0], whole[1]}, {{0}}, 0, 0};
     size_t peak = 0, estimate = 0, all_bytes = 0;
-    CU_ASSERT_EQUAL_FATAL(ug_case_reference_streamed(f, &c->params, b->buf, ug_test_cpu_model(), compare_part, &sc,
-                                                     &peak).code, UG_OK);
-    CU_ASSERT_EQUAL_FATAL(ug_case_reference_bytes(f, &c->params, &estimate).code, UG_OK);
     bool present[UG_MAX_BUFFERS];
     for (size_t i = 0; i < f->n_buffers; i++) present[i] = !f->buffers[i].optional || b->buf[i].data;
+    ug_buf bufs[UG_MAX_BUFFERS];
+    memcpy(bufs, b->buf, sizeof bufs);
+    const ug_reference_stream stream = {NULL, compare_part, &sc};
+    CU_ASSERT_EQUAL_FATAL(ug_case_reference_streamed(f, &c->params, present, bufs, ug_test_cpu_model(), &stream,
+                                                     &peak).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(ug_case_reference_bytes(f, &c->params, &estimate).code, UG_OK);
     for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
         bool measured[UG_MAX_BUFFERS];
         CU_ASSERT_EQUAL_FATAL(ug_case_measured(f, present, (ug_ref_mode)m, measured).code, UG_OK);
