@@ -175,15 +175,18 @@ typedef struct {
     size_t now, peak;
 } held_bytes;
 
-/* An array of references, zeroed. Mapped, not from malloc: a part's arrays
- * are tens of MiB, and malloc would keep those below its (growing) mmap
- * threshold in its arena after they are freed, resident under the next
- * part's arrays. */
+/* An array of references, zeroed. A large one is mapped, not malloc'd: a
+ * part's arrays are tens of MiB, and malloc would keep those below its
+ * (growing) mmap threshold in its arena once freed, resident under the next
+ * part's arrays; small ones (a token's slice) stay with malloc. */
+enum { MAPPED_BYTES_MIN = 1 << 20 };
+
 static ug_ref_value *held_alloc(held_bytes *h, size_t count)
 {
     const size_t bytes = (count ? count : 1) * sizeof(ug_ref_value);
-    void *v = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (v == MAP_FAILED) return NULL;
+    void *v = bytes < MAPPED_BYTES_MIN ? calloc(1, bytes)
+                                       : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!v || v == MAP_FAILED) return NULL;
     h->now += bytes;
     if (h->now > h->peak) h->peak = h->now;
     return v;
@@ -193,7 +196,8 @@ static void held_free(held_bytes *h, ug_ref_value *v, size_t count)
 {
     if (!v) return;
     const size_t bytes = (count ? count : 1) * sizeof *v;
-    munmap(v, bytes);
+    if (bytes < MAPPED_BYTES_MIN) free(v);
+    else munmap(v, bytes);
     h->now -= bytes;
 }
 
