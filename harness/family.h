@@ -147,7 +147,9 @@ typedef struct ug_family {
     ug_status (*run)(const ug_params *p, ug_buf *bufs);
     /* Computes the reference of every output element in the given mode,
      * its bound under the arithmetic profile model (ref/f32_model.h);
-     * outs[o] has ug_family_buffer_count() entries for the o-th output buffer. */
+     * outs[o] has ug_family_buffer_count() entries for the o-th output buffer
+     * (a pipeline's: NULL for an intermediate a stage produces, which its
+     * own reference leaves to that stage, harness/chain.h). */
     ug_status (*reference)(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
                            ug_ref_value *const *outs);
     /* The staged reference is the exact one (the spec names no cast inside
