@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* The pipeline's name of a stage's buffer or parameter. */
 static const char *pipeline_name(const ug_stage_desc *sd, const char *name)
@@ -118,90 +119,234 @@ static bool stage_checks(const ug_family *f, const chain_plan *cp, size_t s, siz
     return cp->checked_by[i] == (int)s && (f->buffers[i].optional || mode == UG_REF_STAGED);
 }
 
-static ug_status stage_reference(const ug_family *f, const chain_plan *cp, size_t s, const ug_params *p,
-                                 const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
-                                 ug_ref_value *const *outs)
+/* The case's reference in parts: part 0 the family's own reference, part
+ * 1 + s stage s's. */
+enum { MAX_PARTS = 1 + MAX_STAGES };
+typedef struct {
+    size_t n;
+    const ug_family *family[MAX_PARTS];              /* whose reference function computes it */
+    bool reads[MAX_PARTS][UG_MAX_BUFFERS];           /* the buffers that function reads */
+    bool computes[MAX_PARTS][UG_MAX_BUFFERS];        /* the outputs that function writes */
+    bool checks[MAX_PARTS][UG_MAX_BUFFERS][UG_REF_MODE_COUNT]; /* those measured from it, per mode */
+} parts_plan;
+
+static ug_status parts_make(const ug_family *f, const bool present[UG_MAX_BUFFERS], parts_plan *out)
 {
-    const ug_stage_desc *sd = &f->stages[s];
-    const ug_family *sf;
+    chain_plan cp;
+    UG_TRY(plan_make(f, present, &cp));
+    memset(out, 0, sizeof *out);
+    out->n = 1 + f->n_stages;
+    out->family[0] = f;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        out->reads[0][i] = !f->buffers[i].is_output;
+        /* a stage's intermediate is no output of the family's own reference */
+        out->computes[0][i] = f->buffers[i].is_output && !(f->buffers[i].optional && cp.produced_by[i] >= 0);
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            const int s = cp.checked_by[i];
+            const bool by_stage = s >= 0 && stage_checks(f, &cp, (size_t)s, i, (ug_ref_mode)m);
+            out->checks[0][i][m] = out->computes[0][i] && present[i] && output_measured(f, &cp, i, (ug_ref_mode)m) &&
+                                   !by_stage;
+            if (by_stage) out->checks[1 + s][i][m] = true;
+        }
+    }
+    for (size_t s = 0; s < f->n_stages; s++) {
+        const ug_family *sf;
+        int map[UG_MAX_BUFFERS];
+        UG_TRY(stage_family(f, s, &sf));
+        UG_TRY(stage_buffers(f, sf, &f->stages[s], map));
+        out->family[1 + s] = sf;
+        for (size_t k = 0; k < sf->n_buffers; k++) {
+            out->computes[1 + s][map[k]] |= sf->buffers[k].is_output;
+            out->reads[1 + s][map[k]] |= !sf->buffers[k].is_output;
+        }
+    }
+    return ug_ok();
+}
+
+static bool part_checks(const parts_plan *pp, size_t part, ug_ref_mode mode)
+{
+    for (size_t i = 0; i < UG_MAX_BUFFERS; i++)
+        if (pp->checks[part][i][mode]) return true;
+    return false;
+}
+
+/* The bytes of references held now and at most (ug_case_reference_streamed). */
+typedef struct {
+    size_t now, peak;
+} held_bytes;
+
+/* An array of references, zeroed. A large one is mapped, not malloc'd: a
+ * part's arrays are tens of MiB, and malloc would keep those below its
+ * (growing) mmap threshold in its arena once freed, resident under the next
+ * part's arrays; small ones (a token's slice) stay with malloc. */
+enum { MAPPED_BYTES_MIN = 1 << 20 };
+
+static ug_ref_value *held_alloc(held_bytes *h, size_t count)
+{
+    const size_t bytes = (count ? count : 1) * sizeof(ug_ref_value);
+    void *v = bytes < MAPPED_BYTES_MIN ? calloc(1, bytes)
+                                       : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!v || v == MAP_FAILED) return NULL;
+    h->now += bytes;
+    if (h->now > h->peak) h->peak = h->now;
+    return v;
+}
+
+static void held_free(held_bytes *h, ug_ref_value *v, size_t count)
+{
+    if (!v) return;
+    const size_t bytes = (count ? count : 1) * sizeof *v;
+    if (bytes < MAPPED_BYTES_MIN) free(v);
+    else munmap(v, bytes);
+    h->now -= bytes;
+}
+
+/* Runs the reference function of a part: the family's own on the case's
+ * buffers, or a stage family's on the stage's (parameters and buffers
+ * mapped by name). */
+static ug_status part_call(const ug_family *f, size_t part, const ug_family *pf, const ug_params *p, const ug_buf *bufs,
+                           const ug_f32_model *model, ug_ref_mode mode, ug_ref_value *const *outs)
+{
+    if (part == 0) return f->reference(p, bufs, model, mode, outs);
+    const ug_stage_desc *sd = &f->stages[part - 1];
     int map[UG_MAX_BUFFERS], ordinal[UG_MAX_BUFFERS];
-    UG_TRY(stage_family(f, s, &sf));
-    UG_TRY(stage_buffers(f, sf, sd, map));
+    UG_TRY(stage_buffers(f, pf, sd, map));
     for (size_t i = 0, o = 0; i < f->n_buffers; i++) ordinal[i] = f->buffers[i].is_output ? (int)o++ : -1;
     ug_params sp = {{0}};
-    for (size_t k = 0; k < sf->n_params; k++) {
-        const int at = ug_family_param_index(f, pipeline_name(sd, sf->param_names[k]));
+    for (size_t k = 0; k < pf->n_params; k++) {
+        const int at = ug_family_param_index(f, pipeline_name(sd, pf->param_names[k]));
         if (at >= 0) sp.v[k] = p->v[at];
-        else if (sd->param) sp.v[k] = sd->param(p, sf->param_names[k]);
-        else return ug_fail(UG_EINVAL, "%s: stage %s's parameter %s has no value", f->name, sf->name,
-                            sf->param_names[k]);
+        else if (sd->param) sp.v[k] = sd->param(p, pf->param_names[k]);
+        else return ug_fail(UG_EINVAL, "%s: stage %s's parameter %s has no value", f->name, pf->name,
+                            pf->param_names[k]);
     }
     ug_buf sb[UG_MAX_BUFFERS];
-    ug_ref_value *souts[UG_MAX_BUFFERS], *scratch[UG_MAX_BUFFERS] = {0};
+    ug_ref_value *souts[UG_MAX_BUFFERS];
     size_t n_outs = 0;
-    ug_status st = ug_ok();
-    for (size_t k = 0; k < sf->n_buffers && ug_is_ok(&st); k++) {
+    for (size_t k = 0; k < pf->n_buffers; k++) {
         sb[k] = bufs[map[k]];
-        if (!sf->buffers[k].is_output) continue;
-        if (stage_checks(f, cp, s, (size_t)map[k], mode)) {
-            souts[n_outs++] = outs[ordinal[map[k]]];
-            continue;
-        }
-        /* an output this mode does not check: computed and dropped */
-        scratch[n_outs] = calloc(sb[k].count ? sb[k].count : 1, sizeof(ug_ref_value));
-        if (!scratch[n_outs])
-            st = ug_fail(UG_ENOMEM, "%s: stage %s: reference of %s: %zu elements", f->name, sf->name,
-                         sf->buffers[k].name, sb[k].count);
-        souts[n_outs] = scratch[n_outs];
-        n_outs++;
+        if (pf->buffers[k].is_output) souts[n_outs++] = outs[ordinal[map[k]]];
     }
-    if (ug_is_ok(&st)) st = sf->reference(&sp, sb, model, mode, souts);
-    for (size_t o = 0; o < n_outs; o++) free(scratch[o]);
-    if (!ug_is_ok(&st)) return ug_fail(st.code, "%s: stage %s: %s", f->name, sf->name, st.msg);
+    const ug_status st = pf->reference(&sp, sb, model, mode, souts);
+    if (!ug_is_ok(&st)) return ug_fail(st.code, "%s: stage %s: %s", f->name, pf->name, st.msg);
     return st;
 }
 
-/* Whether stage s may keep its exact-mode references in the staged mode:
- * its family's staged reference is the exact one, and every output it
- * checks in the staged mode it checked in the exact mode too. */
-static ug_status stage_reused(const ug_family *f, const chain_plan *cp, size_t s, bool *out)
+/* Part `part`'s reference in this mode into outs (per output ordinal); an
+ * output it computes that outs has no array for (NULL) is computed into
+ * scratch and dropped. */
+static ug_status part_reference(const ug_family *f, const parts_plan *pp, size_t part, const ug_params *p,
+                                const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
+                                ug_ref_value *const *outs, held_bytes *held)
 {
-    const ug_family *sf;
-    UG_TRY(stage_family(f, s, &sf));
-    *out = sf->staged_is_exact;
-    for (size_t i = 0; i < f->n_buffers && *out; i++)
-        *out = !stage_checks(f, cp, s, i, UG_REF_STAGED) || stage_checks(f, cp, s, i, UG_REF_EXACT);
-    return ug_ok();
-}
-
-/* ug_case_reference, or with from_exact (staged mode only) its staged
- * references from the exact ones outs hold. */
-static ug_status case_reference(const ug_family *f, const ug_params *p, const ug_buf *bufs, const ug_f32_model *model,
-                                ug_ref_mode mode, bool from_exact, ug_ref_value *const *outs)
-{
-    if (!(from_exact && f->staged_is_exact)) UG_TRY(f->reference(p, bufs, model, mode, outs));
-    if (!f->n_stages) return ug_ok();
-    bool present[UG_MAX_BUFFERS];
-    for (size_t i = 0; i < f->n_buffers; i++) present[i] = !f->buffers[i].optional || bufs[i].data;
-    chain_plan cp;
-    UG_TRY(plan_make(f, present, &cp));
-    for (size_t s = 0; s < f->n_stages; s++) {
-        bool needed = false, reused = false;
-        for (size_t i = 0; i < f->n_buffers; i++) needed |= stage_checks(f, &cp, s, i, mode);
-        if (needed && from_exact) UG_TRY(stage_reused(f, &cp, s, &reused));
-        if (needed && !reused) UG_TRY(stage_reference(f, &cp, s, p, bufs, model, mode, outs));
+    ug_ref_value *all[UG_MAX_BUFFERS] = {0}, *scratch[UG_MAX_BUFFERS] = {0};
+    ug_status st = ug_ok();
+    size_t n_outputs = 0;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        if (!f->buffers[i].is_output) continue;
+        const size_t o = n_outputs++;
+        all[o] = outs[o];
+        if (!pp->computes[part][i] || outs[o] || !ug_is_ok(&st)) continue;
+        all[o] = scratch[o] = held_alloc(held, bufs[i].count);
+        if (!all[o])
+            st = ug_fail(UG_ENOMEM, "%s: reference of %s: %zu elements", f->name, f->buffers[i].name, bufs[i].count);
     }
-    return ug_ok();
+    if (ug_is_ok(&st)) st = part_call(f, part, pp->family[part], p, bufs, model, mode, all);
+    for (size_t i = 0, o = 0; i < f->n_buffers; i++)
+        if (f->buffers[i].is_output) {
+            held_free(held, scratch[o], bufs[i].count);
+            o++;
+        }
+    return st;
 }
 
 ug_status ug_case_reference(const ug_family *f, const ug_params *p, const ug_buf *bufs, const ug_f32_model *model,
                             ug_ref_mode mode, ug_ref_value *const *outs)
 {
-    return case_reference(f, p, bufs, model, mode, false, outs);
+    bool present[UG_MAX_BUFFERS];
+    for (size_t i = 0; i < f->n_buffers; i++) present[i] = !f->buffers[i].optional || bufs[i].data;
+    parts_plan pp;
+    UG_TRY(parts_make(f, present, &pp));
+    held_bytes held = {0, 0};
+    for (size_t part = 0; part < pp.n; part++) {
+        if (!part_checks(&pp, part, mode)) continue;
+        ug_ref_value *mine[UG_MAX_BUFFERS] = {0};
+        for (size_t i = 0, o = 0; i < f->n_buffers; i++)
+            if (f->buffers[i].is_output) {
+                mine[o] = pp.checks[part][i][mode] ? outs[o] : NULL;
+                o++;
+            }
+        UG_TRY(part_reference(f, &pp, part, p, bufs, model, mode, mine, &held));
+    }
+    return ug_ok();
 }
 
-ug_status ug_case_reference_staged(const ug_family *f, const ug_params *p, const ug_buf *bufs,
-                                   const ug_f32_model *model, ug_ref_value *const *outs)
+/* One part streamed: its buffers gathered, its arrays, its exact reference
+ * and then its staged one (the exact values again where its family's are
+ * the same), each handed to the stream's sink. */
+static ug_status part_streamed(const ug_family *f, const parts_plan *pp, size_t part, const ug_params *p, ug_buf *bufs,
+                               const ug_f32_model *model, const ug_reference_stream *stream, held_bytes *held)
 {
-    return case_reference(f, p, bufs, model, UG_REF_STAGED, true, outs);
+    const bool exact = part_checks(pp, part, UG_REF_EXACT);
+    if (!exact && !part_checks(pp, part, UG_REF_STAGED)) return ug_ok();
+    ug_ref_value *outs[UG_MAX_BUFFERS] = {0};
+    size_t counts[UG_MAX_BUFFERS] = {0};
+    bool measured[UG_REF_MODE_COUNT][UG_MAX_BUFFERS] = {{0}}, needed[UG_MAX_BUFFERS] = {0};
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) measured[m][i] = pp->checks[part][i][m];
+        needed[i] = pp->reads[part][i] || measured[UG_REF_EXACT][i] || measured[UG_REF_STAGED][i];
+    }
+    ug_status st = stream->gather ? stream->gather(stream->ctx, needed, bufs) : ug_ok();
+    size_t n_outputs = 0;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        if (!f->buffers[i].is_output) continue;
+        const size_t o = n_outputs++;
+        if (!(measured[UG_REF_EXACT][i] || measured[UG_REF_STAGED][i]) || !ug_is_ok(&st)) continue;
+        counts[o] = bufs[i].count;
+        outs[o] = held_alloc(held, counts[o]);
+        if (!outs[o])
+            st = ug_fail(UG_ENOMEM, "%s: reference of %s: %zu elements", f->name, f->buffers[i].name, counts[o]);
+    }
+    for (int m = 0; m < UG_REF_MODE_COUNT && ug_is_ok(&st); m++) {
+        if (!part_checks(pp, part, (ug_ref_mode)m)) continue;
+        const bool reused = m == UG_REF_STAGED && exact && pp->family[part]->staged_is_exact;
+        if (!reused) st = part_reference(f, pp, part, p, bufs, model, (ug_ref_mode)m, outs, held);
+        if (ug_is_ok(&st)) st = stream->measure(stream->ctx, (ug_ref_mode)m, measured[m], outs);
+    }
+    for (size_t o = 0; o < n_outputs; o++) held_free(held, outs[o], counts[o]);
+    return st;
+}
+
+ug_status ug_case_reference_streamed(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
+                                     ug_buf *bufs, const ug_f32_model *model, const ug_reference_stream *stream,
+                                     size_t *peak_bytes)
+{
+    parts_plan pp;
+    UG_TRY(parts_make(f, present, &pp));
+    held_bytes held = {0, 0};
+    ug_status st = ug_ok();
+    for (size_t part = 0; part < pp.n && ug_is_ok(&st); part++)
+        st = part_streamed(f, &pp, part, p, bufs, model, stream, &held);
+    if (peak_bytes) *peak_bytes = held.peak;
+    return st;
+}
+
+ug_status ug_case_reference_bytes(const ug_family *f, const ug_params *p, size_t *bytes)
+{
+    bool present[UG_MAX_BUFFERS];
+    for (size_t i = 0; i < f->n_buffers; i++) present[i] = true;
+    parts_plan pp;
+    UG_TRY(parts_make(f, present, &pp));
+    *bytes = 0;
+    for (size_t part = 0; part < pp.n; part++) {
+        size_t part_bytes = 0;
+        for (size_t i = 0; i < f->n_buffers; i++) {
+            size_t count;
+            if (!pp.computes[part][i]) continue;
+            UG_TRY(ug_family_buffer_count(f, p, i, &count));
+            part_bytes += (count ? count : 1) * sizeof(ug_ref_value);
+        }
+        if (part_bytes > *bytes) *bytes = part_bytes;
+    }
+    return ug_ok();
 }

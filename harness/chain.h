@@ -43,17 +43,45 @@ ug_status ug_chain_stage_name(const ug_family *f, size_t buffer, const char **na
 /* The reference of every measured output in this mode into outs (per
  * output ordinal, as ug_family.reference takes them): the family's own,
  * then its stages'. bufs: the inputs, and the kernel's outputs; an optional
- * output the kernel did not hand over has data NULL. */
+ * output the kernel did not hand over has data NULL. A family's own
+ * reference is given no array for (NULL), and must leave alone, a stage's
+ * intermediate (an optional output a stage produces). */
 ug_status ug_case_reference(const ug_family *f, const ug_params *p, const ug_buf *bufs, const ug_f32_model *model,
                             ug_ref_mode mode, ug_ref_value *const *outs);
 
-/* The staged mode's references from the exact mode's, which outs hold for
- * the same case and buffers (ug_case_reference, UG_REF_EXACT): computed
- * again is only what differs, i.e. not a family's (or a pipeline stage's)
- * whose staged reference is the exact one (ug_family.staged_is_exact).
- * Equal, in every output the staged mode measures, to ug_case_reference in
- * UG_REF_STAGED (tests/test_slice.c). */
-ug_status ug_case_reference_staged(const ug_family *f, const ug_params *p, const ug_buf *bufs,
-                                   const ug_f32_model *model, ug_ref_value *const *outs);
+/* Where ug_case_reference_streamed takes each part's buffers from, and
+ * where it hands the part's references to. */
+typedef struct {
+    /* Optional (NULL: bufs hold every buffer's data already). Before each
+     * part: sets the data of every buffer needed[i] names (per buffer
+     * index: the inputs the part reads, the outputs it measures); the data
+     * of the others may change or go until the next call. */
+    ug_status (*gather)(void *ctx, const bool needed[UG_MAX_BUFFERS], ug_buf *bufs);
+    /* A part's references in one mode: outs (per output ordinal) hold them
+     * for the outputs measured[i] names (per buffer index); the others are
+     * NULL, or hold values measured in the part's other mode. It may change
+     * the values (the runner widens the bounds of flushed outputs): a staged
+     * reference reused from the exact one is what the exact call left. */
+    ug_status (*measure)(void *ctx, ug_ref_mode mode, const bool measured[UG_MAX_BUFFERS], ug_ref_value *const *outs);
+    void *ctx;
+} ug_reference_stream;
+
+/* Every output measured in either mode (ug_case_measured of present),
+ * handed to stream->measure once per mode with the values
+ * ug_case_reference gives it in that mode (tests/test_slice.c), in parts:
+ * the family's own reference, then each stage's in order; within a part
+ * the exact mode, then the staged one. Only one part's buffers and
+ * references are needed at a time, and a part whose family's staged
+ * reference is the exact one (ug_family.staged_is_exact) is computed once
+ * for both modes. bufs: counts and dtypes of every buffer, data as
+ * stream->gather leaves it. peak_bytes (NULL: not asked): the most bytes of
+ * references held at once, scratch included. */
+ug_status ug_case_reference_streamed(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
+                                     ug_buf *bufs, const ug_f32_model *model, const ug_reference_stream *stream,
+                                     size_t *peak_bytes);
+
+/* The most bytes of references ug_case_reference_streamed holds at once for
+ * parameters p, whatever the kernel hands over: its largest part's. */
+ug_status ug_case_reference_bytes(const ug_family *f, const ug_params *p, size_t *bytes);
 
 #endif

@@ -147,18 +147,25 @@ typedef struct ug_family {
     ug_status (*run)(const ug_params *p, ug_buf *bufs);
     /* Computes the reference of every output element in the given mode,
      * its bound under the arithmetic profile model (ref/f32_model.h);
-     * outs[o] has ug_family_buffer_count() entries for the o-th output buffer. */
+     * outs[o] has ug_family_buffer_count() entries for the o-th output buffer
+     * (a pipeline's: NULL for an intermediate a stage produces, which its
+     * own reference leaves to that stage, harness/chain.h). */
     ug_status (*reference)(const ug_params *p, const ug_buf *bufs, const ug_f32_model *model, ug_ref_mode mode,
                            ug_ref_value *const *outs);
     /* The staged reference is the exact one (the spec names no cast inside
      * the family's math): computed once for both modes, also as a
-     * pipeline's stage (ug_case_reference_staged). tests/test_slice.c checks
+     * pipeline's stage (ug_case_reference_streamed). tests/test_slice.c checks
      * the claim. */
     bool staged_is_exact;
     /* Optional (NULL: the seed has no host plan). The seed host's plan and
      * the algorithm's need for a shape the kernel accepts. */
     ug_status (*plan)(const ug_params *p, ug_plan *out);
     ug_slicing slicing;
+    /* Optional (NULL: the kernel keeps nothing between calls). Frees what
+     * the built-in kernel keeps between calls (gdn_e2e's scratch for the
+     * last shape) and is idle; the runner calls it after the kernel ran,
+     * before the reference, so that a case holds its buffers and references. */
+    void (*release)(void);
     /* A pipeline's stages, in order (n_stages 0: none). Each output a
      * stage computes is checked against that stage's reference on the
      * kernel's own upstream outputs: an optional output in both modes; any

@@ -304,9 +304,13 @@ static void keep_if_worse(worst_list *w, double ratio, const ug_sample *x)
  * slices in flight. */
 typedef struct {
     ug_status st;
-    char failure[UG_MSG_MAX];   /* the slice's first failing element, "" if none */
+    /* The slice's first failing element, "" if none: first in the order of
+     * modes, then outputs, then elements, whichever order the reference's
+     * parts come in (failure_rank: its mode and output). */
+    char failure[UG_MSG_MAX];
+    size_t failure_rank;
     ug_stats stats[UG_MAX_BUFFERS][UG_REF_MODE_COUNT]; /* per output ordinal */
-    ug_samples spread;
+    ug_samples spread[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
     worst_list worst[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
     double reference_seconds;
 } slice_result;
@@ -339,10 +343,11 @@ typedef struct {
     worker_pool *pool;            /* NULL: this thread alone */
 } slice_work;
 
-static void slice_failure(slice_result *sr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void slice_failure(slice_result *sr, const char *fmt, ...)
+static void slice_failure(slice_result *sr, size_t rank, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void slice_failure(slice_result *sr, size_t rank, const char *fmt, ...)
 {
-    if (sr->failure[0]) return;
+    if (sr->failure[0] && sr->failure_rank <= rank) return;
+    sr->failure_rank = rank;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(sr->failure, sizeof sr->failure, fmt, ap);
@@ -364,6 +369,7 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
                               model->ops[UG_F32_EXP].exact_at_zero;
     ug_stats_batch st;
     ug_stats_batch_begin(&st, &sr->stats[o][m], w->opt->moderate_cond);
+    const size_t rank = (size_t)m * UG_MAX_BUFFERS + o;
     ug_slice_layout layout;
     ug_slice_layout_of(&w->sp, s, bi, &layout);
     ug_slice_walk walk;
@@ -374,7 +380,7 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
         const uint32_t bits = element_bits(b, j);
         const ug_elem_error e = ug_measure(bits, b->dtype, &ref[j]);
         if (exact_inputs && bits != ref[j].rn_bits)
-            slice_failure(sr, "[%s] %s[%zu] %s: y=%a is not RN(r)=%a bit for bit: on regime %s every "
+            slice_failure(sr, rank, "[%s] %s[%zu] %s: y=%a is not RN(r)=%a bit for bit: on regime %s every "
                           "intermediate is exact, so only the output's rounding (to nearest, ties to "
                           "even) may differ from r", label, name, i, ug_ref_mode_name((ug_ref_mode)m),
                           bits_value(b->dtype, bits), bits_value(b->dtype, ref[j].rn_bits),
@@ -389,16 +395,16 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
             const double ulp = b->dtype == UG_BF16 ? ug_ulp_bf16(ref[j].r_hi) : ug_ulp_f32(ref[j].r_hi);
             const ug_sample x = {(uint8_t)o, (uint8_t)m, e.cond, e.ulp_err,
                                  isfinite(ref[j].r_hi) ? ref[j].bound / ulp : NAN};
-            if (spread) UG_TRY(ug_samples_push(&sr->spread, &x));
+            if (spread) UG_TRY(ug_samples_push(&sr->spread[o][m], &x));
             else keep_if_worse(&sr->worst[o][m], e.ratio, &x);
         }
         if (ref[j].no_bound && ref[j].wild == UG_WILD_NONE)
-            slice_failure(sr, "[%s] %s[%zu] %s: no bound: its a-priori bound is infinite (an operation it depends "
+            slice_failure(sr, rank, "[%s] %s[%zu] %s: no bound: its a-priori bound is infinite (an operation it depends "
                           "on has an argument outside the declared range of profile %s, or the bound itself "
                           "overflowed), so the element cannot be certified", label, name, i,
                           ug_ref_mode_name((ug_ref_mode)m), model->id.name);
         if (!e.class_ok || e.ratio > 1.0)
-            slice_failure(sr, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label, name, i,
+            slice_failure(sr, rank, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label, name, i,
                           ug_ref_mode_name((ug_ref_mode)m), bits_value(b->dtype, bits), ref[j].r_hi, ref[j].bound,
                           e.ratio, e.ulp_err, e.class_ok ? "" : " (non-finite rule)");
     }
@@ -406,56 +412,75 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
     return ug_ok();
 }
 
-/* The reference of slice s in both modes, one mode at a time, each output
- * measured as soon as it is known. */
+/* The stream of slice s's reference (harness/chain.h): each part's buffers
+ * gathered from the case's, its references measured. */
+typedef struct {
+    const slice_work *w;
+    size_t s;
+    ug_buf sb[UG_MAX_BUFFERS];
+    void *owned[UG_MAX_BUFFERS]; /* the gathered buffers */
+    slice_result *sr;
+    double measuring_seconds;
+} slice_stream;
+
+/* Keeps the slice's buffers a part needs, the others freed; a whole case
+ * is read in place. */
+static ug_status gather_part(void *ctx, const bool needed[UG_MAX_BUFFERS], ug_buf *bufs)
+{
+    slice_stream *k = ctx;
+    const slice_work *w = k->w;
+    const ug_family *f = w->c->family;
+    for (size_t i = 0; i < f->n_buffers; i++)
+        if (!needed[i] && k->owned[i]) {
+            free(k->owned[i]);
+            k->owned[i] = bufs[i].data = NULL;
+        }
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        if (!needed[i] || !w->present[i] || bufs[i].data) continue;
+        if (w->sp.whole) {
+            bufs[i].data = w->cb->buf[i].data;
+            continue;
+        }
+        k->owned[i] = bufs[i].data = malloc(bufs[i].count * ug_dtype_size(bufs[i].dtype) + 1);
+        if (!bufs[i].data) return ug_fail(UG_ENOMEM, "slice of %s: %zu elements", f->buffers[i].name, bufs[i].count);
+        ug_slice_gather(&w->sp, k->s, i, &w->cb->buf[i], &bufs[i]);
+    }
+    return ug_ok();
+}
+
+static ug_status measure_part(void *ctx, ug_ref_mode m, const bool measured[UG_MAX_BUFFERS], ug_ref_value *const *refs)
+{
+    slice_stream *k = ctx;
+    const double t0 = now_seconds();
+    ug_status st = ug_ok();
+    for (size_t o = 0; o < k->w->n_outputs && ug_is_ok(&st); o++) {
+        if (!measured[k->w->out_buf[o]]) continue;
+        const ug_buf *b = &k->sb[k->w->out_buf[o]];
+        ug_ref_allow_flushed_output(k->w->opt->model, refs[o], b->count);
+        st = measure_output(k->w, k->s, o, m, b, refs[o], k->sr);
+    }
+    k->measuring_seconds += now_seconds() - t0;
+    return st;
+}
+
+/* The reference of slice s in both modes, a part at a time (harness/chain.h),
+ * each output measured as soon as it is known. */
 static ug_status measure_slice(const slice_work *w, size_t s, slice_result *sr)
 {
     const ug_family *f = w->c->family;
     ug_params sub;
     ug_slice_params(&w->sp, s, &sub);
-    ug_buf sb[UG_MAX_BUFFERS];
-    void *owned[UG_MAX_BUFFERS] = {0};
-    ug_ref_value *refs[UG_MAX_BUFFERS] = {0};
+    slice_stream k = {.w = w, .s = s, .sr = sr};
     ug_status st = ug_ok();
     for (size_t i = 0; i < f->n_buffers && ug_is_ok(&st); i++) {
-        const ug_buf full = w->cb->buf[i];
-        sb[i] = (ug_buf){NULL, 0, full.dtype};
-        st = ug_family_buffer_count(f, &sub, i, &sb[i].count);
-        if (!ug_is_ok(&st) || !w->present[i]) continue; /* an output not handed over: data NULL */
-        if (w->sp.whole) {
-            sb[i].data = full.data;
-            continue;
-        }
-        owned[i] = malloc(sb[i].count * ug_dtype_size(sb[i].dtype) + 1);
-        if (!owned[i]) {
-            st = ug_fail(UG_ENOMEM, "slice of %s: %zu elements", f->buffers[i].name, sb[i].count);
-            break;
-        }
-        sb[i].data = owned[i];
-        ug_slice_gather(&w->sp, s, i, &full, &sb[i]);
+        k.sb[i] = (ug_buf){NULL, 0, w->cb->buf[i].dtype};
+        st = ug_family_buffer_count(f, &sub, i, &k.sb[i].count);
     }
-    for (size_t o = 0; o < w->n_outputs && ug_is_ok(&st); o++) {
-        const size_t n = sb[w->out_buf[o]].count;
-        refs[o] = malloc((n ? n : 1) * sizeof(ug_ref_value));
-        if (!refs[o]) st = ug_fail(UG_ENOMEM, "reference of %s: %zu elements", f->buffers[w->out_buf[o]].name, n);
-    }
-    for (int m = 0; m < UG_REF_MODE_COUNT && ug_is_ok(&st); m++) {
-        /* the staged references start from the exact ones: what is the same is not computed again */
-        for (size_t o = 0; o < w->n_outputs && m == UG_REF_EXACT; o++)
-            memset(refs[o], 0, (sb[w->out_buf[o]].count ? sb[w->out_buf[o]].count : 1) * sizeof(ug_ref_value));
-        const double t0 = now_seconds();
-        st = m == UG_REF_EXACT ? ug_case_reference(f, &sub, sb, w->opt->model, UG_REF_EXACT, refs)
-                               : ug_case_reference_staged(f, &sub, sb, w->opt->model, refs);
-        sr->reference_seconds += now_seconds() - t0;
-        for (size_t o = 0; o < w->n_outputs && ug_is_ok(&st); o++) {
-            if (!w->checked[w->out_buf[o]][m]) continue;
-            const ug_buf *b = &sb[w->out_buf[o]];
-            ug_ref_allow_flushed_output(w->opt->model, refs[o], b->count);
-            st = measure_output(w, s, o, m, b, refs[o], sr);
-        }
-    }
-    for (size_t o = 0; o < w->n_outputs; o++) free(refs[o]);
-    for (size_t i = 0; i < f->n_buffers; i++) free(owned[i]);
+    const ug_reference_stream stream = {gather_part, measure_part, &k};
+    const double t0 = now_seconds();
+    if (ug_is_ok(&st)) st = ug_case_reference_streamed(f, &sub, w->present, k.sb, w->opt->model, &stream, NULL);
+    sr->reference_seconds += now_seconds() - t0 - k.measuring_seconds;
+    for (size_t i = 0; i < f->n_buffers; i++) free(k.owned[i]);
     return st;
 }
 
@@ -463,8 +488,10 @@ static void slice_result_free(const slice_work *w, slice_result *sr)
 {
     if (!sr) return;
     for (size_t o = 0; o < w->n_outputs; o++)
-        for (int m = 0; m < UG_REF_MODE_COUNT; m++) ug_stats_free(&sr->stats[o][m]);
-    ug_samples_free(&sr->spread);
+        for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
+            ug_stats_free(&sr->stats[o][m]);
+            ug_samples_free(&sr->spread[o][m]);
+        }
     free(sr);
 }
 
@@ -475,8 +502,10 @@ static void fold_slice(slice_work *w, slice_result *sr)
     if (ug_is_ok(&w->fold_st) && !ug_is_ok(&sr->st)) w->fold_st = sr->st;
     if (sr->failure[0]) set_failure(r, "%s", sr->failure);
     r->reference_seconds += sr->reference_seconds;
-    for (size_t k = 0; k < sr->spread.n && ug_is_ok(&w->fold_st); k++)
-        w->fold_st = ug_samples_push(&r->samples, &sr->spread.items[k]);
+    for (int m = 0; m < UG_REF_MODE_COUNT; m++)
+        for (size_t o = 0; o < w->n_outputs; o++)
+            for (size_t k = 0; k < sr->spread[o][m].n && ug_is_ok(&w->fold_st); k++)
+                w->fold_st = ug_samples_push(&r->samples, &sr->spread[o][m].items[k]);
     for (size_t o = 0; o < w->n_outputs; o++)
         for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
             ug_stats_merge(&w->total[o][m], &sr->stats[o][m]);
@@ -708,6 +737,7 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, worke
         ug_status ks;
         st = run_kernel_on(c, cb, path, input_hash, r, &ks);
         if (!ug_is_ok(&st)) break;
+        if (c->family->release && !path->source && !path->isolated) c->family->release();
         if (ks.code != UG_OK) {
             set_failure(r, "[%s] kernel returned %s: %s", path->label, ug_code_name(ks.code), ks.msg);
             r->kernel_status = ks;
@@ -817,14 +847,30 @@ typedef struct {
     pthread_cond_t case_done;
 } work_queue;
 
-/* The bytes of a case's buffers (0 when they cannot be sized: run_case
- * reports why). */
+/* The bytes a case holds while it runs (0 when its buffers cannot be
+ * sized: run_case reports why): its buffers, and for an accepted case one
+ * slice's working set, its gathered buffers and its largest reference part
+ * (harness/chain.h), which every further thread lent to its slices holds
+ * once more. */
 static size_t case_bytes(const ug_case *c, size_t max_bytes)
 {
+    const ug_family *f = c->family;
     ug_buf bufs[UG_MAX_BUFFERS];
-    const ug_status st = buffers_size(bufs, c, max_bytes);
-    size_t total = 0;
-    for (size_t i = 0; ug_is_ok(&st) && i < c->family->n_buffers; i++) total += buf_bytes(&bufs[i]);
+    ug_status st = buffers_size(bufs, c, max_bytes);
+    if (!ug_is_ok(&st)) return 0;
+    size_t total = 0, reference = 0, count;
+    for (size_t i = 0; i < f->n_buffers; i++) total += buf_bytes(&bufs[i]);
+    if (c->expect_reject) return total;
+    ug_slicing_plan sp;
+    ug_params sub;
+    ug_slice_plan(f, &c->params, &sp);
+    ug_slice_params(&sp, 0, &sub);
+    st = ug_case_reference_bytes(f, &sub, &reference);
+    if (ug_is_ok(&st)) total += reference;
+    for (size_t i = 0; i < f->n_buffers && !sp.whole; i++) {
+        st = ug_family_buffer_count(f, &sub, i, &count);
+        if (ug_is_ok(&st)) total += count * ug_dtype_size(f->buffers[i].dtype);
+    }
     return total;
 }
 

@@ -37,8 +37,10 @@ typedef struct ug_kernel_source {
 typedef struct {
     double moderate_cond;     /* from the budgets */
     bool isa_enabled[UG_ISA_COUNT];
-    size_t max_case_bytes;    /* refuse cases whose buffers exceed this; a case starts only while its
-                                 buffers and those of the cases running fit under it together */
+    size_t max_case_bytes;    /* refuse cases whose buffers exceed this; a case starts only while what it
+                                 holds (its buffers and, accepted, one slice's gathered buffers and largest
+                                 reference part, harness/chain.h) and what the cases running hold fit
+                                 under it together */
     bool progress;            /* progress lines on stderr */
     int jobs;                 /* threads running cases (0 or 1: the caller only); results do not depend on it */
     unsigned kernel_threads;  /* threads inside each kernel call (kernels/parallel.h; 0 or 1: none); nor on this */

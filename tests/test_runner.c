@@ -13,7 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "../harness/chain.h"
 #include "../harness/runner.h"
+#include "../harness/slice.h"
 #include "tests.h"
 
 enum { B = 1, T = 64, HG = 1, H = 2, K = 64, V = 64, BT = 64 };
@@ -392,10 +394,12 @@ static ug_status counting_run(void *ctx, const ug_case *c, ug_buf *bufs)
     return ug_fail(UG_EINVAL, "counting source: no kernel");
 }
 
-static int most_concurrent_cases(size_t max_case_bytes)
+/* Four cases of the small shape through the counting source, accepted (the
+ * source then fails them: no reference runs) or rejected. */
+static int most_concurrent_cases(size_t max_case_bytes, bool accepted)
 {
     ug_case cases[4];
-    for (int i = 0; i < 4; i++) cases[i] = rejected_case("counted", K, "no kernel"); /* no reference runs */
+    for (int i = 0; i < 4; i++) cases[i] = accepted ? accepted_case("counted", 0) : rejected_case("counted", K, "no kernel");
     ug_sweep sw = {.n_cases = 4, .cases = cases};
     const ug_kernel_source source = {"counting", counting_run, NULL};
     ug_run_options opt = options(max_case_bytes);
@@ -409,22 +413,88 @@ static int most_concurrent_cases(size_t max_case_bytes)
     return most_concurrent_calls;
 }
 
+static size_t buffer_bytes(const ug_case *c, const ug_params *p)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < c->family->n_buffers; i++) {
+        size_t count;
+        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(c->family, p, i, &count).code, UG_OK);
+        bytes += count * ug_dtype_size(c->family->buffers[i].dtype);
+    }
+    return bytes;
+}
+
 static void test_cases_at_once_fit_the_byte_cap(void)
 {
     const ug_case c = accepted_case("sized", 0);
-    size_t bytes = 0;
-    for (size_t i = 0; i < c.family->n_buffers; i++) {
-        size_t count;
-        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(c.family, &c.params, i, &count).code, UG_OK);
-        bytes += count * ug_dtype_size(c.family->buffers[i].dtype);
-    }
-    CU_ASSERT_EQUAL(most_concurrent_cases(2 * bytes), 2);
-    CU_ASSERT_EQUAL(most_concurrent_cases(bytes + bytes / 2), 1);
+    const size_t bytes = buffer_bytes(&c, &c.params);
+    CU_ASSERT_EQUAL(most_concurrent_cases(2 * bytes, false), 2);
+    CU_ASSERT_EQUAL(most_concurrent_cases(bytes + bytes / 2, false), 1);
+}
+
+/* An accepted case also holds one slice's working set while its reference
+ * runs: its gathered buffers and its largest reference part (harness/chain.h);
+ * two such cases start together only when both fit with it. */
+static void test_admission_counts_the_reference(void)
+{
+    const ug_case c = accepted_case("sized", 0);
+    ug_slicing_plan sp;
+    ug_params sub;
+    ug_slice_plan(c.family, &c.params, &sp);
+    ug_slice_params(&sp, 0, &sub);
+    CU_ASSERT_FATAL(!sp.whole);
+    size_t reference = 0;
+    CU_ASSERT_EQUAL_FATAL(ug_case_reference_bytes(c.family, &sub, &reference).code, UG_OK);
+    const size_t held = buffer_bytes(&c, &c.params) + buffer_bytes(&c, &sub) + reference;
+    CU_ASSERT_EQUAL(most_concurrent_cases(2 * held, true), 2);
+    CU_ASSERT_EQUAL(most_concurrent_cases(2 * held - 1, true), 1);
+}
+
+/* The built-in gdn_e2e kernel, then final_state[0] and o[0] moved far
+ * off: each fails in the staged mode alone (the exact mode's end-to-end
+ * bound is infinite), final_state in chunk_state's part, o in chunk_o's,
+ * the later one. */
+static ug_status corrupting_run(void *ctx, const ug_case *c, ug_buf *bufs)
+{
+    (void)ctx;
+    UG_TRY(c->family->run(&c->params, bufs));
+    ((float *)bufs[ug_family_buffer_index(c->family, "final_state")].data)[0] += 1e3f;
+    ((uint16_t *)bufs[ug_family_buffer_index(c->family, "o")].data)[0] = 0x4400; /* 512 */
+    return ug_ok();
+}
+
+/* The failure a case reports is its first in the order of modes, then
+ * outputs, then elements, whatever order the reference's parts come in
+ * (harness/chain.h): o's, not final_state's, though chunk_state's part is
+ * measured before chunk_o's. */
+static void test_first_failure_in_mode_and_output_order(void)
+{
+    ug_case c;
+    memset(&c, 0, sizeof c);
+    c.family = ug_family_find("gdn_e2e");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c.family);
+    snprintf(c.label, sizeof c.label, "corrupted");
+    const struct { const char *name; double value; } shape[] = {{"B", 1}, {"T", 64}, {"Hg", 1}, {"H", 1}, {"K", 128},
+                                                                {"V", 128}, {"BT", 64}, {"has_h0", 0}};
+    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) set_param(&c, shape[i].name, shape[i].value);
+    c.override.buffer = -1;
+    c.override.dtype = UG_DTYPE_COUNT;
+    ug_sweep sw = {.n_cases = 1, .cases = &c};
+    const ug_kernel_source source = {"corrupting", corrupting_run, NULL};
+    ug_run_options opt = options(UG_MAX_CASE_BYTES_DEFAULT);
+    opt.source = &source;
+    ug_run_result out;
+    CU_ASSERT_EQUAL_FATAL(ug_run_sweep(&sw, &opt, &out).code, UG_OK);
+    CU_ASSERT_FALSE(out.cases[0].passed);
+    ASSERT_CONTAINS(out.cases[0].failure, "] o[0] staged:");
+    ug_run_result_free(&out);
 }
 
 UG_TEST_SUITE(runner_suite, "runner",
               UG_TEST(test_accepted_case_passes),
               UG_TEST(test_cases_at_once_fit_the_byte_cap),
+              UG_TEST(test_admission_counts_the_reference),
+              UG_TEST(test_first_failure_in_mode_and_output_order),
               UG_TEST(test_accepted_case_within_bounds),
               UG_TEST(test_accepted_case_isa_paths_agree), UG_TEST(test_spread_samples_by_case_index),
               UG_TEST(test_family_aggregate_counts_case_elements),
