@@ -92,8 +92,9 @@ typedef struct {
     ug_buf *g, *l, *a, *w, *u, *h, *v_new;
 } gdn_e2e_stages;
 
-/* Frees the scratch kept between calls (none may be running); the next
- * call allocates afresh. */
+/* Frees the scratch sets kept between calls that no call is using (a set
+ * in use stays, and is kept when its call returns); the next call without
+ * a kept set allocates afresh. Safe while other calls run. */
 void gdn_e2e_release_scratch(void);
 
 ug_status gdn_e2e(const gdn_e2e_params *p, const ug_buf *q, const ug_buf *k, const ug_buf *v,
