@@ -2,6 +2,7 @@
 #include "gdn_e2e.h"
 
 #include "exact_sum.h"
+#include "gdn_e2e_divide.h"
 #include "gdn_e2e_simd.h"
 #include "rowsimd.h"
 
@@ -81,6 +82,7 @@ typedef struct {
     size_t b, h, key_head;
     /* both forms */
     mpfr_t c, gate, acc, abs_acc, wide, scale;
+    gdn_e2e_divider divider; /* divides by c */
     mpfr_t beta;            /* the token's beta, exact at 24 bits */
     double c_abs, scale_abs; /* |c| (this token's) and |scale|, rounded away from zero */
     mpfr_t *d;              /* [V]: beta (v - Sᵀk), then d / c */
@@ -192,6 +194,7 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     mpfr_inits2(prec, w->c, w->gate, w->acc, w->abs_acc, w->scale, (mpfr_ptr)0);
     mpfr_init2(w->product, prec + BF16_PREC);
     mpfr_init2(w->beta, F32_PREC);
+    gdn_e2e_divider_init(&w->divider, prec);
     /* a grid column entry times 2^E exactly: below 2^(cap + 1) grid units */
     mpfr_init2(w->wide, (mpfr_prec_t)grid_cap(prec) + 8);
     mpfr_set_flt(w->scale, scale, MPFR_RNDN);  /* exact */
@@ -216,6 +219,7 @@ static void workspace_close(workspace *w)
     workspace_free(w);
     mpz_clears(w->z, w->z_abs, w->z_tmp, w->delta, (mpz_ptr)0);
     mpfr_clears(w->c, w->gate, w->product, w->acc, w->abs_acc, w->wide, w->scale, w->beta, (mpfr_ptr)0);
+    gdn_e2e_divider_clear(&w->divider);
 }
 
 /* [B,T,heads,width] row start, [B,T,H] element. */
@@ -255,7 +259,7 @@ static void column_delta(workspace *w, size_t vv, float v_value)
     mpfr_d_sub(w->d[vv], (double)v_value, w->acc, MPFR_RNDN);        /* v - Sᵀk */
     mpfr_mul(w->d[vv], w->d[vv], w->beta, MPFR_RNDN); /* as mpfr_mul_d: one correctly rounded product */
     w->d_abs[vv] = fabs(mpfr_get_d(w->d[vv], MPFR_RNDA));
-    mpfr_div(w->d[vv], w->d[vv], w->c, MPFR_RNDN);
+    gdn_e2e_divide(w->d[vv], w->d[vv], w->c, &w->divider);
 }
 
 /* key_abs = |k_t| (for final_state's abs_sum after the last token). */
@@ -316,6 +320,7 @@ static void float_decay(workspace *w, float g)
         mpfr_set_ui(w->c, 1, MPFR_RNDN);
     }
     w->c_abs = mpfr_get_d(w->c, MPFR_RNDA);
+    gdn_e2e_divider_set(&w->divider, w->c);
 }
 
 static void float_load_token(workspace *w, const ug_bf16 *q_row, const ug_bf16 *k_row)
@@ -1052,6 +1057,7 @@ static void grid_decay(workspace *w, float g)
     const long e = mpfr_get_exp(w->c); /* c > 0: |g| <= 64 */
     mpfr_set_exp(w->c, 0);
     w->c_abs = mpfr_get_d(w->c, MPFR_RNDA);
+    gdn_e2e_divider_set(&w->divider, w->c);
     for (size_t vv = 0; vv < w->s->v; vv++) w->grid[vv] += e;
 }
 
