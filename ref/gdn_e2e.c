@@ -2,6 +2,7 @@
 #include "gdn_e2e.h"
 
 #include "exact_sum.h"
+#include "gdn_e2e_divide.h"
 #include "gdn_e2e_simd.h"
 #include "rowsimd.h"
 
@@ -81,7 +82,9 @@ typedef struct {
     size_t b, h, key_head;
     /* both forms */
     mpfr_t c, gate, acc, abs_acc, wide, scale;
+    gdn_e2e_divider divider; /* divides by c */
     mpfr_t beta;            /* the token's beta, exact at 24 bits */
+    mpfr_t v_entry;         /* the column's v, exact at 24 bits */
     double c_abs, scale_abs; /* |c| (this token's) and |scale|, rounded away from zero */
     mpfr_t *d;              /* [V]: beta (v - Sᵀk), then d / c */
     double *key_abs;        /* |k_t| */
@@ -191,7 +194,8 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     mpz_inits(w->z, w->z_abs, w->z_tmp, w->delta, (mpz_ptr)0);
     mpfr_inits2(prec, w->c, w->gate, w->acc, w->abs_acc, w->scale, (mpfr_ptr)0);
     mpfr_init2(w->product, prec + BF16_PREC);
-    mpfr_init2(w->beta, F32_PREC);
+    mpfr_inits2(F32_PREC, w->beta, w->v_entry, (mpfr_ptr)0);
+    gdn_e2e_divider_init(&w->divider, prec);
     /* a grid column entry times 2^E exactly: below 2^(cap + 1) grid units */
     mpfr_init2(w->wide, (mpfr_prec_t)grid_cap(prec) + 8);
     mpfr_set_flt(w->scale, scale, MPFR_RNDN);  /* exact */
@@ -215,7 +219,8 @@ static void workspace_close(workspace *w)
     w->x = w->key_f.z = w->query_f.z = w->next_key_f.z = NULL;
     workspace_free(w);
     mpz_clears(w->z, w->z_abs, w->z_tmp, w->delta, (mpz_ptr)0);
-    mpfr_clears(w->c, w->gate, w->product, w->acc, w->abs_acc, w->wide, w->scale, w->beta, (mpfr_ptr)0);
+    mpfr_clears(w->c, w->gate, w->product, w->acc, w->abs_acc, w->wide, w->scale, w->beta, w->v_entry, (mpfr_ptr)0);
+    gdn_e2e_divider_clear(&w->divider);
 }
 
 /* [B,T,heads,width] row start, [B,T,H] element. */
@@ -241,6 +246,19 @@ static double times_c_abs(const workspace *w, mpfr_srcptr x)
 
 /* ---- shared by both forms: the column's delta and the output ------------------ */
 
+/* x = v (x of at least 24 bits): a finite nonzero v through its integer
+ * significand, cheaper than mpfr_set_flt's way through a double. */
+static void set_exact_float(mpfr_ptr x, float v)
+{
+    if (v == 0.0f || !isfinite(v)) {
+        mpfr_set_flt(x, v, MPFR_RNDN); /* keeps the zero's sign */
+        return;
+    }
+    int e = 0;
+    const float m = frexpf(v, &e);
+    mpfr_set_si_2exp(x, (long)ldexpf(m, F32_PREC), e - F32_PREC, MPFR_RNDN); /* exact: 24 bits */
+}
+
 /* The token's beta, set once for its V columns. */
 static void load_beta(workspace *w, const float *beta, size_t t)
 {
@@ -252,10 +270,11 @@ static void load_beta(workspace *w, const float *beta, size_t t)
 static void column_delta(workspace *w, size_t vv, float v_value)
 {
     mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);                       /* (Sᵀk)_v of exp(g) S */
-    mpfr_d_sub(w->d[vv], (double)v_value, w->acc, MPFR_RNDN);        /* v - Sᵀk */
+    set_exact_float(w->v_entry, v_value);
+    mpfr_sub(w->d[vv], w->v_entry, w->acc, MPFR_RNDN);               /* v - Sᵀk */
     mpfr_mul(w->d[vv], w->d[vv], w->beta, MPFR_RNDN); /* as mpfr_mul_d: one correctly rounded product */
     w->d_abs[vv] = fabs(mpfr_get_d(w->d[vv], MPFR_RNDA));
-    mpfr_div(w->d[vv], w->d[vv], w->c, MPFR_RNDN);
+    gdn_e2e_divide(w->d[vv], w->d[vv], w->c, &w->divider);
 }
 
 /* key_abs = |k_t| (for final_state's abs_sum after the last token). */
@@ -316,6 +335,7 @@ static void float_decay(workspace *w, float g)
         mpfr_set_ui(w->c, 1, MPFR_RNDN);
     }
     w->c_abs = mpfr_get_d(w->c, MPFR_RNDA);
+    gdn_e2e_divider_set(&w->divider, w->c);
 }
 
 static void float_load_token(workspace *w, const ug_bf16 *q_row, const ug_bf16 *k_row)
@@ -1052,6 +1072,7 @@ static void grid_decay(workspace *w, float g)
     const long e = mpfr_get_exp(w->c); /* c > 0: |g| <= 64 */
     mpfr_set_exp(w->c, 0);
     w->c_abs = mpfr_get_d(w->c, MPFR_RNDA);
+    gdn_e2e_divider_set(&w->divider, w->c);
     for (size_t vv = 0; vv < w->s->v; vv++) w->grid[vv] += e;
 }
 

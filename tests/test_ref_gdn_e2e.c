@@ -20,6 +20,7 @@
 #include "../harness/ulp.h"
 #include "../kernels/gdn_e2e.h"
 #include "../ref/gdn_e2e.h"
+#include "../ref/gdn_e2e_divide.h"
 #include "../ref/round.h"
 #include "tests.h"
 
@@ -423,6 +424,95 @@ static void test_staged_mode_equals_exact_and_follows_the_inputs(void)
     descriptor_case_close(&dc);
 }
 
+/* ---- the division by c (ref/gdn_e2e_divide.h) ------------------------------------------- */
+
+/* gdn_e2e_divide(d / c) against mpfr_div, value and sign; returns whether the reciprocal decided. */
+static bool divide_agrees(mpfr_srcptr d, mpfr_srcptr c, mpfr_prec_t prec)
+{
+    gdn_e2e_divider dv;
+    gdn_e2e_divider_init(&dv, prec);
+    gdn_e2e_divider_set(&dv, c);
+    mpfr_t got, want;
+    mpfr_inits2(prec, got, want, (mpfr_ptr)0);
+    const bool decided = gdn_e2e_divide(got, d, c, &dv);
+    mpfr_div(want, d, c, MPFR_RNDN);
+    CU_ASSERT_TRUE(mpfr_equal_p(got, want) || (mpfr_zero_p(got) && mpfr_zero_p(want)));
+    CU_ASSERT_EQUAL(mpfr_signbit(got), mpfr_signbit(want));
+    mpfr_clears(got, want, (mpfr_ptr)0);
+    gdn_e2e_divider_clear(&dv);
+    return decided;
+}
+
+/* Random quotients at the production precision (the limb check) and at
+ * 100 bits (mpfr_can_round), c in [1/2, 1) as the grid form keeps it and
+ * anywhere the floating form's does, d of any sign and far exponents:
+ * every one equals mpfr_div's, and the reciprocal decides (nearly) all. */
+static void test_division_by_c_is_mpfr_div_on_random_values(void)
+{
+    const mpfr_prec_t precs[] = {GDN_E2E_REF_PREC, 100};
+    gmp_randstate_t rs;
+    gmp_randinit_default(rs);
+    gmp_randseed_ui(rs, 20261126);
+    for (size_t pi = 0; pi < 2; pi++) {
+        mpfr_t d, c;
+        mpfr_inits2(precs[pi], d, c, (mpfr_ptr)0);
+        size_t decided = 0, n = 0;
+        for (int i = 0; i < 4000; i++, n++) {
+            mpfr_urandomb(c, rs);
+            if (mpfr_zero_p(c)) mpfr_set_ui(c, 1, MPFR_RNDN);
+            mpfr_set_exp(c, i % 4 == 0 ? 0 : (i % 4 == 1 ? -200 : (i % 4 == 2 ? 200 : 1)));
+            mpfr_urandomb(d, rs);
+            if (mpfr_zero_p(d)) mpfr_set_ui(d, 1, MPFR_RNDN);
+            const long exps[] = {0, -1000000, 1000000, 37};
+            mpfr_set_exp(d, exps[(i / 4) % 4]);
+            if (i % 3 == 0) mpfr_neg(d, d, MPFR_RNDN);
+            if (i % 5 == 0) mpfr_neg(c, c, MPFR_RNDN);
+            decided += divide_agrees(d, c, precs[pi]);
+        }
+        CU_ASSERT_TRUE(decided + 2 >= n);
+        mpfr_clears(d, c, (mpfr_ptr)0);
+    }
+    gmp_randclear(rs);
+}
+
+/* Quotients the reciprocal cannot decide, at prec = 192 (the limb check)
+ * and 100 bits (mpfr_can_round): with c = 1 -+ 2^-(prec - 10) the
+ * reciprocal rounds to 1 +- 2^-(prec - 10) (its next term lies below its
+ * last bit), d times it lands exactly on a midpoint of the prec-bit grid
+ * while d / c lies about 2^-(2 prec - 19) above it: the correct rounding
+ * is up, ties to even would go down; mpfr_div must decide. Then zeros of
+ * either sign over c of either sign. */
+static void test_division_by_c_falls_back_at_midpoints_and_keeps_zero_signs(void)
+{
+    const mpfr_prec_t precs[] = {GDN_E2E_REF_PREC, 100};
+    for (size_t pi = 0; pi < 2; pi++) {
+        const mpfr_prec_t prec = precs[pi];
+        mpfr_t d, c;
+        mpfr_inits2(prec, d, c, (mpfr_ptr)0);
+        for (int below = 0; below < 2; below++)
+            for (int neg = 0; neg < 2; neg++) {
+                mpfr_set_d(d, 0.5 + 0x1p-11, MPFR_RNDN); /* exact */
+                if (below) { /* d's last bit set */
+                    mpfr_set_ui_2exp(c, 1, -prec, MPFR_RNDN);
+                    mpfr_add(d, d, c, MPFR_RNDN); /* exact: prec bits */
+                }
+                mpfr_set_ui_2exp(c, 1, -(prec - 10), MPFR_RNDN);
+                if (below)
+                    mpfr_add_ui(c, c, 1, MPFR_RNDN); /* 1 + 2^-(prec - 10), exact */
+                else
+                    mpfr_ui_sub(c, 1, c, MPFR_RNDN); /* 1 - 2^-(prec - 10), exact */
+                if (neg) mpfr_neg(d, d, MPFR_RNDN);
+                CU_ASSERT_FALSE(divide_agrees(d, c, prec));
+            }
+        for (int i = 0; i < 4; i++) {
+            mpfr_set_zero(d, i & 1 ? -1 : 1);
+            mpfr_set_d(c, i & 2 ? -0.75 : 0.75, MPFR_RNDN);
+            divide_agrees(d, c, prec);
+        }
+        mpfr_clears(d, c, (mpfr_ptr)0);
+    }
+}
+
 UG_TEST_SUITE(gdn_e2e_ref_suite, "ref_gdn_e2e",
               UG_TEST(test_scale_is_the_kernels),
               UG_TEST(test_no_gate_and_no_beta_leave_h0_untouched),
@@ -431,4 +521,6 @@ UG_TEST_SUITE(gdn_e2e_ref_suite, "ref_gdn_e2e",
               UG_TEST(test_agrees_with_a_plain_500_bit_loop),
               UG_TEST(test_agrees_with_the_plain_loop_under_gqa_without_h0),
               UG_TEST(test_bounds_are_infinite_and_ratios_read_zero),
-              UG_TEST(test_staged_mode_equals_exact_and_follows_the_inputs));
+              UG_TEST(test_staged_mode_equals_exact_and_follows_the_inputs),
+              UG_TEST(test_division_by_c_is_mpfr_div_on_random_values),
+              UG_TEST(test_division_by_c_falls_back_at_midpoints_and_keeps_zero_signs));
