@@ -80,6 +80,12 @@ ug_status ug_case_reference_streamed(const ug_family *f, const ug_params *p, con
                                      ug_buf *bufs, const ug_f32_model *model, const ug_reference_stream *stream,
                                      size_t *peak_bytes);
 
+/* ug_case_reference_streamed keeps its references' memory (one mapping
+ * of the largest part's bytes) on the calling thread for the next call,
+ * the case's next slice; this gives it back. A thread calls it when it has
+ * no more slices of the case. */
+void ug_case_reference_release(void);
+
 /* The most bytes of references ug_case_reference_streamed holds at once for
  * parameters p, whatever the kernel hands over: its largest part's. */
 ug_status ug_case_reference_bytes(const ug_family *f, const ug_params *p, size_t *bytes);

@@ -539,7 +539,10 @@ static void *slice_worker(void *arg)
         pthread_mutex_lock(&w->lock);
         const size_t s = w->next++;
         pthread_mutex_unlock(&w->lock);
-        if (s >= w->sp.n) return NULL;
+        if (s >= w->sp.n) {
+            ug_case_reference_release();
+            return NULL;
+        }
         slice_result *sr = w->slices[s].sampled ? slice_measured(w, s) : NULL;
         pthread_mutex_lock(&w->lock);
         w->slices[s].result = sr;
