@@ -124,12 +124,6 @@ ug_xval ug_xsum_read(ug_xsum *a)
     return w;
 }
 
-static int bit_length(ug_u128 m)
-{
-    const uint64_t hi = (uint64_t)(m >> 64);
-    return hi ? 128 - __builtin_clzll(hi) : (uint64_t)m ? 64 - __builtin_clzll((uint64_t)m) : 0;
-}
-
 /* Whether a rounding that cut |v|'s bits at `half` (true: at least half a
  * unit below the cut) and `below` (something below that) goes up, in mode
  * rnd applied to the signed value; n the kept part (ties to even). */
@@ -149,7 +143,7 @@ static bool rounds_up(bool half, bool below, uint64_t n, bool neg, mpfr_rnd_t rn
  * (n may equal 2^p after a carry; for p = 128 the carry renormalizes). */
 static void round_value(const ug_xval *w, int p, int qmin, mpfr_rnd_t rnd, ug_u128 *n_out, int *q_out)
 {
-    const int top = bit_length(w->m) + w->e; /* |w| in [2^(top-1), 2^top) */
+    const int top = ug_u128_bit_length(w->m) + w->e; /* |w| in [2^(top-1), 2^top) */
     int q = top - p > qmin ? top - p : qmin;
     const int d = q - w->e;
     ug_u128 n;
@@ -192,7 +186,7 @@ static double pow2(int q)
  * (it returns an infinity for any |x| >= 2^1024). */
 static double to_double(bool neg, ug_u128 n, int q)
 {
-    const double x = bit_length(n) + q > 1024 ? INFINITY : (double)n * pow2(q); /* n <= 2^53: exact */
+    const double x = ug_u128_bit_length(n) + q > 1024 ? INFINITY : (double)n * pow2(q); /* n <= 2^53: exact */
     return neg ? -x : x;
 }
 
@@ -202,7 +196,7 @@ static double to_double(bool neg, ug_u128 n, int q)
  * with bits below them, or an exponent near the double range's ends). */
 static bool leading_53(const ug_xval *v, uint64_t *n, bool *half, bool *below, int *q)
 {
-    const int len = bit_length(v->m), top = v->e + len - 1; /* |v| in [2^top, 2^(top+1)) */
+    const int len = ug_u128_bit_length(v->m), top = v->e + len - 1; /* |v| in [2^top, 2^(top+1)) */
     if (top < -1021 || top > 1022) return false;
     if (len <= 53) {
         if (v->round || v->sticky) return false;
@@ -268,7 +262,7 @@ double ug_xval_to_double(const ug_xval *v, mpfr_rnd_t rnd)
  * 128 bits (not a form the reads produce). */
 static bool normalized(const ug_xval *v, ug_u128 *m, int *top)
 {
-    const int len = bit_length(v->m);
+    const int len = ug_u128_bit_length(v->m);
     if (len == 0 || (len < 128 && (v->round || v->sticky))) return false;
     *m = v->m << (128 - len);
     *top = v->e + len - 1;
@@ -313,7 +307,7 @@ static uint32_t format_bits(const ug_xval *w, ug_dtype dtype)
     int q;
     round_value(w, dtype == UG_BF16 ? 8 : 24, dtype == UG_BF16 ? -133 : -149, MPFR_RNDN, &n, &q);
     if (n == 0) return sign;
-    if (bit_length(n) + q > 128) return sign | 0x7F800000u;
+    if (ug_u128_bit_length(n) + q > 128) return sign | 0x7F800000u;
     const float f = (float)((double)n * pow2(q)); /* exact: a float */
     uint32_t bits;
     memcpy(&bits, &f, sizeof bits);
@@ -437,47 +431,6 @@ ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e)
     return w;
 }
 
-/* 64 bits of the four-word integer w from bit `bit` (0 <= bit < 256) up. */
-static uint64_t word_at(const uint64_t w[4], int bit)
-{
-    const int k = bit >> 6, shift = bit & 63;
-    const uint64_t high = shift && k + 1 < 4 ? w[k + 1] << (64 - shift) : 0;
-    return w[k] >> shift | high;
-}
-
-void ug_mul128(ug_u128 m1, ug_u128 m2, uint64_t w[4])
-{
-    const uint64_t a0 = (uint64_t)m1, a1 = (uint64_t)(m1 >> 64), b0 = (uint64_t)m2, b1 = (uint64_t)(m2 >> 64);
-    const ug_u128 p00 = (ug_u128)a0 * b0, p01 = (ug_u128)a0 * b1, p10 = (ug_u128)a1 * b0, p11 = (ug_u128)a1 * b1;
-    const ug_u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10; /* < 3·2^64 */
-    const ug_u128 high = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64); /* the product is below 2^256 */
-    w[0] = (uint64_t)p00;
-    w[1] = (uint64_t)mid;
-    w[2] = (uint64_t)high;
-    w[3] = (uint64_t)(high >> 64);
-}
-
-ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e)
-{
-    uint64_t w[4];
-    ug_mul128(m1, m2, w);
-    const ug_u128 high = (ug_u128)w[3] << 64 | w[2];
-    ug_xval v = {.neg = neg, .e = e};
-    if (high == 0) { /* at most 128 bits: all of it */
-        v.m = (ug_u128)w[1] << 64 | w[0];
-        v.zero = v.m == 0;
-        return v;
-    }
-    const int shift = bit_length(high); /* 1..128: bits beyond the window */
-    v.m = (ug_u128)word_at(w, shift + 64) << 64 | word_at(w, shift);
-    v.e = e + shift;
-    v.round = word_at(w, shift - 1) & 1;
-    const int below = shift - 1; /* bits under the round bit */
-    v.sticky = below >= 64 ? w[0] != 0 || (below > 64 && (w[1] & ((UINT64_C(1) << (below - 64)) - 1)) != 0)
-                           : below > 0 && (w[0] & ((UINT64_C(1) << below) - 1)) != 0;
-    return v;
-}
-
 bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
 {
     bool d_neg;
@@ -507,7 +460,7 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
     out->zero = out->m == 0 && !out->round && !out->sticky;
     /* the rounding of out to 53 bits must fall inside m (see round_value),
      * unless out is exact: nothing below m */
-    return out->zero || bit_length(out->m) >= 54 || (!out->round && !out->sticky);
+    return out->zero || ug_u128_bit_length(out->m) >= 54 || (!out->round && !out->sticky);
 }
 
 /* The exact x + d (x = ±m1·m2·2^e, d a finite double) read out; false when
@@ -678,7 +631,7 @@ static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double rad
     /* x's lowest bit, and its top (the product's leading 128 bits at 2^x.e) */
     const uint64_t m2_low = (uint64_t)m2;
     const int bottom_x = e + __builtin_ctzll(m1) + (m2_low ? __builtin_ctzll(m2_low) : 64 + __builtin_ctzll((uint64_t)(m2 >> 64)));
-    const int top_x = x.e + bit_length(x.m);
+    const int top_x = x.e + ug_u128_bit_length(x.m);
     if (with_dev && !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
     if (inside) return true;
     ug_xval end[2]; /* RN_bf16(x - radius), RN_bf16(x + radius), as ug_mpfr_bf16_window */
@@ -823,17 +776,15 @@ bool ug_xwin_place(const uint64_t *m, int n, int e, int grid, uint64_t *out, int
         *out = m[0] << d;
         return true;
     }
-    memset(out, 0, (size_t)nl * sizeof *out);
-    const int len = ug_xwin_bit_length(m, n);
-    if (len == 0) return true;
-    const int d = e - grid;
-    if (d < 0 || len + d > 64 * nl) return false;
-    const int q = d >> 6, r = d & 63;
-    for (int k = 0; k < n && k + q < nl; k++) {
-        out[k + q] |= m[k] << r;
-        if (r && k + q + 1 < nl) out[k + q + 1] = m[k] >> (64 - r);
+    const int len = ug_xwin_bit_length(m, n), d = e - grid;
+    const bool on = len == 0 || (d >= 0 && len + d <= 64 * nl);
+    const int q = on && len ? d >> 6 : 0, r = on && len ? d & 63 : 0;
+    for (int k = 0; k < nl; k++) { /* each limb written once: no memset call for these few limbs */
+        const int i = k - q; /* the limb of m whose low bits land in out[k] */
+        const uint64_t high = on && i >= 0 && i < n ? m[i] : 0, low = on && r && i >= 1 && i - 1 < n ? m[i - 1] : 0;
+        out[k] = high << r | (r ? low >> (64 - r) : 0);
     }
-    return true;
+    return on;
 }
 
 /* |acc| of a two's complement window, and its sign. */

@@ -832,7 +832,7 @@ static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *
         ug_stage_operand(f->operand, ws->radius, &st);
     }
     if (ws->mode == UG_REF_EXACT) {
-        *op = *x;
+        ug_xval_set(op, x);
         f->op_dev[part] = st.dev;
         f->op_abs[part] = st.abs_x; /* |x| rounded up, as xval_abs_up(x) */
     } else {
@@ -1095,7 +1095,8 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
         for (size_t j = 0; j < d->n && !any_term; j++) any_term = w[j].m && !op[j].zero;
         exact.neg = lead->neg && !any_term;
     }
-    *out = ug_xval_round128(&exact);
+    const ug_xval rounded = ug_xval_round128(&exact);
+    ug_xval_set(out, &rounded);
     return true;
 }
 
@@ -1179,8 +1180,9 @@ static bool fast_decayed_values(workspace *ws, size_t t0, const float *g, float 
             const ug_xval *v = &f->v[x];
             ug_xval decayed = {.zero = true, .neg = v->neg};
             if (!v->zero) {
-                const ug_xval product = ug_xval_product128(v->neg, e_m, v->m, e_e + v->e);
-                decayed = ug_xval_round128(&product);
+                const ug_xval product = ug_xval_product128(v->neg, e_m, v->m, e_e + v->e),
+                              rounded = ug_xval_round128(&product);
+                ug_xval_set(&decayed, &rounded);
             }
             const double v_abs = ws->v_mag[x] + ws->v_err[x]; /* >= |v^| */
             double radius = e_err * v_abs + e * ws->v_err[x] + UG_F32_U * e_up * v_abs + ug_f32_underflow_half(ws->model);
