@@ -595,14 +595,15 @@ static bool stage_zero(bool neg, double radius_rel, double radius_abs, ug_staged
     return true;
 }
 
-/* ug_stage_certified, with out->dev (the deviations from x, its costliest
- * part) only where with_dev. */
-static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
-                            bool with_dev, ug_staged *out, ug_xsum *scratch)
+/* ug_stage_certified of a nonzero x (read: x) whose RN_bf16 is rn and
+ * whose doubles to nearest and away from zero are nearest and away;
+ * out->dev (the deviations from x, its costliest part) only where
+ * with_dev. */
+static bool stage_certified_read(bool neg, uint64_t m1, ug_u128 m2, int e, ug_xval x, uint16_t rn, double nearest,
+                                 double away, double radius_rel, double radius_abs, bool with_dev, ug_staged *out,
+                                 ug_xsum *scratch)
 {
-    const ug_xval x = ug_xval_product(neg, m1, m2, e);
-    if (x.zero) return stage_zero(neg, radius_rel, radius_abs, out);
-    const uint16_t rn = (uint16_t)ug_xval_rn_bits(&x, UG_BF16), mag_bits = rn & 0x7FFF;
+    const uint16_t mag_bits = rn & 0x7FFF;
     if (mag_bits >= 0x7F80) return false;
     /* The rounding interval of |RN(x)|: halfway to its neighbours (exact). */
     const double abs_rn = ug_bf16_to_f32(mag_bits), prev = mag_bits ? ug_bf16_to_f32((ug_bf16)(mag_bits - 1)) : 0;
@@ -612,8 +613,7 @@ static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double rad
      * for its relative part) + |x - x0| (<= 2^-53 |x0|) + the roundings of
      * these double operations (each <= 2^-53 relative). A window about a
      * rounding to zero always holds -0 and +0: never inside. */
-    const ug_xval_doubles xd = ug_xval_to_doubles(&x);
-    const double abs_x0 = fabs(xd.nearest);
+    const double abs_x0 = fabs(nearest);
     const double reach = (abs_x0 * radius_rel + radius_abs) * (1 + 0x1p-20) + abs_x0 * 0x1p-48;
     const bool inside = mag_bits != 0 && abs_x0 - reach > near && abs_x0 + reach < far;
     /* Otherwise the window's ends are needed: exactly x -+ radius for an
@@ -621,7 +621,7 @@ static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double rad
      * computed here for a relative one. */
     if (!inside && radius_rel != 0) return false;
     *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .mag = abs_rn, .gap = 0.0,
-                       .abs_x = fabs(xd.away)};
+                       .abs_x = fabs(away)};
     ug_xval deviation; /* |x - RN(x)|, from x's leading bits or else from an accumulator */
     if (inside && !with_dev) return true;
     if (inside && ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
@@ -651,6 +651,30 @@ static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double rad
         return false;
     out->dev = fmax(out->dev, fmax(dev_lo, dev_hi));
     return true;
+}
+
+static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                            bool with_dev, ug_staged *out, ug_xsum *scratch)
+{
+    const ug_xval x = ug_xval_product(neg, m1, m2, e);
+    if (x.zero) return stage_zero(neg, radius_rel, radius_abs, out);
+    const ug_xval_doubles xd = ug_xval_to_doubles(&x);
+    return stage_certified_read(neg, m1, m2, e, x, (uint16_t)ug_xval_rn_bits(&x, UG_BF16), xd.nearest, xd.away,
+                                radius_rel, radius_abs, with_dev, out, scratch);
+}
+
+bool ug_stage_certified_finished(const ug_ref_value *finished, bool neg, ug_u128 m, int e, double radius_abs,
+                                 bool with_dev, ug_staged *out, ug_xsum *scratch)
+{
+    const double hi = finished->r_hi, lo = finished->r_lo;
+    /* r_hi = RN_53(x) and r_lo's sign says on which side of it x lies (x
+     * has at most 128 bits: RN_128(x) = x); away from zero is r_hi or the
+     * next double out, where r_hi is normal and that double finite. */
+    if (m == 0 || !(fabs(hi) >= 0x1p-1000 && fabs(hi) <= 0x1p1000))
+        return stage_certified(neg, 1, m, e, 0, radius_abs, with_dev, out, scratch);
+    const double away = lo != 0 && (lo < 0) == (hi < 0) ? nextafter(hi, hi < 0 ? -INFINITY : INFINITY) : hi;
+    return stage_certified_read(neg, 1, m, e, ug_xval_product(neg, 1, m, e), (uint16_t)finished->rn_bits, hi, away,
+                                0, radius_abs, with_dev, out, scratch);
 }
 
 bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,

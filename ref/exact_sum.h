@@ -314,6 +314,14 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_
 bool ug_stage_certified_cast(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
                              ug_staged *out, ug_xsum *scratch);
 
+/* The same (with_dev: ug_stage_certified, else ug_stage_certified_cast)
+ * for x = (-1)^neg m·2^e and radius_rel = 0, where ug_xval_finish has just
+ * finished x to bf16 into `finished`: RN_bf16(x) and x's doubles come from
+ * its rn_bits, r_hi and r_lo rather than from x again (the fast paths
+ * stage the values they emit). */
+bool ug_stage_certified_finished(const ug_ref_value *finished, bool neg, ug_u128 m, int e, double radius_abs,
+                                 bool with_dev, ug_staged *out, ug_xsum *scratch);
+
 /* ug_ref_finish(out, RN_128(S), ...) without MPFR (see above). Requires
  * ug_xsum_in_range(a). */
 void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, double abs_sum,
