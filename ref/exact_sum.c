@@ -645,9 +645,9 @@ static bool stage_certified_read(bool neg, uint64_t m1, ug_u128 m2, int e, ug_xv
     out->mag = fmax(fabs(lo), fabs(hi));
     out->gap = out->flagged ? fabs(hi - lo) : 0.0;
     if (!out->flagged || !with_dev) return true;
-    double dev_lo, dev_hi;
-    if (!deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo) ||
-        !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi))
+    double dev_lo = out->dev, dev_hi = out->dev; /* an end that rounds to rn: rn's deviation, already there */
+    if ((out->lo != rn && !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo)) ||
+        (out->hi != rn && !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi)))
         return false;
     out->dev = fmax(out->dev, fmax(dev_lo, dev_hi));
     return true;
@@ -856,7 +856,7 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e) { return window_read
 /* v·2^d (v of n <= width limbs of two's complement, d >= 0) in out's
  * width <= WIDE_LIMBS limbs; false where |v·2^d| > 2^(64 width - 3) (two
  * such values then add without overflow). */
-static bool shift_signed(const uint64_t *v, int n, int d, int width, uint64_t *out)
+UG_XSUM_INLINE bool shift_signed(const uint64_t *v, int n, int d, int width, uint64_t *out)
 {
     const uint64_t sign = (uint64_t)((int64_t)v[n - 1] >> 63);
     int top = n - 1;
@@ -872,8 +872,9 @@ static bool shift_signed(const uint64_t *v, int n, int d, int width, uint64_t *o
     return true;
 }
 
-/* ug_xwin_read_plus in width limbs (UG_XWIN_LIMBS or WIDE_LIMBS). */
-static bool read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e, int width,
+/* ug_xwin_read_plus in width limbs (UG_XWIN_LIMBS or WIDE_LIMBS); inline
+ * in each, so that its loops run over a known width. */
+UG_XSUM_INLINE bool read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e, int width,
                       ug_xval *out)
 {
     uint64_t value[WIDE_LIMBS], a[WIDE_LIMBS], b[WIDE_LIMBS];
