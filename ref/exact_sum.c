@@ -124,12 +124,6 @@ ug_xval ug_xsum_read(ug_xsum *a)
     return w;
 }
 
-static int bit_length(ug_u128 m)
-{
-    const uint64_t hi = (uint64_t)(m >> 64);
-    return hi ? 128 - __builtin_clzll(hi) : (uint64_t)m ? 64 - __builtin_clzll((uint64_t)m) : 0;
-}
-
 /* Whether a rounding that cut |v|'s bits at `half` (true: at least half a
  * unit below the cut) and `below` (something below that) goes up, in mode
  * rnd applied to the signed value; n the kept part (ties to even). */
@@ -149,7 +143,7 @@ static bool rounds_up(bool half, bool below, uint64_t n, bool neg, mpfr_rnd_t rn
  * (n may equal 2^p after a carry; for p = 128 the carry renormalizes). */
 static void round_value(const ug_xval *w, int p, int qmin, mpfr_rnd_t rnd, ug_u128 *n_out, int *q_out)
 {
-    const int top = bit_length(w->m) + w->e; /* |w| in [2^(top-1), 2^top) */
+    const int top = ug_u128_bit_length(w->m) + w->e; /* |w| in [2^(top-1), 2^top) */
     int q = top - p > qmin ? top - p : qmin;
     const int d = q - w->e;
     ug_u128 n;
@@ -192,7 +186,7 @@ static double pow2(int q)
  * (it returns an infinity for any |x| >= 2^1024). */
 static double to_double(bool neg, ug_u128 n, int q)
 {
-    const double x = bit_length(n) + q > 1024 ? INFINITY : (double)n * pow2(q); /* n <= 2^53: exact */
+    const double x = ug_u128_bit_length(n) + q > 1024 ? INFINITY : (double)n * pow2(q); /* n <= 2^53: exact */
     return neg ? -x : x;
 }
 
@@ -202,7 +196,7 @@ static double to_double(bool neg, ug_u128 n, int q)
  * with bits below them, or an exponent near the double range's ends). */
 static bool leading_53(const ug_xval *v, uint64_t *n, bool *half, bool *below, int *q)
 {
-    const int len = bit_length(v->m), top = v->e + len - 1; /* |v| in [2^top, 2^(top+1)) */
+    const int len = ug_u128_bit_length(v->m), top = v->e + len - 1; /* |v| in [2^top, 2^(top+1)) */
     if (top < -1021 || top > 1022) return false;
     if (len <= 53) {
         if (v->round || v->sticky) return false;
@@ -268,7 +262,7 @@ double ug_xval_to_double(const ug_xval *v, mpfr_rnd_t rnd)
  * 128 bits (not a form the reads produce). */
 static bool normalized(const ug_xval *v, ug_u128 *m, int *top)
 {
-    const int len = bit_length(v->m);
+    const int len = ug_u128_bit_length(v->m);
     if (len == 0 || (len < 128 && (v->round || v->sticky))) return false;
     *m = v->m << (128 - len);
     *top = v->e + len - 1;
@@ -313,7 +307,7 @@ static uint32_t format_bits(const ug_xval *w, ug_dtype dtype)
     int q;
     round_value(w, dtype == UG_BF16 ? 8 : 24, dtype == UG_BF16 ? -133 : -149, MPFR_RNDN, &n, &q);
     if (n == 0) return sign;
-    if (bit_length(n) + q > 128) return sign | 0x7F800000u;
+    if (ug_u128_bit_length(n) + q > 128) return sign | 0x7F800000u;
     const float f = (float)((double)n * pow2(q)); /* exact: a float */
     uint32_t bits;
     memcpy(&bits, &f, sizeof bits);
@@ -437,47 +431,6 @@ ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e)
     return w;
 }
 
-/* 64 bits of the four-word integer w from bit `bit` (0 <= bit < 256) up. */
-static uint64_t word_at(const uint64_t w[4], int bit)
-{
-    const int k = bit >> 6, shift = bit & 63;
-    const uint64_t high = shift && k + 1 < 4 ? w[k + 1] << (64 - shift) : 0;
-    return w[k] >> shift | high;
-}
-
-void ug_mul128(ug_u128 m1, ug_u128 m2, uint64_t w[4])
-{
-    const uint64_t a0 = (uint64_t)m1, a1 = (uint64_t)(m1 >> 64), b0 = (uint64_t)m2, b1 = (uint64_t)(m2 >> 64);
-    const ug_u128 p00 = (ug_u128)a0 * b0, p01 = (ug_u128)a0 * b1, p10 = (ug_u128)a1 * b0, p11 = (ug_u128)a1 * b1;
-    const ug_u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10; /* < 3·2^64 */
-    const ug_u128 high = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64); /* the product is below 2^256 */
-    w[0] = (uint64_t)p00;
-    w[1] = (uint64_t)mid;
-    w[2] = (uint64_t)high;
-    w[3] = (uint64_t)(high >> 64);
-}
-
-ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e)
-{
-    uint64_t w[4];
-    ug_mul128(m1, m2, w);
-    const ug_u128 high = (ug_u128)w[3] << 64 | w[2];
-    ug_xval v = {.neg = neg, .e = e};
-    if (high == 0) { /* at most 128 bits: all of it */
-        v.m = (ug_u128)w[1] << 64 | w[0];
-        v.zero = v.m == 0;
-        return v;
-    }
-    const int shift = bit_length(high); /* 1..128: bits beyond the window */
-    v.m = (ug_u128)word_at(w, shift + 64) << 64 | word_at(w, shift);
-    v.e = e + shift;
-    v.round = word_at(w, shift - 1) & 1;
-    const int below = shift - 1; /* bits under the round bit */
-    v.sticky = below >= 64 ? w[0] != 0 || (below > 64 && (w[1] & ((UINT64_C(1) << (below - 64)) - 1)) != 0)
-                           : below > 0 && (w[0] & ((UINT64_C(1) << below) - 1)) != 0;
-    return v;
-}
-
 bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
 {
     bool d_neg;
@@ -507,7 +460,7 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
     out->zero = out->m == 0 && !out->round && !out->sticky;
     /* the rounding of out to 53 bits must fall inside m (see round_value),
      * unless out is exact: nothing below m */
-    return out->zero || bit_length(out->m) >= 54 || (!out->round && !out->sticky);
+    return out->zero || ug_u128_bit_length(out->m) >= 54 || (!out->round && !out->sticky);
 }
 
 /* The exact x + d (x = ±m1·m2·2^e, d a finite double) read out; false when
@@ -642,14 +595,15 @@ static bool stage_zero(bool neg, double radius_rel, double radius_abs, ug_staged
     return true;
 }
 
-/* ug_stage_certified, with out->dev (the deviations from x, its costliest
- * part) only where with_dev. */
-static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
-                            bool with_dev, ug_staged *out, ug_xsum *scratch)
+/* ug_stage_certified of a nonzero x (read: x) whose RN_bf16 is rn and
+ * whose doubles to nearest and away from zero are nearest and away;
+ * out->dev (the deviations from x, its costliest part) only where
+ * with_dev. */
+static bool stage_certified_read(bool neg, uint64_t m1, ug_u128 m2, int e, ug_xval x, uint16_t rn, double nearest,
+                                 double away, double radius_rel, double radius_abs, bool with_dev, ug_staged *out,
+                                 ug_xsum *scratch)
 {
-    const ug_xval x = ug_xval_product(neg, m1, m2, e);
-    if (x.zero) return stage_zero(neg, radius_rel, radius_abs, out);
-    const uint16_t rn = (uint16_t)ug_xval_rn_bits(&x, UG_BF16), mag_bits = rn & 0x7FFF;
+    const uint16_t mag_bits = rn & 0x7FFF;
     if (mag_bits >= 0x7F80) return false;
     /* The rounding interval of |RN(x)|: halfway to its neighbours (exact). */
     const double abs_rn = ug_bf16_to_f32(mag_bits), prev = mag_bits ? ug_bf16_to_f32((ug_bf16)(mag_bits - 1)) : 0;
@@ -659,8 +613,7 @@ static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double rad
      * for its relative part) + |x - x0| (<= 2^-53 |x0|) + the roundings of
      * these double operations (each <= 2^-53 relative). A window about a
      * rounding to zero always holds -0 and +0: never inside. */
-    const ug_xval_doubles xd = ug_xval_to_doubles(&x);
-    const double abs_x0 = fabs(xd.nearest);
+    const double abs_x0 = fabs(nearest);
     const double reach = (abs_x0 * radius_rel + radius_abs) * (1 + 0x1p-20) + abs_x0 * 0x1p-48;
     const bool inside = mag_bits != 0 && abs_x0 - reach > near && abs_x0 + reach < far;
     /* Otherwise the window's ends are needed: exactly x -+ radius for an
@@ -668,7 +621,7 @@ static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double rad
      * computed here for a relative one. */
     if (!inside && radius_rel != 0) return false;
     *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .mag = abs_rn, .gap = 0.0,
-                       .abs_x = fabs(xd.away)};
+                       .abs_x = fabs(away)};
     ug_xval deviation; /* |x - RN(x)|, from x's leading bits or else from an accumulator */
     if (inside && !with_dev) return true;
     if (inside && ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
@@ -678,7 +631,7 @@ static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double rad
     /* x's lowest bit, and its top (the product's leading 128 bits at 2^x.e) */
     const uint64_t m2_low = (uint64_t)m2;
     const int bottom_x = e + __builtin_ctzll(m1) + (m2_low ? __builtin_ctzll(m2_low) : 64 + __builtin_ctzll((uint64_t)(m2 >> 64)));
-    const int top_x = x.e + bit_length(x.m);
+    const int top_x = x.e + ug_u128_bit_length(x.m);
     if (with_dev && !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
     if (inside) return true;
     ug_xval end[2]; /* RN_bf16(x - radius), RN_bf16(x + radius), as ug_mpfr_bf16_window */
@@ -692,12 +645,36 @@ static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double rad
     out->mag = fmax(fabs(lo), fabs(hi));
     out->gap = out->flagged ? fabs(hi - lo) : 0.0;
     if (!out->flagged || !with_dev) return true;
-    double dev_lo, dev_hi;
-    if (!deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo) ||
-        !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi))
+    double dev_lo = out->dev, dev_hi = out->dev; /* an end that rounds to rn: rn's deviation, already there */
+    if ((out->lo != rn && !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo)) ||
+        (out->hi != rn && !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi)))
         return false;
     out->dev = fmax(out->dev, fmax(dev_lo, dev_hi));
     return true;
+}
+
+static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
+                            bool with_dev, ug_staged *out, ug_xsum *scratch)
+{
+    const ug_xval x = ug_xval_product(neg, m1, m2, e);
+    if (x.zero) return stage_zero(neg, radius_rel, radius_abs, out);
+    const ug_xval_doubles xd = ug_xval_to_doubles(&x);
+    return stage_certified_read(neg, m1, m2, e, x, (uint16_t)ug_xval_rn_bits(&x, UG_BF16), xd.nearest, xd.away,
+                                radius_rel, radius_abs, with_dev, out, scratch);
+}
+
+bool ug_stage_certified_finished(const ug_ref_value *finished, bool neg, ug_u128 m, int e, double radius_abs,
+                                 bool with_dev, ug_staged *out, ug_xsum *scratch)
+{
+    const double hi = finished->r_hi, lo = finished->r_lo;
+    /* r_hi = RN_53(x) and r_lo's sign says on which side of it x lies (x
+     * has at most 128 bits: RN_128(x) = x); away from zero is r_hi or the
+     * next double out, where r_hi is normal and that double finite. */
+    if (m == 0 || !(fabs(hi) >= 0x1p-1000 && fabs(hi) <= 0x1p1000))
+        return stage_certified(neg, 1, m, e, 0, radius_abs, with_dev, out, scratch);
+    const double away = lo != 0 && (lo < 0) == (hi < 0) ? nextafter(hi, hi < 0 ? -INFINITY : INFINITY) : hi;
+    return stage_certified_read(neg, 1, m, e, ug_xval_product(neg, 1, m, e), (uint16_t)finished->rn_bits, hi, away,
+                                0, radius_abs, with_dev, out, scratch);
 }
 
 bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
@@ -823,17 +800,15 @@ bool ug_xwin_place(const uint64_t *m, int n, int e, int grid, uint64_t *out, int
         *out = m[0] << d;
         return true;
     }
-    memset(out, 0, (size_t)nl * sizeof *out);
-    const int len = ug_xwin_bit_length(m, n);
-    if (len == 0) return true;
-    const int d = e - grid;
-    if (d < 0 || len + d > 64 * nl) return false;
-    const int q = d >> 6, r = d & 63;
-    for (int k = 0; k < n && k + q < nl; k++) {
-        out[k + q] |= m[k] << r;
-        if (r && k + q + 1 < nl) out[k + q + 1] = m[k] >> (64 - r);
+    const int len = ug_xwin_bit_length(m, n), d = e - grid;
+    const bool on = len == 0 || (d >= 0 && len + d <= 64 * nl);
+    const int q = on && len ? d >> 6 : 0, r = on && len ? d & 63 : 0;
+    for (int k = 0; k < nl; k++) { /* each limb written once: no memset call for these few limbs */
+        const int i = k - q; /* the limb of m whose low bits land in out[k] */
+        const uint64_t high = on && i >= 0 && i < n ? m[i] : 0, low = on && r && i >= 1 && i - 1 < n ? m[i - 1] : 0;
+        out[k] = high << r | (r ? low >> (64 - r) : 0);
     }
-    return true;
+    return on;
 }
 
 /* |acc| of a two's complement window, and its sign. */
@@ -881,7 +856,7 @@ ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e) { return window_read
 /* v·2^d (v of n <= width limbs of two's complement, d >= 0) in out's
  * width <= WIDE_LIMBS limbs; false where |v·2^d| > 2^(64 width - 3) (two
  * such values then add without overflow). */
-static bool shift_signed(const uint64_t *v, int n, int d, int width, uint64_t *out)
+UG_XSUM_INLINE bool shift_signed(const uint64_t *v, int n, int d, int width, uint64_t *out)
 {
     const uint64_t sign = (uint64_t)((int64_t)v[n - 1] >> 63);
     int top = n - 1;
@@ -897,8 +872,9 @@ static bool shift_signed(const uint64_t *v, int n, int d, int width, uint64_t *o
     return true;
 }
 
-/* ug_xwin_read_plus in width limbs (UG_XWIN_LIMBS or WIDE_LIMBS). */
-static bool read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e, int width,
+/* ug_xwin_read_plus in width limbs (UG_XWIN_LIMBS or WIDE_LIMBS); inline
+ * in each, so that its loops run over a known width. */
+UG_XSUM_INLINE bool read_plus(const uint64_t *acc, int limbs, int e, bool neg, const uint64_t *m, int n, int m_e, int width,
                       ug_xval *out)
 {
     uint64_t value[WIDE_LIMBS], a[WIDE_LIMBS], b[WIDE_LIMBS];

@@ -198,6 +198,19 @@ ug_xval_doubles ug_xval_to_doubles(const ug_xval *v);
  * ug_mpfr_to_f32_bits of v. */
 uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype);
 
+/* *out = *v field by field: a whole copy goes through wide loads, which
+ * wait where v was just written by narrower stores (store forwarding);
+ * the fast paths' hot loops store their values with this. */
+static inline void ug_xval_set(ug_xval *out, const ug_xval *v)
+{
+    out->neg = v->neg;
+    out->zero = v->zero;
+    out->m = v->m;
+    out->e = v->e;
+    out->round = v->round;
+    out->sticky = v->sticky;
+}
+
 /* ug_xval_round128 of a nonzero v whose m has fewer than 128 bits. */
 ug_xval ug_xval_round128_short(const ug_xval *v);
 
@@ -207,10 +220,11 @@ ug_xval ug_xval_round128_short(const ug_xval *v);
  * already (the windows' reads). */
 static inline ug_xval ug_xval_round128(const ug_xval *v)
 {
-    if (v->zero) return *v;
-    if (!(v->m >> 127)) return ug_xval_round128_short(v);
-    ug_xval r = *v;
-    r.m += v->round && (v->sticky || (v->m & 1)); /* ties to even */
+    ug_xval r;
+    ug_xval_set(&r, v); /* v is often just written */
+    if (r.zero) return r;
+    if (!(r.m >> 127)) return ug_xval_round128_short(v);
+    r.m += r.round && (r.sticky || (r.m & 1)); /* ties to even */
     if (r.m == 0) { /* carried out: 2^128 */
         r.m = (ug_u128)1 << 127;
         r.e++;
@@ -222,11 +236,57 @@ static inline ug_xval ug_xval_round128(const ug_xval *v)
 /* The exact product ±m1·m2·2^e read as a ug_xval, without an accumulator. */
 ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e);
 
-/* The same for m1 of 128 bits: the 256-bit product's leading bits. */
-ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e);
+static inline int ug_u128_bit_length(ug_u128 m)
+{
+    const uint64_t hi = (uint64_t)(m >> 64);
+    return hi ? 128 - __builtin_clzll(hi) : (uint64_t)m ? 64 - __builtin_clzll((uint64_t)m) : 0;
+}
 
 /* w = m1·m2, the whole 256-bit product as little-endian words. */
-void ug_mul128(ug_u128 m1, ug_u128 m2, uint64_t w[4]);
+static inline void ug_mul128(ug_u128 m1, ug_u128 m2, uint64_t w[4])
+{
+    const uint64_t a0 = (uint64_t)m1, a1 = (uint64_t)(m1 >> 64), b0 = (uint64_t)m2, b1 = (uint64_t)(m2 >> 64);
+    const ug_u128 p00 = (ug_u128)a0 * b0, p01 = (ug_u128)a0 * b1, p10 = (ug_u128)a1 * b0, p11 = (ug_u128)a1 * b1;
+    const ug_u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10; /* < 3·2^64 */
+    const ug_u128 high = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64); /* the product is below 2^256 */
+    w[0] = (uint64_t)p00;
+    w[1] = (uint64_t)mid;
+    w[2] = (uint64_t)high;
+    w[3] = (uint64_t)(high >> 64);
+}
+
+/* 64 bits of the four-word integer w from bit `bit` (0 <= bit < 256) up. */
+static inline uint64_t ug_words_at(const uint64_t w[4], int bit)
+{
+    const int k = bit >> 6, shift = bit & 63;
+    const uint64_t high = shift && k + 1 < 4 ? w[k + 1] << (64 - shift) : 0;
+    return w[k] >> shift | high;
+}
+
+/* The same as ug_xval_product for m1 of 128 bits: the 256-bit product's
+ * leading bits. Inline: its callers round the result at once, and read
+ * from memory its narrow fields' stores would stall them (store
+ * forwarding). */
+static inline ug_xval ug_xval_product128(bool neg, ug_u128 m1, ug_u128 m2, int e)
+{
+    uint64_t w[4];
+    ug_mul128(m1, m2, w);
+    const ug_u128 high = (ug_u128)w[3] << 64 | w[2];
+    ug_xval v = {.neg = neg, .e = e};
+    if (high == 0) { /* at most 128 bits: all of it */
+        v.m = (ug_u128)w[1] << 64 | w[0];
+        v.zero = v.m == 0;
+        return v;
+    }
+    const int shift = ug_u128_bit_length(high); /* 1..128: bits beyond the window */
+    v.m = (ug_u128)ug_words_at(w, shift + 64) << 64 | ug_words_at(w, shift);
+    v.e = e + shift;
+    v.round = ug_words_at(w, shift - 1) & 1;
+    const int below = shift - 1; /* bits under the round bit */
+    v.sticky = below >= 64 ? w[0] != 0 || (below > 64 && (w[1] & ((UINT64_C(1) << (below - 64)) - 1)) != 0)
+                           : below > 0 && (w[0] & ((UINT64_C(1) << below) - 1)) != 0;
+    return v;
+}
 
 /* out = ||v| - |d|| for a finite double d of v's sign, true when out is
  * exact enough to round to a double: d a multiple of v's window unit 2^e
@@ -253,6 +313,14 @@ bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_
  * where only a deviation would have needed the caller's MPFR path. */
 bool ug_stage_certified_cast(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
                              ug_staged *out, ug_xsum *scratch);
+
+/* The same (with_dev: ug_stage_certified, else ug_stage_certified_cast)
+ * for x = (-1)^neg m·2^e and radius_rel = 0, where ug_xval_finish has just
+ * finished x to bf16 into `finished`: RN_bf16(x) and x's doubles come from
+ * its rn_bits, r_hi and r_lo rather than from x again (the fast paths
+ * stage the values they emit). */
+bool ug_stage_certified_finished(const ug_ref_value *finished, bool neg, ug_u128 m, int e, double radius_abs,
+                                 bool with_dev, ug_staged *out, ug_xsum *scratch);
 
 /* ug_ref_finish(out, RN_128(S), ...) without MPFR (see above). Requires
  * ug_xsum_in_range(a). */

@@ -810,15 +810,19 @@ static void set_factor(small_factor *f, double *abs, ug_bf16 x, bool negate)
 
 /* stage() of the exact 128-bit x: certified without MPFR, or else through
  * ug_stage_operand on x's MPFR value; its bound parts go to index `part`
- * of the fast path's arrays. False when the staged operand is infinite
+ * of the fast path's arrays. finished: x as ug_xval_finish has just
+ * finished it to bf16, or NULL. False when the staged operand is infinite
  * (the fast path has no infinite operands). */
-static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *op, size_t part)
+static bool fast_stage(workspace *ws, const ug_xval *x, const ug_ref_value *finished, double radius, ug_xval *op,
+                       size_t part)
 {
     fast_head *f = &ws->fast;
     ug_staged st;
-    const bool certified = ws->mode == UG_REF_EXACT ? ug_stage_certified(x->neg, 1, x->m, x->e, 0, radius, &st, &f->scratch)
-                                                    : ug_stage_certified_cast(x->neg, 1, x->m, x->e, 0, radius, &st,
-                                                                              &f->scratch);
+    const bool with_dev = ws->mode == UG_REF_EXACT;
+    const bool certified =
+        finished ? ug_stage_certified_finished(finished, x->neg, x->m, x->e, radius, with_dev, &st, &f->scratch)
+        : with_dev ? ug_stage_certified(x->neg, 1, x->m, x->e, 0, radius, &st, &f->scratch)
+                   : ug_stage_certified_cast(x->neg, 1, x->m, x->e, 0, radius, &st, &f->scratch);
     if (!certified) {
         if (x->zero) {
             mpfr_set_zero(f->operand, x->neg ? -1 : 1);
@@ -832,7 +836,7 @@ static bool fast_stage(workspace *ws, const ug_xval *x, double radius, ug_xval *
         ug_stage_operand(f->operand, ws->radius, &st);
     }
     if (ws->mode == UG_REF_EXACT) {
-        *op = *x;
+        ug_xval_set(op, x);
         f->op_dev[part] = st.dev;
         f->op_abs[part] = st.abs_x; /* |x| rounded up, as xval_abs_up(x) */
     } else {
@@ -1095,7 +1099,8 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
         for (size_t j = 0; j < d->n && !any_term; j++) any_term = w[j].m && !op[j].zero;
         exact.neg = lead->neg && !any_term;
     }
-    *out = ug_xval_round128(&exact);
+    const ug_xval rounded = ug_xval_round128(&exact);
+    ug_xval_set(out, &rounded);
     return true;
 }
 
@@ -1117,7 +1122,8 @@ static bool fast_emit_state(workspace *ws, size_t c, ug_ref_value *h)
             const size_t x = kk * s->v + vv, op = vv * s->k + kk;
             ug_xval_finish(&ws->fast.state[x], &out[op], ws->state_err[x], ws->state_abs[x], ws->state_flagged[x],
                            UG_BF16);
-            if (!fast_stage(ws, &ws->fast.state[x], ws->state_err[x], &ws->fast.state_ops[op], x)) return false;
+            if (!fast_stage(ws, &ws->fast.state[x], &out[op], ws->state_err[x], &ws->fast.state_ops[op], x))
+                return false;
             ws->norm.op_abs_state[x] = ws->fast.op_abs[x];
         }
     return true;
@@ -1179,13 +1185,14 @@ static bool fast_decayed_values(workspace *ws, size_t t0, const float *g, float 
             const ug_xval *v = &f->v[x];
             ug_xval decayed = {.zero = true, .neg = v->neg};
             if (!v->zero) {
-                const ug_xval product = ug_xval_product128(v->neg, e_m, v->m, e_e + v->e);
-                decayed = ug_xval_round128(&product);
+                const ug_xval product = ug_xval_product128(v->neg, e_m, v->m, e_e + v->e),
+                              rounded = ug_xval_round128(&product);
+                ug_xval_set(&decayed, &rounded);
             }
             const double v_abs = ws->v_mag[x] + ws->v_err[x]; /* >= |v^| */
             double radius = e_err * v_abs + e * ws->v_err[x] + UG_F32_U * e_up * v_abs + ug_f32_underflow_half(ws->model);
             radius = radius * UG_F32_SLACK + xval_abs_up(&decayed) * 0x1p-100;
-            if (!fast_stage(ws, &decayed, radius, &f->decayed_ops[op], s->k * s->v + x)) return false;
+            if (!fast_stage(ws, &decayed, NULL, radius, &f->decayed_ops[op], s->k * s->v + x)) return false;
             ws->norm.op_abs_dec[x] = f->op_abs[s->k * s->v + x];
         }
     }

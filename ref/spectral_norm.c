@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rowsimd.h"
+
 /* Covers the binary64 rounding of the few operations that combine the
  * certified parts below (each within 2^-53 relative). */
 #define SLACK (1.0 + 0x1p-40)
@@ -22,6 +24,7 @@ size_t ug_spectral_norm_work(size_t n) { return 2 * n * n + 2 * n; }
  * order; false on overflow. */
 static bool gram(const double *m, size_t rows, size_t n, double *g)
 {
+    const bool simd = ug_ref_simd_available(); /* the same products and sums, eight entries an instruction */
     for (size_t i = 0; i < n * n; i++) g[i] = 0;
     for (size_t r = 0; r < rows; r++) {
         const double *row = m + r * n;
@@ -29,6 +32,10 @@ static bool gram(const double *m, size_t rows, size_t n, double *g)
             const double c = row[p];
             if (c == 0) continue; /* its products are exact zeros */
             double *gp = g + p * n;
+            if (simd) {
+                ug_ref_simd_axpy(n - p, c, row + p, gp + p);
+                continue;
+            }
             for (size_t q = p; q < n; q++) gp[q] += c * row[q];
         }
     }

@@ -622,9 +622,18 @@ static void mpfr_of_u128(mpfr_ptr x, bool neg, ug_u128 m, int e)
     mpfr_clear(lo);
 }
 
+static bool same_staging(const ug_staged *a, const ug_staged *b, bool with_dev)
+{
+    return a->rn == b->rn && a->lo == b->lo && a->hi == b->hi && a->flagged == b->flagged &&
+           (!with_dev || bits_of(a->dev) == bits_of(b->dev)) && bits_of(a->mag) == bits_of(b->mag) &&
+           bits_of(a->gap) == bits_of(b->gap) && bits_of(a->abs_x) == bits_of(b->abs_x);
+}
+
 /* ug_stage_certified (every field) and ug_stage_certified_cast (every
  * field but dev), where they certify, against ug_stage_operand of x with
- * the absolute radius r; returns whether both certified. */
+ * the absolute radius r, and ug_stage_certified_finished of x as
+ * ug_xval_finish finishes it against both (the same certification, the
+ * same fields); returns whether both certified. */
 static bool stage_matches_mpfr(bool neg, ug_u128 m, int e, double r, ug_xsum *scratch, size_t *mismatches)
 {
     mpfr_t x, radius;
@@ -649,6 +658,17 @@ static bool stage_matches_mpfr(bool neg, ug_u128 m, int e, double r, ug_xsum *sc
                          neg ? "-" : "", (unsigned long long)(m >> 64), (unsigned long long)m, e, r, cast.lo, cast.hi,
                          want.lo, want.hi);
     if (certified && !cast_certified) UG_TEST_MISMATCH(*mismatches, "the cast staging certifies less than the full one");
+    ug_ref_value finished;
+    ug_xval_finish(&(ug_xval){.neg = neg, .zero = m == 0, .m = m, .e = e}, &finished, 0, 0, 0, UG_BF16);
+    for (int with_dev = 0; with_dev < 2; with_dev++) {
+        ug_staged shared = {0};
+        const bool shared_certified = ug_stage_certified_finished(&finished, neg, m, e, r, with_dev, &shared, scratch);
+        if (shared_certified != (with_dev ? certified : cast_certified) ||
+            (shared_certified && !same_staging(&shared, with_dev ? &got : &cast, with_dev)))
+            UG_TEST_MISMATCH(*mismatches, "finished x=%s%llx.%016llx*2^%d r=%a dev %d: certified %d abs_x %a, alone %a",
+                             neg ? "-" : "", (unsigned long long)(m >> 64), (unsigned long long)m, e, r, with_dev,
+                             shared_certified, shared.abs_x, with_dev ? got.abs_x : cast.abs_x);
+    }
     mpfr_clears(x, radius, (mpfr_ptr)0);
     return certified && cast_certified;
 }
