@@ -34,12 +34,15 @@ static bool quotient_decides(const gdn_e2e_divider *dv, mpfr_prec_t prec)
 
 bool gdn_e2e_divide(mpfr_ptr q, mpfr_srcptr d, mpfr_srcptr c, gdn_e2e_divider *dv)
 {
-    if (mpfr_zero_p(d)) { /* d / c is d's zero with the sign of the quotient */
+    /* A zero d (its sign), an infinite or NaN one (a wild input's cone), and a
+     * product outside the exponent range: mpfr_div; a singular quotient has
+     * no significand to read. */
+    if (!mpfr_regular_p(d)) {
         mpfr_div(q, d, c, MPFR_RNDN);
         return false;
     }
     mpfr_mul(dv->quotient, d, dv->inverse, MPFR_RNDN);
-    if (!quotient_decides(dv, mpfr_get_prec(q))) {
+    if (!mpfr_regular_p(dv->quotient) || !quotient_decides(dv, mpfr_get_prec(q))) {
         mpfr_div(q, d, c, MPFR_RNDN);
         return false;
     }
