@@ -702,8 +702,9 @@ static void staging_without_mpfr_equals_ug_stage_operand(void)
     CU_ASSERT_EQUAL(certified, 18);
     uint64_t state = 17;
     for (unsigned long s = 0; s < ug_test_random_samples(); s++) {
-        const ug_u128 m = (ug_u128)((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state)) << 64 |
-                          ((uint64_t)ug_test_next_u32(&state) << 32 | ug_test_next_u32(&state)) >> (s % 70);
+        uint64_t words[4];
+        for (size_t w = 0; w < 4; w++) words[w] = ug_test_next_u32(&state);
+        const ug_u128 m = ((ug_u128)(words[0] << 32 | words[1]) << 64 | (words[2] << 32 | words[3])) >> (s % 70);
         const int shift = s % 5 == 0 ? 0 : (int)(ug_test_next_u32(&state) % 100); /* 0: m's own unit */
         const int above = s % 4 == 3 ? 1 + (int)(ug_test_next_u32(&state) % 100) : 0; /* a radius beyond x */
         const double r = ldexp((double)(ug_test_next_u32(&state) | 1), e - 32 + 128 - shift - (int)(s % 70) + above);
