@@ -140,8 +140,13 @@ static inline __attribute__((always_inline)) void column_pass(uint64_t *col, siz
     dot_out(q_low, q_high, in->query_sum, out->query_dot);
     dot_out(n_low, n_high, in->next_sum, out->next_dot);
     out->window = 0; /* each piece's sum below 2^64 (the header); the whole below 2^128 */
-    for (int i = 0; i < 3; i++)
-        out->window += (unsigned __int128)(uint64_t)_mm512_reduce_add_epi64(window_sum[i]) << (32 * i);
+    for (int i = 0; i < 3; i++) {
+        /* summed unsigned: _mm512_reduce_add_epi64 adds as signed long long, and a piece may pass 2^63 */
+        uint64_t lanes[8], piece = 0;
+        _mm512_storeu_si512(lanes, window_sum[i]);
+        for (int l = 0; l < 8; l++) piece += lanes[l];
+        out->window += (unsigned __int128)piece << (32 * i);
+    }
     out->bits = 0;
     for (int i = 3; i >= 0 && !out->bits; i--) {
         const uint64_t word = (uint64_t)_mm512_reduce_or_epi64(any[i]);
