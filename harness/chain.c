@@ -176,9 +176,9 @@ static bool part_checks(const parts_plan *pp, size_t part, ug_ref_mode mode)
  * page fault per 4 KiB touched the first time, 4.5 % of the CPU of the
  * production gdn_e2e case (B=1 T=4096 H=32); malloc would keep freed
  * arrays below its growing mmap threshold resident in its arena. Sized to
- * the largest part of each call (ug_case_reference_bytes), so a thread
- * holds what memory admission counts for the case it works on; given back
- * by ug_case_reference_release. */
+ * the largest part of each call's plan (at most ug_case_reference_bytes,
+ * what memory admission counts for the case); given back by
+ * ug_case_reference_release. */
 typedef struct {
     unsigned char *base;
     size_t bytes;
@@ -192,10 +192,27 @@ void ug_case_reference_release(void)
     arena = (reference_arena){NULL, 0};
 }
 
-static ug_status arena_fit(const ug_family *f, const ug_params *p)
+/* The bytes of the largest part of plan pp for parameters p. */
+static ug_status plan_bytes(const ug_family *f, const parts_plan *pp, const ug_params *p, size_t *bytes)
+{
+    *bytes = 0;
+    for (size_t part = 0; part < pp->n; part++) {
+        size_t part_bytes = 0;
+        for (size_t i = 0; i < f->n_buffers; i++) {
+            size_t count;
+            if (!pp->computes[part][i]) continue;
+            UG_TRY(ug_family_buffer_count(f, p, i, &count));
+            part_bytes += (count ? count : 1) * sizeof(ug_ref_value);
+        }
+        if (part_bytes > *bytes) *bytes = part_bytes;
+    }
+    return ug_ok();
+}
+
+static ug_status arena_fit(const ug_family *f, const parts_plan *pp, const ug_params *p)
 {
     size_t bytes;
-    UG_TRY(ug_case_reference_bytes(f, p, &bytes));
+    UG_TRY(plan_bytes(f, pp, p, &bytes));
     if (arena.base && arena.bytes == bytes) return ug_ok();
     ug_case_reference_release();
     void *m = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -284,7 +301,7 @@ ug_status ug_case_reference(const ug_family *f, const ug_params *p, const ug_buf
     for (size_t i = 0; i < f->n_buffers; i++) present[i] = !f->buffers[i].optional || bufs[i].data;
     parts_plan pp;
     UG_TRY(parts_make(f, present, &pp));
-    UG_TRY(arena_fit(f, p));
+    UG_TRY(arena_fit(f, &pp, p));
     held_bytes held = {0, 0};
     ug_status st = ug_ok();
     for (size_t part = 0; part < pp.n && ug_is_ok(&st); part++) {
@@ -342,7 +359,7 @@ ug_status ug_case_reference_streamed(const ug_family *f, const ug_params *p, con
 {
     parts_plan pp;
     UG_TRY(parts_make(f, present, &pp));
-    UG_TRY(arena_fit(f, p));
+    UG_TRY(arena_fit(f, &pp, p));
     held_bytes held = {0, 0};
     ug_status st = ug_ok();
     for (size_t part = 0; part < pp.n && ug_is_ok(&st); part++)
@@ -357,16 +374,5 @@ ug_status ug_case_reference_bytes(const ug_family *f, const ug_params *p, size_t
     for (size_t i = 0; i < f->n_buffers; i++) present[i] = true;
     parts_plan pp;
     UG_TRY(parts_make(f, present, &pp));
-    *bytes = 0;
-    for (size_t part = 0; part < pp.n; part++) {
-        size_t part_bytes = 0;
-        for (size_t i = 0; i < f->n_buffers; i++) {
-            size_t count;
-            if (!pp.computes[part][i]) continue;
-            UG_TRY(ug_family_buffer_count(f, p, i, &count));
-            part_bytes += (count ? count : 1) * sizeof(ug_ref_value);
-        }
-        if (part_bytes > *bytes) *bytes = part_bytes;
-    }
-    return ug_ok();
+    return plan_bytes(f, &pp, p, bytes);
 }
