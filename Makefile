@@ -110,14 +110,19 @@ $(BUILD)/plugin-fixtures/gdn-e2e-%.so: fixtures/plugin/gdn_e2e.c include/ulpgate
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(LIB_OBJ) | $(BUILD)/libulpgate_kernels.so $(PLUGIN_FIXTURES)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcunit
 
-# A mutant is the whole tool with one kernel file rebuilt as -DUG_MUTANT=<id>.
+# A mutant FAMILY-ID is the whole tool with the family's kernel files (its
+# portable kernels/FAMILY.c and its vector paths kernels/FAMILY_<isa>.c)
+# rebuilt as -DUG_MUTANT=ID: a bug planted in a vector path is built too.
+mutant_sources = $(wildcard $(addprefix kernels/$(firstword $(subst -, ,$(1))),.c _avx2.c _avx512.c))
+mutant_objects = $(patsubst kernels/%.c,$(BUILD)/mutants/$(1)/%.o,$(call mutant_sources,$(1)))
 $(BUILD)/mutants/%.o:
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DUG_MUTANT=$(lastword $(subst -, ,$*)) \
-	    -c kernels/$(firstword $(subst -, ,$*)).c -o $@
-$(BUILD)/mutants/ulpgate-%: $(BUILD)/mutants/%.o $(BUILD)/harness/main.o $(LIB_OBJ)
-	$(CC) $(CFLAGS) $(BUILD)/mutants/$*.o $(BUILD)/harness/main.o \
-	    $(filter-out $(BUILD)/kernels/$(firstword $(subst -, ,$*)).o,$(LIB_OBJ)) -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(SIMD_FLAGS_$(lastword $(subst _, ,$(notdir $*)))) \
+	    -DUG_MUTANT=$(lastword $(subst -, ,$(firstword $(subst /, ,$*)))) -c kernels/$(notdir $*).c -o $@
+.SECONDEXPANSION:
+$(BUILD)/mutants/ulpgate-%: $$(call mutant_objects,$$*) $(BUILD)/harness/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $(call mutant_objects,$*) $(BUILD)/harness/main.o \
+	    $(filter-out $(patsubst %.c,$(BUILD)/%.o,$(call mutant_sources,$*)),$(LIB_OBJ)) -o $@ $(LDLIBS)
 
 # The README's test command: unit tests, then the end-to-end smoke sweep
 # through the gate, then the proof that the gate catches every mutant.

@@ -77,6 +77,8 @@ typedef struct {
     int id;             /* value of UG_MUTANT that builds it (1, 2, ...) */
     const char *name;
     const char *what;   /* the bug it plants, in one line */
+    bool vector_only;   /* planted in the family's vector paths (kernels/FAMILY_simd.h): it shows only where
+                         * the CPU runs one of them */
 } ug_mutant_desc;
 
 /* A seed host's dispatch plan for one shape, against what its algorithm

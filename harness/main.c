@@ -873,20 +873,22 @@ static int cmd_reference(int argc, char **argv)
     return rc;
 }
 
-/* One line per build: FAMILY ID NAME<tab>WHAT (ci/mutants.sh reads them). */
+/* One line per build: FAMILY ID NAME PATHS<tab>WHAT, PATHS "vector" for a
+ * bug planted in the vector paths only, else "all" (ci/mutants.sh reads them). */
 static int cmd_builds(bool variants, int argc, char **argv)
 {
     int rc = parse_no_options(variants ? "usage: ulpgate variants\nThe legitimate rewrites the gate must accept, "
-                                         "one per line: FAMILY ID NAME<tab>WHAT.\n"
+                                         "one per line: FAMILY ID NAME PATHS<tab>WHAT.\n"
                                        : "usage: ulpgate mutants\nThe deliberately broken kernel builds, one per "
-                                         "line: FAMILY ID NAME<tab>WHAT.\n",
+                                         "line: FAMILY ID NAME PATHS<tab>WHAT.\n",
                               argc, argv);
     if (rc) return rc < 0 ? EXIT_PASS : rc;
     for (size_t i = 0; i < ug_family_count(); i++) {
         const ug_family *f = ug_family_at(i);
         size_t n = variants ? f->n_variants : f->n_mutants;
         const ug_mutant_desc *list = variants ? f->variants : f->mutants;
-        for (size_t m = 0; m < n; m++) printf("%s %d %s\t%s\n", f->name, list[m].id, list[m].name, list[m].what);
+        for (size_t m = 0; m < n; m++) printf("%s %d %s %s\t%s\n", f->name, list[m].id, list[m].name, list[m].vector_only ? "vector" : "all",
+                   list[m].what);
     }
     return EXIT_PASS;
 }

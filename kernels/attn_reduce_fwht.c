@@ -21,10 +21,6 @@
 #include "isa.h"
 #include "parallel.h"
 
-#ifndef UG_MUTANT
-#define UG_MUTANT ATTN_REDUCE_FWHT_CORRECT
-#endif
-
 #define FUSED_KERNEL "flash_attn_vec_reduce_tq_hb_undo"
 #define REDUCE_KERNEL "flash_attn_vec_reduce"
 #define UNDO_KERNEL "fwht_sign_undo"

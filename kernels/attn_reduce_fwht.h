@@ -58,7 +58,13 @@ enum attn_reduce_fwht_mutant {
     ATTN_REDUCE_FWHT_MUT_ZERO_S_UNGUARDED = 6,     /* 1/S even when S == 0 */
     ATTN_REDUCE_FWHT_MUT_SIGNS_WRAP_AT_256 = 7,    /* DV = 512 reuses the 256-entry table */
     ATTN_REDUCE_FWHT_MUT_S_M_SWAPPED = 8,          /* S read at 2w + 1 and M at 2w */
+    ATTN_REDUCE_FWHT_MUT_VECTOR_STAGE_SKIPPED = 9, /* vector paths: the first butterfly stage across vectors left out */
 };
+
+/* The build's variant (the .c file and its vector paths read it). */
+#ifndef UG_MUTANT
+#define UG_MUTANT 0 /* the correct kernel; a plain 0, as other families' headers may be included too */
+#endif
 
 /* The fused kernel: htmp f32[nrows*nwg*(head_dim + 2)] -> output f32[nrows*head_dim]. */
 ug_status attn_reduce_fwht_fused(const attn_reduce_fwht_params *p, const ug_buf *htmp,

@@ -5,13 +5,14 @@
  * as that ISA's paths. in_register_stages(v) runs the butterfly stages
  * h = 1, 2, ..., LANES/2 within one vector; the stages h >= LANES pair whole
  * vectors. */
+#include "attn_reduce_fwht.h"
 #include "attn_reduce_fwht_pairs.h"
 #include "attn_reduce_fwht_paths.h"
 
 static void butterflies(float *x, size_t n)
 {
     for (size_t j = 0; j < n; j += LANES) vec_store(x + j, in_register_stages(vec_load(x + j)));
-    for (size_t h = LANES; h < n; h *= 2)
+    for (size_t h = UG_MUTANT == ATTN_REDUCE_FWHT_MUT_VECTOR_STAGE_SKIPPED ? 2 * LANES : LANES; h < n; h *= 2)
         for (size_t base = 0; base < n; base += 2 * h)
             for (size_t j = base; j < base + h; j += LANES) {
                 const vec a = vec_load(x + j), b = vec_load(x + j + h);

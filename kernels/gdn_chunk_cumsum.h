@@ -34,8 +34,14 @@ enum gdn_chunk_cumsum_mutant {
     GDN_CHUNK_CUMSUM_MUT_NO_RESET = 1,         /* the sum runs across chunk boundaries */
     GDN_CHUNK_CUMSUM_MUT_EXCLUSIVE_SCAN = 2,   /* g[t] sums s < t (the row's own gate left out) */
     GDN_CHUNK_CUMSUM_MUT_CHUNK_OF_32 = 3,      /* restarts every 32 rows instead of every BT */
+    GDN_CHUNK_CUMSUM_MUT_VECTOR_TAIL_LANE_DROPPED = 4, /* vector paths: the last head of a partial vector is not stored */
     GDN_CHUNK_CUMSUM_LEGIT_TWO_LEVEL_SCAN = 101, /* GPU-style scan: sums within 16-row blocks plus the earlier blocks' totals */
 };
+
+/* The build's variant (the .c file and its vector paths read it). */
+#ifndef UG_MUTANT
+#define UG_MUTANT 0 /* the correct kernel; a plain 0, as other families' headers may be included too */
+#endif
 
 ug_status gdn_chunk_cumsum(const gdn_chunk_cumsum_params *p, const ug_buf *g_raw, ug_buf *g);
 

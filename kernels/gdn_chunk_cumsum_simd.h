@@ -4,6 +4,7 @@
  * it registers as that ISA's. The running sums of a group of up to
  * MAX_VECTORS * LANES heads stay in registers over the chunk's rows: each
  * row is one vector load, add and store per LANES heads. */
+#include "gdn_chunk_cumsum.h"
 #include "gdn_chunk_cumsum_paths.h"
 
 enum { MAX_VECTORS = 4 };
@@ -20,7 +21,8 @@ static inline __attribute__((always_inline)) void scan_group(const float *in, fl
 #pragma GCC unroll 4
         for (size_t v = 0; v < vectors; v++) {
             const size_t at = r * stride + v * LANES;
-            const vec_mask lanes = vec_first(v + 1 < vectors ? LANES : last);
+            const size_t stored = UG_MUTANT == GDN_CHUNK_CUMSUM_MUT_VECTOR_TAIL_LANE_DROPPED ? last - 1 : last;
+            const vec_mask lanes = vec_first(v + 1 < vectors ? LANES : stored);
             sum[v] = vec_add(sum[v], vec_load_first(in + at, lanes));
             vec_store_first(out + at, lanes, sum[v]);
         }

@@ -16,10 +16,6 @@
 #include "parallel.h"
 #include "tensor_check.h"
 
-#ifndef UG_MUTANT
-#define UG_MUTANT GDN_SOLVE_TRIL_CORRECT
-#endif
-
 #define KERNEL "gated_delta_net_solve_tril"
 
 enum { BT = GDN_SOLVE_TRIL_BT };
@@ -93,7 +89,9 @@ static gdn_solve_tril_tile_fn *tile_solver(void)
 {
     if (UG_MUTANT == GDN_SOLVE_TRIL_LEGIT_COLUMN_ORIENTED || UG_MUTANT == GDN_SOLVE_TRIL_LEGIT_REVERSED_SUMS)
         return invert_by_columns;
-    if (UG_MUTANT != GDN_SOLVE_TRIL_CORRECT) return invert_unit_lower;
+    /* a bug planted in the portable solver must run there, one in the vector paths there */
+    if (UG_MUTANT != GDN_SOLVE_TRIL_CORRECT && UG_MUTANT != GDN_SOLVE_TRIL_MUT_VECTOR_MASK_OFF_BY_ONE)
+        return invert_unit_lower;
     return UG_ISA_PATHS_OF(gdn_solve_tril, ug_isa_current())->tile;
 }
 

@@ -40,9 +40,15 @@ enum gdn_solve_tril_mutant {
     GDN_SOLVE_TRIL_MUT_SIGN_ERROR = 1,          /* (I - L)^-1: the sums are added, not subtracted */
     GDN_SOLVE_TRIL_MUT_SUBSTITUTION_FROM_J1 = 2, /* the sum starts at m = j + 1: the L[i][j] A[j][j] term is lost */
     GDN_SOLVE_TRIL_MUT_DROPPED_LAST_TERM = 3,   /* the sum stops at m = i - 2: the L[i][i-1] A[i-1][j] term is lost */
+    GDN_SOLVE_TRIL_MUT_VECTOR_MASK_OFF_BY_ONE = 4, /* vector paths: lanes j < m (not j <= m) of a partial term */
     GDN_SOLVE_TRIL_LEGIT_COLUMN_ORIENTED = 101, /* column by column, separate products and sums (no FMA) */
     GDN_SOLVE_TRIL_LEGIT_REVERSED_SUMS = 102,   /* each sum in decreasing m */
 };
+
+/* The build's variant (the .c file and its vector paths read it). */
+#ifndef UG_MUTANT
+#define UG_MUTANT 0 /* the correct kernel; a plain 0, as other families' headers may be included too */
+#endif
 
 ug_status gdn_solve_tril(const gdn_solve_tril_params *p, const ug_buf *l, ug_buf *a);
 

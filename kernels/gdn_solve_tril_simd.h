@@ -54,11 +54,12 @@ static void solve_tile(const float *l, float *x, size_t ld)
 #pragma GCC unroll 8
             for (size_t r = 0; r < ROWS; r++) acc[r] = vec_zero();
             const size_t partial_end = i0 < j0 + LANES - 1 ? i0 : j0 + LANES - 1;
+            const size_t partial_lane = UG_MUTANT == GDN_SOLVE_TRIL_MUT_VECTOR_MASK_OFF_BY_ONE ? 0 : 1;
             for (size_t m = j0; m < partial_end; m++) {
                 const vec xm = vec_load(x_block + m * ld);
 #pragma GCC unroll 8
                 for (size_t r = 0; r < ROWS; r++)
-                    acc[r] = vec_fma_first(vec_set1(l[(i0 + r) * ld + m]), xm, acc[r], vec_first(m + 1 - j0));
+                    acc[r] = vec_fma_first(vec_set1(l[(i0 + r) * ld + m]), xm, acc[r], vec_first(m + partial_lane - j0));
             }
             for (size_t m = partial_end; m < i0; m++) {
                 const vec xm = vec_load(x_block + m * ld);

@@ -44,10 +44,6 @@
 #include "isa.h"
 #include "parallel.h"
 
-#ifndef UG_MUTANT
-#define UG_MUTANT HEAD_NORM_ROPE_CORRECT
-#endif
-
 #define KERNEL_BF16 "fused_head_norm_rope"
 #define KERNEL_F32 "fused_head_norm_rope_f32"
 

@@ -57,7 +57,13 @@ enum head_norm_rope_mutant {
     HEAD_NORM_ROPE_MUT_EXPONENT_OVER_ROPE_DIM = 7, /* f32: theta^(-2i/(2*half_rope_dim)) */
     HEAD_NORM_ROPE_MUT_FREQ_FACTOR_MULTIPLIES = 8, /* f32: frequency times freq_factors[i] */
     HEAD_NORM_ROPE_MUT_OUTPUT_TRUNCATED = 9,       /* bf16: output truncated, not rounded */
+    HEAD_NORM_ROPE_MUT_VECTOR_EVEN_ODD_SWAPPED = 10, /* vector paths, bf16 head block: pairs of outputs swapped */
 };
+
+/* The build's variant (the .c file and its vector paths read it). */
+#ifndef UG_MUTANT
+#define UG_MUTANT 0 /* the correct kernel; a plain 0, as other families' headers may be included too */
+#endif
 
 /* The seed host's plan: threads per threadgroup min(256, next_pow2(head_dim)),
  * threadgroup bytes tg_size*4 (bf16 host) and max(tg_size, head_dim)*4

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "head_norm_rope.h"
 #include "head_norm_rope_paths.h"
 
 /* Element i of x as f32, x of either dtype (bf16 widens exactly); the
@@ -187,9 +188,11 @@ static inline __attribute__((always_inline)) void scale_rotate_round_head(const 
         }
         vec_load_split(c + k, &c_even, &c_odd);
         vec_load_split(s + k, &s_even, &s_odd);
-        nan = vec_mask_or(nan, vec_store_bf16_merge_numbers(out + k,
-                                                            vec_fmsub(l_even, c_even, vec_mul(h_even, s_even)),
-                                                            vec_fmsub(l_odd, c_odd, vec_mul(h_odd, s_odd))));
+        const vec lo_even = vec_fmsub(l_even, c_even, vec_mul(h_even, s_even)),
+                  lo_odd = vec_fmsub(l_odd, c_odd, vec_mul(h_odd, s_odd));
+        nan = UG_MUTANT == HEAD_NORM_ROPE_MUT_VECTOR_EVEN_ODD_SWAPPED
+                  ? vec_mask_or(nan, vec_store_bf16_merge_numbers(out + k, lo_odd, lo_even))
+                  : vec_mask_or(nan, vec_store_bf16_merge_numbers(out + k, lo_even, lo_odd));
         nan = vec_mask_or(nan, vec_store_bf16_merge_numbers(out + half + k,
                                                             vec_fmadd(h_even, c_even, vec_mul(l_even, s_even)),
                                                             vec_fmadd(h_odd, c_odd, vec_mul(l_odd, s_odd))));

@@ -40,14 +40,16 @@ static const char *const regimes[N_REGIMES] = {
 };
 
 static const ug_mutant_desc mutants[] = {
-    {ATTN_REDUCE_FWHT_MUT_SIGN_BIT_FLIPPED, "sign_bit_flipped", "bit 3 of SIGNS[5] read inverted (sign of element 43)"},
-    {ATTN_REDUCE_FWHT_MUT_NO_NORMALISATION, "no_normalisation", "H y written without the 1/sqrt(DV) scaling"},
-    {ATTN_REDUCE_FWHT_MUT_NORMALISATION_TWICE, "normalisation_twice", "H y scaled by 1/sqrt(DV) twice"},
-    {ATTN_REDUCE_FWHT_MUT_WORKGROUP_MAJOR, "workgroup_major", "partials read workgroup-major, (w*DV/4 + i)*4 + c"},
-    {ATTN_REDUCE_FWHT_MUT_MAX_NOT_SUBTRACTED, "max_not_subtracted", "weights exp(M_w) instead of exp(M_w - M*)"},
-    {ATTN_REDUCE_FWHT_MUT_ZERO_S_UNGUARDED, "zero_s_unguarded", "1/S taken even when S == 0"},
-    {ATTN_REDUCE_FWHT_MUT_SIGNS_WRAP_AT_256, "signs_wrap_at_256", "DV = 512 reuses the 256-entry sign table"},
-    {ATTN_REDUCE_FWHT_MUT_S_M_SWAPPED, "s_m_swapped", "S read at 2w + 1 and M at 2w"},
+    {ATTN_REDUCE_FWHT_MUT_SIGN_BIT_FLIPPED, "sign_bit_flipped", "bit 3 of SIGNS[5] read inverted (sign of element 43)", false},
+    {ATTN_REDUCE_FWHT_MUT_NO_NORMALISATION, "no_normalisation", "H y written without the 1/sqrt(DV) scaling", false},
+    {ATTN_REDUCE_FWHT_MUT_NORMALISATION_TWICE, "normalisation_twice", "H y scaled by 1/sqrt(DV) twice", false},
+    {ATTN_REDUCE_FWHT_MUT_WORKGROUP_MAJOR, "workgroup_major", "partials read workgroup-major, (w*DV/4 + i)*4 + c", false},
+    {ATTN_REDUCE_FWHT_MUT_MAX_NOT_SUBTRACTED, "max_not_subtracted", "weights exp(M_w) instead of exp(M_w - M*)", false},
+    {ATTN_REDUCE_FWHT_MUT_ZERO_S_UNGUARDED, "zero_s_unguarded", "1/S taken even when S == 0", false},
+    {ATTN_REDUCE_FWHT_MUT_SIGNS_WRAP_AT_256, "signs_wrap_at_256", "DV = 512 reuses the 256-entry sign table", false},
+    {ATTN_REDUCE_FWHT_MUT_S_M_SWAPPED, "s_m_swapped", "S read at 2w + 1 and M at 2w", false},
+    {ATTN_REDUCE_FWHT_MUT_VECTOR_STAGE_SKIPPED, "vector_stage_skipped",
+     "the Hadamard transform's first butterfly stage across vectors left out", true},
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }

@@ -19,13 +19,15 @@ static const ug_buffer_desc buffers[N_BUFFERS] = {
 };
 
 static const ug_mutant_desc mutants[] = {
-    {GDN_CHUNK_CUMSUM_MUT_NO_RESET, "no_reset", "the running sum is not restarted at chunk boundaries"},
-    {GDN_CHUNK_CUMSUM_MUT_EXCLUSIVE_SCAN, "exclusive_scan", "g[t] sums the rows before t only"},
-    {GDN_CHUNK_CUMSUM_MUT_CHUNK_OF_32, "chunk_of_32", "the sum restarts every 32 rows instead of every BT"},
+    {GDN_CHUNK_CUMSUM_MUT_NO_RESET, "no_reset", "the running sum is not restarted at chunk boundaries", false},
+    {GDN_CHUNK_CUMSUM_MUT_EXCLUSIVE_SCAN, "exclusive_scan", "g[t] sums the rows before t only", false},
+    {GDN_CHUNK_CUMSUM_MUT_CHUNK_OF_32, "chunk_of_32", "the sum restarts every 32 rows instead of every BT", false},
+    {GDN_CHUNK_CUMSUM_MUT_VECTOR_TAIL_LANE_DROPPED, "vector_tail_lane_dropped",
+     "the last head of a partly filled vector is never stored", true},
 };
 
 static const ug_mutant_desc variants[] = {
-    {GDN_CHUNK_CUMSUM_LEGIT_TWO_LEVEL_SCAN, "two_level_scan", "sums within 16-row blocks plus the earlier blocks' totals (a GPU scan's order)"},
+    {GDN_CHUNK_CUMSUM_LEGIT_TWO_LEVEL_SCAN, "two_level_scan", "sums within 16-row blocks plus the earlier blocks' totals (a GPU scan's order)", false},
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }

@@ -48,20 +48,20 @@ static const char *const regimes[N_REGIMES] = {
 /* The gate must catch each of these; the legitimate variants (ids 101..,
  * kernels/gdn_chunk_o.h) are not listed, as the gate must pass them. */
 static const ug_mutant_desc mutants[] = {
-    {GDN_CHUNK_O_MUT_STRICT_MASK, "strict_mask", "causal mask i > j: the diagonal of the attention tile dropped"},
-    {GDN_CHUNK_O_MUT_ATTENTION_UNROUNDED, "attention_unrounded", "attention tile Q kept in f32 (no bf16 rounding)"},
-    {GDN_CHUNK_O_MUT_H_K_MAJOR, "h_k_major", "state h read K-major [K][V] instead of V-major [V][K]"},
-    {GDN_CHUNK_O_MUT_STATE_NEXT_CHUNK, "state_next_chunk", "chunk boundary: chunk c reads h[c+1] (its end state) instead of h[c]"},
-    {GDN_CHUNK_O_MUT_STATE_DECAY_MISSING, "state_decay_missing", "state term without its decay exp(g_t)"},
-    {GDN_CHUNK_O_MUT_DECAY_SIGN, "decay_sign", "attention decay exp(g_s - g_t) instead of exp(g_t - g_s)"},
-    {GDN_CHUNK_O_MUT_STATE_UNSCALED, "state_unscaled", "scale applied to the intra-chunk term only"},
-    {GDN_CHUNK_O_MUT_WRONG_GQA_HEAD, "wrong_gqa_head", "key head h % Hg instead of h / (H/Hg)"},
+    {GDN_CHUNK_O_MUT_STRICT_MASK, "strict_mask", "causal mask i > j: the diagonal of the attention tile dropped", false},
+    {GDN_CHUNK_O_MUT_ATTENTION_UNROUNDED, "attention_unrounded", "attention tile Q kept in f32 (no bf16 rounding)", false},
+    {GDN_CHUNK_O_MUT_H_K_MAJOR, "h_k_major", "state h read K-major [K][V] instead of V-major [V][K]", false},
+    {GDN_CHUNK_O_MUT_STATE_NEXT_CHUNK, "state_next_chunk", "chunk boundary: chunk c reads h[c+1] (its end state) instead of h[c]", false},
+    {GDN_CHUNK_O_MUT_STATE_DECAY_MISSING, "state_decay_missing", "state term without its decay exp(g_t)", false},
+    {GDN_CHUNK_O_MUT_DECAY_SIGN, "decay_sign", "attention decay exp(g_s - g_t) instead of exp(g_t - g_s)", false},
+    {GDN_CHUNK_O_MUT_STATE_UNSCALED, "state_unscaled", "scale applied to the intra-chunk term only", false},
+    {GDN_CHUNK_O_MUT_WRONG_GQA_HEAD, "wrong_gqa_head", "key head h % Hg instead of h / (H/Hg)", false},
 };
 
 static const ug_mutant_desc variants[] = {
-    {GDN_CHUNK_O_LEGIT_SCALE_ONCE, "scale_once", "bf16((P + sum_j Q v) * scale): one scale instead of two"},
-    {GDN_CHUNK_O_LEGIT_REVERSED_ORDER, "reversed_order", "every dot product summed in decreasing index order"},
-    {GDN_CHUNK_O_LEGIT_FUSED_EPILOGUE, "fused_epilogue", "bf16(fma(P, scale, (sum_j Q v) * scale))"},
+    {GDN_CHUNK_O_LEGIT_SCALE_ONCE, "scale_once", "bf16((P + sum_j Q v) * scale): one scale instead of two", false},
+    {GDN_CHUNK_O_LEGIT_REVERSED_ORDER, "reversed_order", "every dot product summed in decreasing index order", false},
+    {GDN_CHUNK_O_LEGIT_FUSED_EPILOGUE, "fused_epilogue", "bf16(fma(P, scale, (sum_j Q v) * scale))", false},
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }

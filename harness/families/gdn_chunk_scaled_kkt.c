@@ -21,14 +21,14 @@ static const ug_buffer_desc buffers[N_BUFFERS] = {
 };
 
 static const ug_mutant_desc mutants[] = {
-    {GDN_CHUNK_SCALED_KKT_MUT_MASK_INCLUDES_DIAGONAL, "mask_includes_diagonal", "the mask keeps i >= j (diagonal beta |k|^2 written)"},
-    {GDN_CHUNK_SCALED_KKT_MUT_GATE_SIGN_FLIPPED, "gate_sign_flipped", "exp(g_s - g_t) instead of exp(g_t - g_s)"},
-    {GDN_CHUNK_SCALED_KKT_MUT_BETA_OF_COLUMN, "beta_of_column", "scales by beta of row s instead of row t"},
+    {GDN_CHUNK_SCALED_KKT_MUT_MASK_INCLUDES_DIAGONAL, "mask_includes_diagonal", "the mask keeps i >= j (diagonal beta |k|^2 written)", false},
+    {GDN_CHUNK_SCALED_KKT_MUT_GATE_SIGN_FLIPPED, "gate_sign_flipped", "exp(g_s - g_t) instead of exp(g_t - g_s)", false},
+    {GDN_CHUNK_SCALED_KKT_MUT_BETA_OF_COLUMN, "beta_of_column", "scales by beta of row s instead of row t", false},
 };
 
 static const ug_mutant_desc variants[] = {
-    {GDN_CHUNK_SCALED_KKT_LEGIT_REVERSED_DOT, "reversed_dot", "every dot product summed backward with separate products (no FMA)"},
-    {GDN_CHUNK_SCALED_KKT_LEGIT_BETA_LAST, "beta_last", "beta (exp dot) instead of (beta exp) dot"},
+    {GDN_CHUNK_SCALED_KKT_LEGIT_REVERSED_DOT, "reversed_dot", "every dot product summed backward with separate products (no FMA)", false},
+    {GDN_CHUNK_SCALED_KKT_LEGIT_BETA_LAST, "beta_last", "beta (exp dot) instead of (beta exp) dot", false},
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }

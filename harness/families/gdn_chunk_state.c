@@ -39,15 +39,15 @@ static const ug_buffer_desc buffers[N_BUFFERS] = {
 };
 
 static const ug_mutant_desc mutants[] = {
-    {GDN_CHUNK_STATE_MUT_MISSING_DECAY, "missing_decay", "the state is not decayed by exp(G_last) between chunks"},
-    {GDN_CHUNK_STATE_MUT_STATE_CAST_DROPPED, "state_cast_dropped", "w.S uses the f32 state instead of bf16(S)"},
-    {GDN_CHUNK_STATE_MUT_H_K_MAJOR, "h_k_major", "h stored K-major [B,NT,H,K,V] instead of V-major"},
-    {GDN_CHUNK_STATE_MUT_GATE_SIGN_FLIPPED, "gate_sign_flipped", "v decayed by exp(g - G_last) instead of exp(G_last - g)"},
+    {GDN_CHUNK_STATE_MUT_MISSING_DECAY, "missing_decay", "the state is not decayed by exp(G_last) between chunks", false},
+    {GDN_CHUNK_STATE_MUT_STATE_CAST_DROPPED, "state_cast_dropped", "w.S uses the f32 state instead of bf16(S)", false},
+    {GDN_CHUNK_STATE_MUT_H_K_MAJOR, "h_k_major", "h stored K-major [B,NT,H,K,V] instead of V-major", false},
+    {GDN_CHUNK_STATE_MUT_GATE_SIGN_FLIPPED, "gate_sign_flipped", "v decayed by exp(g - G_last) instead of exp(G_last - g)", false},
 };
 
 static const ug_mutant_desc variants[] = {
-    {GDN_CHUNK_STATE_LEGIT_REVERSED_SUMS, "reversed_sums", "w.bf16(S) and K^T.staged summed backward with separate products (no FMA)"},
-    {GDN_CHUNK_STATE_LEGIT_UNFUSED_UPDATE, "unfused_update", "exp(G_last) S rounded before K^T.staged is added"},
+    {GDN_CHUNK_STATE_LEGIT_REVERSED_SUMS, "reversed_sums", "w.bf16(S) and K^T.staged summed backward with separate products (no FMA)", false},
+    {GDN_CHUNK_STATE_LEGIT_UNFUSED_UPDATE, "unfused_update", "exp(G_last) S rounded before K^T.staged is added", false},
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }

@@ -66,27 +66,27 @@ static const ug_stage_desc stages[] = {
 };
 
 static const ug_mutant_desc mutants[] = {
-    {GDN_E2E_MUT_RAW_GATES, "raw_gates", "the stages read the raw gates where they expect the chunk cumsum G"},
-    {GDN_E2E_MUT_SOLVE_SKIPPED, "solve_skipped", "A = I instead of (I + L)^-1: the triangular solve left out"},
-    {GDN_E2E_MUT_H0_IGNORED, "h0_ignored", "the state starts from 0 whatever h0 says"},
-    {GDN_E2E_MUT_W_U_SWAPPED, "w_u_swapped", "chunk_state gets u as w and w as u"},
-    {GDN_E2E_MUT_V_FOR_V_NEW, "v_for_v_new", "chunk_o reads the raw values v instead of v_new"},
+    {GDN_E2E_MUT_RAW_GATES, "raw_gates", "the stages read the raw gates where they expect the chunk cumsum G", false},
+    {GDN_E2E_MUT_SOLVE_SKIPPED, "solve_skipped", "A = I instead of (I + L)^-1: the triangular solve left out", false},
+    {GDN_E2E_MUT_H0_IGNORED, "h0_ignored", "the state starts from 0 whatever h0 says", false},
+    {GDN_E2E_MUT_W_U_SWAPPED, "w_u_swapped", "chunk_state gets u as w and w as u", false},
+    {GDN_E2E_MUT_V_FOR_V_NEW, "v_for_v_new", "chunk_o reads the raw values v instead of v_new", false},
     {GDN_E2E_MUT_FINAL_ONE_CHUNK_EARLY, "final_one_chunk_early",
-     "final_state is the state at the start of the last chunk"},
-    {GDN_E2E_MUT_Q_K_SWAPPED, "q_k_swapped", "chunk_o gets k as q and q as k"},
+     "final_state is the state at the start of the last chunk", false},
+    {GDN_E2E_MUT_Q_K_SWAPPED, "q_k_swapped", "chunk_o gets k as q and q as k", false},
     {GDN_E2E_MUT_BETA_AFTER_CAST, "beta_after_cast",
-     "recompute_wu gets A·diag(beta) and beta = 1: beta applied after the bf16 casts"},
-    {GDN_E2E_MUT_WRONG_KEY_HEAD, "wrong_key_head", "chunk_state reads key head (kh + 1) mod Hg"},
-    {GDN_E2E_MUT_BF16_PARTIAL_SUMS, "bf16_partial_sums", "K·Kᵀ running sums rounded to bf16 every 16 terms"},
-    {GDN_E2E_MUT_L_THROUGH_BF16, "l_through_bf16", "solve_tril gets L rounded to bf16"},
+     "recompute_wu gets A·diag(beta) and beta = 1: beta applied after the bf16 casts", false},
+    {GDN_E2E_MUT_WRONG_KEY_HEAD, "wrong_key_head", "chunk_state reads key head (kh + 1) mod Hg", false},
+    {GDN_E2E_MUT_BF16_PARTIAL_SUMS, "bf16_partial_sums", "K·Kᵀ running sums rounded to bf16 every 16 terms", false},
+    {GDN_E2E_MUT_L_THROUGH_BF16, "l_through_bf16", "solve_tril gets L rounded to bf16", false},
     {GDN_E2E_MUT_SCALE_IN_BF16_Q, "scale_in_bf16_q",
-     "chunk_o gets bf16(q * scale) and scale 1: queries pre-scaled in bf16, not scaled in f32 as SPEC has it"},
+     "chunk_o gets bf16(q * scale) and scale 1: queries pre-scaled in bf16, not scaled in f32 as SPEC has it", false},
 };
 
 /* A legitimate rewrite (kernels/gdn_e2e.h, ids 101..): the gate must pass it. */
 static const ug_mutant_desc variants[] = {
-    {GDN_E2E_LEGIT_FUSED, "fused", "hands over no intermediate (a fused kernel): o and final_state only"},
-    {GDN_E2E_LEGIT_KKT_SOLVE_FUSED, "kkt_solve_fused", "hands over every intermediate but L and A"},
+    {GDN_E2E_LEGIT_FUSED, "fused", "hands over no intermediate (a fused kernel): o and final_state only", false},
+    {GDN_E2E_LEGIT_KKT_SOLVE_FUSED, "kkt_solve_fused", "hands over every intermediate but L and A", false},
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }

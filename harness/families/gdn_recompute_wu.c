@@ -24,13 +24,13 @@ static const ug_buffer_desc buffers[N_BUFFERS] = {
 };
 
 static const ug_mutant_desc mutants[] = {
-    {GDN_RECOMPUTE_WU_MUT_TRUNCATE_STAGE_CAST, "truncate_stage_cast", "staged bf16 casts truncate instead of rounding to nearest even"},
-    {GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED, "stage_cast_dropped", "staged operands kept in f32 (no bf16 cast)"},
-    {GDN_RECOMPUTE_WU_MUT_OUTPUT_TRUNCATED, "output_truncated", "outputs truncated to bf16 instead of rounded"},
-    {GDN_RECOMPUTE_WU_MUT_WRONG_GQA_HEAD, "wrong_gqa_head", "key head h % Hg instead of h / (H/Hg)"},
-    {GDN_RECOMPUTE_WU_MUT_ROW_OFF_BY_ONE, "row_off_by_one", "staged row j reads token row j+1 of the chunk"},
-    {GDN_RECOMPUTE_WU_MUT_EXP_AS_ONE_PLUS_G, "exp_as_one_plus_g", "exp(g) replaced by 1 + g"},
-    {GDN_RECOMPUTE_WU_MUT_DROPPED_LAST_TERM, "dropped_last_term", "the sum over j stops at BT-2"},
+    {GDN_RECOMPUTE_WU_MUT_TRUNCATE_STAGE_CAST, "truncate_stage_cast", "staged bf16 casts truncate instead of rounding to nearest even", false},
+    {GDN_RECOMPUTE_WU_MUT_STAGE_CAST_DROPPED, "stage_cast_dropped", "staged operands kept in f32 (no bf16 cast)", false},
+    {GDN_RECOMPUTE_WU_MUT_OUTPUT_TRUNCATED, "output_truncated", "outputs truncated to bf16 instead of rounded", false},
+    {GDN_RECOMPUTE_WU_MUT_WRONG_GQA_HEAD, "wrong_gqa_head", "key head h % Hg instead of h / (H/Hg)", false},
+    {GDN_RECOMPUTE_WU_MUT_ROW_OFF_BY_ONE, "row_off_by_one", "staged row j reads token row j+1 of the chunk", false},
+    {GDN_RECOMPUTE_WU_MUT_EXP_AS_ONE_PLUS_G, "exp_as_one_plus_g", "exp(g) replaced by 1 + g", false},
+    {GDN_RECOMPUTE_WU_MUT_DROPPED_LAST_TERM, "dropped_last_term", "the sum over j stops at BT-2", false},
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }

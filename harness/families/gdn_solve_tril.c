@@ -24,14 +24,16 @@ static const ug_buffer_desc buffers[N_BUFFERS] = {
 enum { KEY_DIM = 128 };
 
 static const ug_mutant_desc mutants[] = {
-    {GDN_SOLVE_TRIL_MUT_SIGN_ERROR, "sign_error", "computes (I - L)^-1: the substitution adds instead of subtracting"},
-    {GDN_SOLVE_TRIL_MUT_SUBSTITUTION_FROM_J1, "substitution_from_j1", "each sum starts at m = j + 1 (off by one: L[i][j] A[j][j] lost)"},
-    {GDN_SOLVE_TRIL_MUT_DROPPED_LAST_TERM, "dropped_last_term", "each sum stops at m = i - 2 (off by one: L[i][i-1] A[i-1][j] lost)"},
+    {GDN_SOLVE_TRIL_MUT_SIGN_ERROR, "sign_error", "computes (I - L)^-1: the substitution adds instead of subtracting", false},
+    {GDN_SOLVE_TRIL_MUT_SUBSTITUTION_FROM_J1, "substitution_from_j1", "each sum starts at m = j + 1 (off by one: L[i][j] A[j][j] lost)", false},
+    {GDN_SOLVE_TRIL_MUT_DROPPED_LAST_TERM, "dropped_last_term", "each sum stops at m = i - 2 (off by one: L[i][i-1] A[i-1][j] lost)", false},
+    {GDN_SOLVE_TRIL_MUT_VECTOR_MASK_OFF_BY_ONE, "vector_mask_off_by_one",
+     "a term m inside its column block masks lanes j < m, losing L[i][m] A[m][m]", true},
 };
 
 static const ug_mutant_desc variants[] = {
-    {GDN_SOLVE_TRIL_LEGIT_COLUMN_ORIENTED, "column_oriented", "column by column, products and sums rounded separately (no FMA)"},
-    {GDN_SOLVE_TRIL_LEGIT_REVERSED_SUMS, "reversed_sums", "each row's sum taken in decreasing m"},
+    {GDN_SOLVE_TRIL_LEGIT_COLUMN_ORIENTED, "column_oriented", "column by column, products and sums rounded separately (no FMA)", false},
+    {GDN_SOLVE_TRIL_LEGIT_REVERSED_SUMS, "reversed_sums", "each row's sum taken in decreasing m", false},
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }

@@ -67,15 +67,17 @@ enum { R_REALISTIC, R_WIDE_RANGE, R_ZERO_HEADS, R_HUGE_FREQ_FACTORS, N_REGIMES }
 static const char *const regimes[N_REGIMES] = {"realistic", "wide_range", "zero_heads", "huge_freq_factors"};
 
 static const ug_mutant_desc mutants[] = {
-    {HEAD_NORM_ROPE_MUT_NEIGHBOUR_PAIRS, "neighbour_pairs", "pairs (2k, 2k+1) instead of NeoX (i, i + span)"},
-    {HEAD_NORM_ROPE_MUT_EPS_OUTSIDE_SQRT, "eps_outside_sqrt", "r = 1/(sqrt(ss/head_dim) + eps)"},
-    {HEAD_NORM_ROPE_MUT_ONE_PLUS_WEIGHT, "one_plus_weight", "y = x*r*(1 + w) instead of x*r*w"},
-    {HEAD_NORM_ROPE_MUT_PASS_THROUGH_OFF_BY_ONE, "pass_through_off_by_one", "the last rotary pair passes through"},
-    {HEAD_NORM_ROPE_MUT_SIN_SIGN_FLIPPED, "sin_sign_flipped", "rotation by -angle"},
-    {HEAD_NORM_ROPE_MUT_MEAN_OVER_HALF_ROPE, "mean_over_half_rope", "ss / half_rope_dim instead of ss / head_dim"},
-    {HEAD_NORM_ROPE_MUT_EXPONENT_OVER_ROPE_DIM, "exponent_over_rope_dim", "f32 angle theta^(-2i/(2*half_rope_dim))"},
-    {HEAD_NORM_ROPE_MUT_FREQ_FACTOR_MULTIPLIES, "freq_factor_multiplies", "f32 frequency times freq_factors[i]"},
-    {HEAD_NORM_ROPE_MUT_OUTPUT_TRUNCATED, "output_truncated", "bf16 output truncated instead of rounded"},
+    {HEAD_NORM_ROPE_MUT_NEIGHBOUR_PAIRS, "neighbour_pairs", "pairs (2k, 2k+1) instead of NeoX (i, i + span)", false},
+    {HEAD_NORM_ROPE_MUT_EPS_OUTSIDE_SQRT, "eps_outside_sqrt", "r = 1/(sqrt(ss/head_dim) + eps)", false},
+    {HEAD_NORM_ROPE_MUT_ONE_PLUS_WEIGHT, "one_plus_weight", "y = x*r*(1 + w) instead of x*r*w", false},
+    {HEAD_NORM_ROPE_MUT_PASS_THROUGH_OFF_BY_ONE, "pass_through_off_by_one", "the last rotary pair passes through", false},
+    {HEAD_NORM_ROPE_MUT_SIN_SIGN_FLIPPED, "sin_sign_flipped", "rotation by -angle", false},
+    {HEAD_NORM_ROPE_MUT_MEAN_OVER_HALF_ROPE, "mean_over_half_rope", "ss / half_rope_dim instead of ss / head_dim", false},
+    {HEAD_NORM_ROPE_MUT_EXPONENT_OVER_ROPE_DIM, "exponent_over_rope_dim", "f32 angle theta^(-2i/(2*half_rope_dim))", false},
+    {HEAD_NORM_ROPE_MUT_FREQ_FACTOR_MULTIPLIES, "freq_factor_multiplies", "f32 frequency times freq_factors[i]", false},
+    {HEAD_NORM_ROPE_MUT_OUTPUT_TRUNCATED, "output_truncated", "bf16 output truncated instead of rounded", false},
+    {HEAD_NORM_ROPE_MUT_VECTOR_EVEN_ODD_SWAPPED, "vector_even_odd_swapped",
+     "bf16 head block: each pair of rotated first-half outputs stored swapped", true},
 };
 
 static size_t param(const ug_params *p, int i) { return (size_t)p->v[i]; }
