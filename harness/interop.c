@@ -559,10 +559,11 @@ static ug_status unique_cases(const char *path, const ug_sweep *sw, const ug_can
  * then the candidate's outputs (read once here, so that a bad file stops
  * the run before anything is measured or written). */
 static ug_status preflight(const char *path, const json_t *cases, const ug_sweep *sw, const ug_candidate *cand,
-                           size_t max_bytes)
+                           const char *filter, size_t max_bytes)
 {
     for (size_t i = 0; i < sw->n_cases; i++) {
         const ug_case *c = &sw->cases[i];
+        if (filter && !ug_case_matches(c, filter)) continue;
         const json_t *e = json_array_get(cases, i);
         plain_buffers pb;
         UG_TRY(plain_alloc(c, max_bytes, &pb));
@@ -599,8 +600,21 @@ static ug_status load_manifest(const char *path, const json_t *root, ug_sweep *s
     return unique_cases(path, sw, cand);
 }
 
-ug_status ug_candidate_open(const char *fixtures, const char *candidate_dir, size_t max_case_bytes, ug_sweep *sw,
-                            ug_candidate **out, ug_kernel_source *source)
+/* Keeps the cases that match filter, each with its candidate file. */
+static ug_status keep_matching(const char *path, const char *filter, ug_sweep *sw, ug_candidate *cand)
+{
+    const size_t all = sw->n_cases;
+    size_t kept = 0;
+    for (size_t i = 0; i < all; i++)
+        if (ug_case_matches(&sw->cases[i], filter)) memmove(cand->file[kept++], cand->file[i], sizeof cand->file[i]);
+    cand->n = kept;
+    UG_TRY(ug_sweep_filter(sw, filter));
+    if (kept == 0) return ug_fail(UG_EINVAL, "--filter '%s' matches no case of %s (%zu cases)", filter, path, all);
+    return ug_ok();
+}
+
+ug_status ug_candidate_open(const char *fixtures, const char *candidate_dir, const char *filter,
+                            size_t max_case_bytes, ug_sweep *sw, ug_candidate **out, ug_kernel_source *source)
 {
     memset(sw, 0, sizeof *sw);
     *out = NULL;
@@ -624,7 +638,8 @@ ug_status ug_candidate_open(const char *fixtures, const char *candidate_dir, siz
     st = ug_input_check_dir("fixtures", fixtures);
     if (ug_is_ok(&st)) st = ug_json_load("manifest", path, &root);
     if (ug_is_ok(&st)) st = load_manifest(path, root, sw, cand);
-    if (ug_is_ok(&st)) st = preflight(path, json_object_get(root, "cases"), sw, cand, max_case_bytes);
+    if (ug_is_ok(&st)) st = preflight(path, json_object_get(root, "cases"), sw, cand, filter, max_case_bytes);
+    if (ug_is_ok(&st) && filter) st = keep_matching(path, filter, sw, cand);
     json_decref(root);
     if (!ug_is_ok(&st)) {
         ug_candidate_free(cand);

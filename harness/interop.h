@@ -62,12 +62,13 @@ ug_status ug_fixture_tensors_copy(const char *what, const ug_st_file *sf, const 
 
 typedef struct ug_candidate ug_candidate;
 
-/* Reads fixtures/manifest.json into sweep, checks the candidate's files in
- * candidate_dir and the input hashes (see above), and fills source (named
- * "candidate") to read them. Free with ug_candidate_free, then
- * ug_sweep_free. */
-ug_status ug_candidate_open(const char *fixtures, const char *candidate_dir, size_t max_case_bytes,
-                            ug_sweep *sweep, ug_candidate **cand, ug_kernel_source *source);
+/* Reads fixtures/manifest.json into sweep, keeps the cases that
+ * ug_case_matches filter (NULL: every case; none matching is UG_EINVAL),
+ * checks those cases' candidate files in candidate_dir and the input hashes
+ * (see above), and fills source (named "candidate") to read them. Free with
+ * ug_candidate_free, then ug_sweep_free. */
+ug_status ug_candidate_open(const char *fixtures, const char *candidate_dir, const char *filter,
+                            size_t max_case_bytes, ug_sweep *sweep, ug_candidate **cand, ug_kernel_source *source);
 void ug_candidate_free(ug_candidate *cand);
 
 #endif

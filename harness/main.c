@@ -711,13 +711,15 @@ static int cmd_export(int argc, char **argv)
 
 static const char score_usage[] =
     "usage: ulpgate score --fixtures DIR --candidate CDIR --budgets PATH [--baseline FILE]\n"
-    "                     [--write-baseline FILE] [--enforce-stat-budgets]\n"
+    "                     [--write-baseline FILE] [--enforce-stat-budgets] [--filter TEXT]\n"
     "                     [--reports DIR] [--jobs N] [--max-case-mib N] [--quiet] [--profile NAME|PATH]\n"
     "Gates a kernel that ran outside ulpgate: for every case of DIR/manifest.json (written by\n"
     "`ulpgate export`), reads the outputs from CDIR/<the case's file> (each output under its\n"
     "buffer name, the manifest's dtype and shape) and measures, gates and reports them exactly as\n"
     "verify does its own kernels. Missing or malformed candidate files, and fixtures exported by\n"
     "a version of ulpgate that draws other inputs, stop it before anything is written.\n"
+    "  --filter TEXT          only the cases whose family/label contains TEXT: CDIR needs only\n"
+    "                         their files (a subset the candidate ran); the reports name the filter\n"
     "  --write-baseline FILE  record this candidate's figures and bits (source: candidate, named\n"
     "                         after CDIR's last component) as its own baseline\n"
     "  --baseline FILE        gate against the candidate's own earlier baseline\n"
@@ -727,7 +729,7 @@ static const char score_usage[] =
     "exit: 0 pass, 1 gate failed, 2 usage or input error, 3 internal error\n";
 
 typedef struct {
-    const char *fixtures, *candidate, *profile;
+    const char *fixtures, *candidate, *filter, *profile;
     ug_f32_model model;
     ug_run_options run;
     ug_candidate *cand;
@@ -751,7 +753,8 @@ static ug_status score_run(void *ctx, const ug_budgets *budgets, ug_sweep *sweep
     score_ctx *sc = ctx;
     UG_TRY(load_profile(sc->profile, &sc->model));
     sc->run.model = &sc->model;
-    UG_TRY(ug_candidate_open(sc->fixtures, sc->candidate, sc->run.max_case_bytes, sweep, &sc->cand, &sc->source));
+    UG_TRY(ug_candidate_open(sc->fixtures, sc->candidate, sc->filter, sc->run.max_case_bytes, sweep, &sc->cand,
+                             &sc->source));
     UG_TRY(ug_run_check_sizes(sweep, sc->run.max_case_bytes));
     sc->run.moderate_cond = budgets->moderate_cond;
     sc->run.source = &sc->source;
@@ -768,7 +771,8 @@ static int cmd_score(int argc, char **argv)
         {"reports", required_argument, 0, 'r'},  {"jobs", required_argument, 0, 'j'},
         {"max-case-mib", required_argument, 0, 'm'}, {"quiet", no_argument, 0, 'q'},
         {"write-baseline", required_argument, 0, 'w'}, {"enforce-stat-budgets", no_argument, 0, 'E'},
-        {"profile", required_argument, 0, 'P'},  COMMON_OPTIONS, {0, 0, 0, 0},
+        {"profile", required_argument, 0, 'P'},  {"filter", required_argument, 0, 'f'},
+        COMMON_OPTIONS,                          {0, 0, 0, 0},
     };
     score_ctx sc = {.run = {.max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT, .jobs = 1,
                             .progress = isatty(STDERR_FILENO) && !getenv("CI")}};
@@ -786,6 +790,7 @@ static int cmd_score(int argc, char **argv)
         case 'E': g.enforce_stats = true; break;
         case 'q': sc.run.progress = false; break;
         case 'P': sc.profile = optarg; break;
+        case 'f': sc.filter = optarg; break;
         case 'j': ok = parse_jobs(optarg, &sc.run.jobs); break;
         case 'm': ok = parse_max_case_mib(optarg, &sc.run.max_case_bytes); break;
         case OPT_VERSION: return print_version();

@@ -365,12 +365,14 @@ void ug_sweep_keep(ug_sweep *s, bool (*keep)(const ug_case *c, const void *ctx),
     s->n_cases = kept;
 }
 
-static bool name_contains(const ug_case *c, const void *filter)
+bool ug_case_matches(const ug_case *c, const char *filter)
 {
     char name[UG_LABEL_LEN + 80];
     snprintf(name, sizeof name, "%s/%s", c->family->name, c->label);
     return strstr(name, filter) != NULL;
 }
+
+static bool name_contains(const ug_case *c, const void *filter) { return ug_case_matches(c, filter); }
 
 ug_status ug_sweep_filter(ug_sweep *s, const char *filter)
 {

@@ -71,8 +71,9 @@ typedef struct {
 
 ug_status ug_sweep_load(const char *path, ug_sweep *out);
 void ug_sweep_free(ug_sweep *s);
-/* Keeps only cases whose "<family>/<label>" contains filter (and renumbers
- * their index). */
+/* Whether case c's "<family>/<label>" contains filter (what --filter keeps). */
+bool ug_case_matches(const ug_case *c, const char *filter);
+/* Keeps only the cases ug_case_matches (and renumbers their index). */
 ug_status ug_sweep_filter(ug_sweep *s, const char *filter);
 /* Keeps the cases keep() accepts, in order, and renumbers their index. */
 void ug_sweep_keep(ug_sweep *s, bool (*keep)(const ug_case *c, const void *ctx), const void *ctx);

@@ -184,7 +184,7 @@ static ug_status score(fixture *fx, ug_run_result *run)
     ug_candidate *cand;
     ug_kernel_source source;
     ug_status st =
-        ug_candidate_open(fx->fixtures, fx->candidate, UG_MAX_CASE_BYTES_DEFAULT, &fx->scored, &cand, &source);
+        ug_candidate_open(fx->fixtures, fx->candidate, NULL, UG_MAX_CASE_BYTES_DEFAULT, &fx->scored, &cand, &source);
     if (!ug_is_ok(&st)) return st;
     CU_ASSERT_EQUAL(fx->scored.n_cases, accepted_cases(&fx->sweep));
     ug_run_options opt = {.model = ug_test_cpu_model(), .moderate_cond = 16, .max_case_bytes = UG_MAX_CASE_BYTES_DEFAULT,

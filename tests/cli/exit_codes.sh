@@ -104,6 +104,7 @@ row 2 "report file nope.json: No such file" '$U report --budgets $BUDGETS nope.j
 row 2 "--sweep nope: No such file" '$U export --sweep nope --out out'
 row 2 "--fixtures nope: No such file" '$U score --fixtures nope --candidate fx --budgets $BUDGETS'
 row 2 "--candidate nope: No such file" '$U score --fixtures fx --candidate nope --budgets $BUDGETS'
+row 2 "--filter 'nosuch' matches no case of fx/manifest.json" '$U score --fixtures fx --candidate fx --budgets $BUDGETS --filter nosuch'
 row 2 "bad.json" '$U verify --sweep bad.json --budgets $BUDGETS'
 row 2 "bad.json" '$U verify $CUMSUM --budgets bad.json'
 row 2 "bad.json" '$U verify $CUMSUM --budgets $BUDGETS --baseline bad.json'

@@ -51,6 +51,35 @@ check "the wrong candidate fails the gate (exit $rc, expected 1)" $((rc != 1))
 grep -q '^FAIL: gdn_chunk_cumsum/B=1 T=128 H=3 BT=64 realistic: \[candidate\] g\[192\] exact: ' "$work/wrong.log"
 check "its failure names the first wrong element, g[192] (row 64: the chunk boundary)" $?
 
+# A candidate that ran only some cases (cumsum ported, RoPE not yet): --filter
+# scores those, naming the filter in the report; without it the first missing
+# file stops score. The wrong candidate's bug is in cumsum: the RoPE cases
+# alone pass, the cumsum cases alone fail, so the filter chose what ran.
+mkdir -p "$work/cumsum-only"
+cp "$work"/right/*-gdn_chunk_cumsum.safetensors "$work/cumsum-only/"
+score_filtered() { # CANDIDATE FILTER: as score, into $work/reports-CANDIDATE-filtered
+  "$ulpgate" score --fixtures "$work/fixtures" --candidate "$work/$1" --budgets fixtures/budgets --filter "$2" \
+    --reports "$work/reports-$1-filtered" --quiet >"$work/$1-filtered.log" 2>&1
+}
+score_filtered cumsum-only gdn_chunk_cumsum/
+rc=$?
+grep -q '"filter": "gdn_chunk_cumsum/"' "$work/reports-cumsum-only-filtered/report.json"
+named=$?
+check "a candidate of the cumsum cases only passes with --filter gdn_chunk_cumsum/ (exit $rc), the report names it" \
+  $((rc != 0 || named != 0))
+score cumsum-only
+rc=$?
+grep -q "cumsum-only/[0-9]*-head_norm_rope.safetensors' does not exist" "$work/cumsum-only.log" && [ "$rc" -eq 2 ] \
+  && [ ! -e "$work/reports-cumsum-only" ]
+check "the same candidate without --filter stops (exit $rc, expected 2) at its first missing file, no reports" $?
+score_filtered wrong head_norm_rope/
+rc=$?
+check "the wrong candidate's RoPE cases alone pass (exit $rc, expected 0)" $((rc != 0))
+rm -rf "$work/reports-wrong-filtered"
+score_filtered wrong gdn_chunk_cumsum/
+rc=$?
+check "its cumsum cases alone fail (exit $rc, expected 1)" $((rc != 1))
+
 # A candidate file cut short must stop score with the file named, before any report is written.
 cut=$(ls "$work/right" | head -1)
 cp -r "$work/right" "$work/truncated"
