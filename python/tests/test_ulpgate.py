@@ -144,6 +144,20 @@ def test_a_wrong_element_fails_with_its_figures(fx, tmp_path):
     assert "report: %s" % os.path.join(str(tmp_path / "reports"), "report.md") in message
 
 
+def test_filter_scores_the_cases_a_candidate_ran(fx, tmp_path):
+    ran = fx.select("gdn_chunk_cumsum")
+    assert 0 < len(ran) < len(fx)
+    for case in ran:
+        case.write(tmp_path / "cand", reference_outputs(case))
+    result = ulpgate.score(fx.directory, tmp_path / "cand", reports=tmp_path / "reports", filter="gdn_chunk_cumsum/")
+    result.assert_passed()
+    assert str(result).startswith("ulpgate score: PASS, %d cases" % len(ran))
+    with pytest.raises(ulpgate.ScoreError, match="does not exist"):
+        ulpgate.score(fx.directory, tmp_path / "cand", reports=tmp_path / "all")
+    with pytest.raises(ulpgate.ScoreError, match="matches no case"):
+        ulpgate.score(fx.directory, tmp_path / "cand", reports=tmp_path / "none", filter="no-such-family/")
+
+
 def test_bad_input_raises_with_ulpgates_message(fx, tmp_path):
     write_reference_candidate(fx, tmp_path / "cand")
     missing = fx.cases[0].file

@@ -152,7 +152,7 @@ def find_ulpgate(ulpgate=None):
 
 
 def score(fixtures, candidate, budgets=None, reports=None, profile=None, ulpgate=None, baseline=None,
-          enforce_stat_budgets=False, jobs=None, extra_args=()):
+          enforce_stat_budgets=False, jobs=None, filter=None, extra_args=()):
     """Run `ulpgate score` on CANDIDATE (a directory of case files) against the
     fixture directory FIXTURES and return a ScoreResult.
 
@@ -160,7 +160,9 @@ def score(fixtures, candidate, budgets=None, reports=None, profile=None, ulpgate
     (BINARY/../../fixtures/budgets). reports: the report set's directory
     (replaced whole); default a new temporary directory, kept so that the
     report can be read after a failure. profile: a profile name or path
-    (`--profile`). extra_args: further arguments, passed as they are.
+    (`--profile`). filter: score only the cases whose "family/label" contains
+    it (`--filter`; CANDIDATE then needs only their files). extra_args:
+    further arguments, passed as they are.
     Exit 2 or 3 raises ScoreError with ulpgate's message."""
     binary = find_ulpgate(ulpgate)
     if budgets is None:
@@ -179,6 +181,8 @@ def score(fixtures, candidate, budgets=None, reports=None, profile=None, ulpgate
         command.append("--enforce-stat-budgets")
     if jobs is not None:
         command += ["--jobs", str(jobs)]
+    if filter is not None:
+        command += ["--filter", filter]
     command += [os.fspath(a) for a in extra_args]
     run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if run.returncode not in (0, 1):
