@@ -89,6 +89,8 @@ typedef struct {
     uint64_t *row_digits; /* [rows][UG_XWIN52_DIGITS] */
     uint8_t *row_neg;     /* [rows] */
     uint64_t (*win)[UG_XWIN_LIMBS]; /* [width] one output row's windows */
+    ug_xval *exact;     /* [width] one output row's exact sums, where read (read[col]) */
+    bool *read;         /* [width] */
     int *balance;       /* [rows] the binade moved from column to row factors */
     int *col_grid;      /* [width] */
     size_t *col_off;    /* [width] how many factors of the column are off its grid */
@@ -139,6 +141,8 @@ static void workspace_free(workspace *ws)
     free(ws->row_digits);
     free(ws->row_neg);
     free(ws->win);
+    free(ws->exact);
+    free(ws->read);
     free(ws->balance);
     free(ws->op_abs);
     free(ws->op_flagged);
@@ -175,6 +179,8 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     ws->row_digits = calloc(rows * UG_XWIN52_DIGITS, sizeof *ws->row_digits);
     ws->row_neg = calloc(rows, sizeof *ws->row_neg);
     ws->win = calloc(width, sizeof *ws->win);
+    ws->exact = calloc(width, sizeof *ws->exact);
+    ws->read = calloc(width, sizeof *ws->read);
     ws->balance = calloc(rows, sizeof *ws->balance);
     ws->op_abs = calloc(4 * rows * width, sizeof *ws->op_abs);
     ws->op_flagged = calloc(rows * width + 2 * width, sizeof *ws->op_flagged);
@@ -186,7 +192,7 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     if (!ws->x || !ws->staged || !ws->terms || !ws->term_ptrs || !ws->scale || !ws->x_ready || !ws->wide ||
         !ws->gate || !ws->gate_value || !ws->acc || !ws->col || !ws->col_grid || !ws->col_off || !ws->row ||
         !ws->row_j || !ws->row_e || !ws->row_on_grid || !ws->col_on_grid || !ws->col_parts || !ws->balance || !ws->col_digit ||
-        !ws->col_neg || !ws->row_digits || !ws->row_neg || !ws->win || !ws->op_abs || !ws->op_flagged || !ws->bound_sums ||
+        !ws->col_neg || !ws->row_digits || !ws->row_neg || !ws->win || !ws->exact || !ws->read || !ws->op_abs || !ws->op_flagged || !ws->bound_sums ||
         !ws->weight[0]) {
         free(ws->x);
         free(ws->terms);
@@ -330,6 +336,29 @@ static bool stage_below_bf16(workspace *ws, size_t idx, const gate_parts *gp, do
     return true;
 }
 
+/* stage_one's staging of an operand x = scale (the gate exactly 1), a
+ * double, where it is certain: the window x +- radius (radius = |x|
+ * radius_rel + radius_abs, each rounded up) lies strictly inside the
+ * rounding interval of a nonzero finite bf16 rn. Then rn = RN_bf16(x),
+ * both window ends round to it (not flagged), and the deviation |x - rn|
+ * is exact in a double (x has at most 32 bits). rn is taken from x's f32
+ * rounding, which may round twice; the interval test rejects such an rn,
+ * as it rejects every window that reaches a boundary (false: the caller
+ * stages through MPFR). */
+static bool stage_double(double x, double radius_rel, double radius_abs, ug_staged *out)
+{
+    const ug_bf16 rn = ug_bf16_from_f32((float)x), mag_bits = rn & 0x7FFF;
+    if (mag_bits == 0 || mag_bits >= 0x7F80) return false;
+    const double abs_x = fabs(x), abs_rn = ug_bf16_to_f32(mag_bits);
+    const double below = (abs_rn + ug_bf16_to_f32((ug_bf16)(mag_bits - 1))) / 2; /* halfway: exact */
+    const double above = (abs_rn + (mag_bits == 0x7F7F ? 0x1p128 : ug_bf16_to_f32((ug_bf16)(mag_bits + 1)))) / 2;
+    const double reach = (abs_x * radius_rel + radius_abs) * (1 + 0x1p-20); /* >= the radius */
+    if (!(abs_x - reach > below && abs_x + reach < above)) return false;
+    *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .dev = fabs(x - ug_bf16_to_f32(rn)),
+                       .mag = abs_rn, .gap = 0.0, .abs_x = abs_x};
+    return true;
+}
+
 /* x = ±m·2^e, m odd (or 0), from a finite double. */
 static parts parts_of(double x)
 {
@@ -360,6 +389,7 @@ static bool stage_fast(workspace *ws, ug_ref_mode mode, size_t idx, const gate_p
     const double allowance = underflow_allowance(scale, gp);
     if (parts_top(sp) + ug_u128_bit_length(gp->m) + gp->e <= BF16_ZERO_BELOW) /* |x| < 2^that */
         return stage_below_bf16(ws, idx, gp, allowance);
+    if (gp->unit) return stage_double(scale, gp->precast_rel, allowance, st);
     /* staged mode's terms and bound read no deviation (operand_parts) */
     if (mode == UG_REF_STAGED)
         return ug_stage_certified_cast(sp->neg, sp->m, gp->m, sp->e + gp->e, gp->precast_rel, allowance, st,
@@ -726,15 +756,15 @@ static void finish_exact(const workspace *ws, size_t n, size_t col, ug_xval *exa
     ug_xval_finish(exact, o, eb->bound, eb->abs_sum, eb->flagged, UG_BF16);
 }
 
-/* Element (row arow, column col) from the window, with the terms off the
- * grids added in an accumulator, finished into o. False when an add leaves
- * the accumulator's range: the caller takes the MPFR path. Each read
- * initialises its own variable: a read assigned through a pointer went
- * through a temporary whose 16-byte copy, right after the call, loaded
- * across the call's 8-byte stores and stalled (store forwarding; 4 % of
- * this reference's time in perf). */
-static bool window_element(workspace *ws, const common_args *ca, const float *arow, const row_window *rw, size_t col,
-                           const element_bound *eb, ug_ref_value *o)
+/* The exact sum of element (row arow, column col) from the window, with
+ * the terms off the grids added in an accumulator, into *out. False when
+ * an add leaves the accumulator's range: the caller takes the MPFR path.
+ * Each read initialises its own variable, copied out field by field: a
+ * read assigned through a pointer went through a temporary whose 16-byte
+ * copy, right after the call, loaded across the call's 8-byte stores and
+ * stalled (store forwarding; 4 % of this reference's time in perf). */
+static bool window_value(workspace *ws, const common_args *ca, const float *arow, const row_window *rw, size_t col,
+                         ug_xval *out)
 {
     uint64_t scalar[UG_XWIN_LIMBS];
     const uint64_t *acc = rw->simd ? ws->win[col] : scalar; /* the row's windows: ug_xwin52_windows */
@@ -752,8 +782,8 @@ static bool window_element(workspace *ws, const common_args *ca, const float *ar
     }
     const int e = rw->grid + ws->col_grid[col];
     if (rw->off == 0 && ws->col_off[col] == 0) {
-        ug_xval exact = ug_xwin_read(acc, rw->limbs, e);
-        finish_exact(ws, rw->n, col, &exact, eb, o);
+        const ug_xval exact = ug_xwin_read(acc, rw->limbs, e);
+        ug_xval_set(out, &exact);
         return true;
     }
     ug_xsum *sum = &ws->acc[col];
@@ -765,8 +795,8 @@ static bool window_element(workspace *ws, const common_args *ca, const float *ar
         if (!ws->row_on_grid[j] || !on_grid[j]) add_term(ws, ca->mode, arow[j], j, col, sum);
     }
     if (!ug_xsum_in_range(sum)) return false;
-    ug_xval exact = ug_xsum_read(sum);
-    finish_exact(ws, rw->n, col, &exact, eb, o);
+    const ug_xval exact = ug_xsum_read(sum);
+    ug_xval_set(out, &exact);
     return true;
 }
 
@@ -784,7 +814,7 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
     const bool simd = fast && bt <= UG_XWIN52_MAX_TERMS && ug_ref_simd_available();
     if (fast) column_factors(ws, ca->mode, simd);
     /* A X multiplies f32 by the bf16 operands: a tf32 profile rounds A */
-    const double gamma = ug_f32_dot_gamma(ca->model, ug_f32_gamma(bt));
+    const double gamma = ug_f32_dot_gamma(ca->model, ug_f32_gamma(bt)), underflow = bt * ug_f32_underflow(ca->model);
     for (size_t i = 0; i < bt; i++) {
         size_t tok = ch->c * bt + i;
         const float *arow = ca->a + at4(s, ch->b, tok, s->h, ch->h, bt, 0);
@@ -801,17 +831,25 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
                                      ws->row_neg,   ws->row_j,   ws->col_digit, ws->col_neg};
             ug_xwin52_windows(&r, ws->win);
         }
+        /* The row's exact sums are all read before any is finished: a
+         * finish right after its read would load the value across the
+         * read's narrower stores, still in flight (store forwarding). The
+         * window holds the sum unless an operand of the column is wider
+         * than scale * gate (exact mode) or infinite (staged mode), or an
+         * add left the accumulator's range. */
         for (size_t col = 0; col < width; col++) {
-            const element_bound eb = {
-                (gamma * sums->acc_mag[col] * UG_F32_SLACK + sums->cast_err[col]) * UG_F32_SLACK +
-                    bt * ug_f32_underflow(ca->model),
-                sums->abs_sum[col] * UG_F32_SLACK, sums->flagged[col]};
-            ug_ref_value *o = &out[at4(s, ch->b, tok, s->h, ch->h, width, col)];
-            /* The window holds the sum unless an operand of the column is
-             * wider than scale * gate (exact mode) or infinite (staged mode),
-             * or an add left the accumulator's range. */
             const bool outside = ca->mode == UG_REF_EXACT ? ws->wide[col] : ws->infinite[col];
-            if (fast && !outside && window_element(ws, ca, arow, &rw, col, &eb, o)) continue;
+            ws->read[col] = fast && !outside && window_value(ws, ca, arow, &rw, col, &ws->exact[col]);
+        }
+        for (size_t col = 0; col < width; col++) {
+            const element_bound eb = {(gamma * sums->acc_mag[col] * UG_F32_SLACK + sums->cast_err[col]) * UG_F32_SLACK +
+                                          underflow,
+                                      sums->abs_sum[col] * UG_F32_SLACK, sums->flagged[col]};
+            ug_ref_value *o = &out[at4(s, ch->b, tok, s->h, ch->h, width, col)];
+            if (ws->read[col]) {
+                finish_exact(ws, rw.n, col, &ws->exact[col], &eb, o);
+                continue;
+            }
             mpfr_sum(ws->sum, ws->term_ptrs, mpfr_terms(ws, ca, arow, col), MPFR_RNDN);
             ug_ref_finish(o, ws->sum, eb.bound, eb.abs_sum, eb.flagged, UG_BF16);
         }
