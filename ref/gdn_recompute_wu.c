@@ -46,6 +46,7 @@ typedef struct {
     bool unit; /* the gate is exactly 1 (ungated, or g == 0) */
     bool ok;   /* exp(g) is a positive 128-bit number within the accumulator's reach */
     bool wider_than_double; /* m has more than 53 significant bits: so has scale * gate (an odd scale) */
+    double nearest; /* RN_53(gate), a normal double (or 0: the gate is out of its range) */
     double e_up; /* gate_up: exp(g) in binary64, rounded up, for the underflow allowance */
     double precast_rel; /* the kernel's pre-cast error of this token's operands, relative */
     double tiny;        /* its absolute unit: two subnormal roundings, or the profile's expf floor */
@@ -89,8 +90,6 @@ typedef struct {
     uint64_t *row_digits; /* [rows][UG_XWIN52_DIGITS] */
     uint8_t *row_neg;     /* [rows] */
     uint64_t (*win)[UG_XWIN_LIMBS]; /* [width] one output row's windows */
-    ug_xval *exact;     /* [width] one output row's exact sums, where read (read[col]) */
-    bool *read;         /* [width] */
     int *balance;       /* [rows] the binade moved from column to row factors */
     int *col_grid;      /* [width] */
     size_t *col_off;    /* [width] how many factors of the column are off its grid */
@@ -141,8 +140,6 @@ static void workspace_free(workspace *ws)
     free(ws->row_digits);
     free(ws->row_neg);
     free(ws->win);
-    free(ws->exact);
-    free(ws->read);
     free(ws->balance);
     free(ws->op_abs);
     free(ws->op_flagged);
@@ -179,8 +176,6 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     ws->row_digits = calloc(rows * UG_XWIN52_DIGITS, sizeof *ws->row_digits);
     ws->row_neg = calloc(rows, sizeof *ws->row_neg);
     ws->win = calloc(width, sizeof *ws->win);
-    ws->exact = calloc(width, sizeof *ws->exact);
-    ws->read = calloc(width, sizeof *ws->read);
     ws->balance = calloc(rows, sizeof *ws->balance);
     ws->op_abs = calloc(4 * rows * width, sizeof *ws->op_abs);
     ws->op_flagged = calloc(rows * width + 2 * width, sizeof *ws->op_flagged);
@@ -192,7 +187,7 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     if (!ws->x || !ws->staged || !ws->terms || !ws->term_ptrs || !ws->scale || !ws->x_ready || !ws->wide ||
         !ws->gate || !ws->gate_value || !ws->acc || !ws->col || !ws->col_grid || !ws->col_off || !ws->row ||
         !ws->row_j || !ws->row_e || !ws->row_on_grid || !ws->col_on_grid || !ws->col_parts || !ws->balance || !ws->col_digit ||
-        !ws->col_neg || !ws->row_digits || !ws->row_neg || !ws->win || !ws->exact || !ws->read || !ws->op_abs || !ws->op_flagged || !ws->bound_sums ||
+        !ws->col_neg || !ws->row_digits || !ws->row_neg || !ws->win || !ws->op_abs || !ws->op_flagged || !ws->bound_sums ||
         !ws->weight[0]) {
         free(ws->x);
         free(ws->terms);
@@ -336,25 +331,28 @@ static bool stage_below_bf16(workspace *ws, size_t idx, const gate_parts *gp, do
     return true;
 }
 
-/* stage_one's staging of an operand x = scale (the gate exactly 1), a
- * double, where it is certain: the window x +- radius (radius = |x|
- * radius_rel + radius_abs, each rounded up) lies strictly inside the
- * rounding interval of a nonzero finite bf16 rn. Then rn = RN_bf16(x),
- * both window ends round to it (not flagged), and the deviation |x - rn|
- * is exact in a double (x has at most 32 bits). rn is taken from x's f32
- * rounding, which may round twice; the interval test rejects such an rn,
- * as it rejects every window that reaches a boundary (false: the caller
- * stages through MPFR). */
-static bool stage_double(double x, double radius_rel, double radius_abs, ug_staged *out)
+/* stage_one's staging of an operand x = scale * gate from x0 = scale *
+ * RN_53(gate) rounded to nearest (x0 = x when the gate is exactly 1;
+ * else |x - x0| < 2^-51 |x|), where it is certain: the window x +- radius
+ * (radius = |x| radius_rel + radius_abs, each rounded up) lies strictly
+ * inside the rounding interval of a nonzero finite bf16 rn. Then rn =
+ * RN_bf16(x) and both window ends round to it (not flagged). abs_x and
+ * dev are x0's: those of x where x0 = x (the deviation |x - rn| is exact
+ * in a double: x has at most 32 bits); staged mode, which stages a gated
+ * x here, reads neither. rn is taken from x0's f32 rounding, which may
+ * round twice; the interval test rejects such an rn, as it rejects every
+ * window that reaches a boundary (false: the caller stages through MPFR). */
+static bool stage_double(double x0, double radius_rel, double radius_abs, ug_staged *out)
 {
-    const ug_bf16 rn = ug_bf16_from_f32((float)x), mag_bits = rn & 0x7FFF;
+    const ug_bf16 rn = ug_bf16_from_f32((float)x0), mag_bits = rn & 0x7FFF;
     if (mag_bits == 0 || mag_bits >= 0x7F80) return false;
-    const double abs_x = fabs(x), abs_rn = ug_bf16_to_f32(mag_bits);
+    const double abs_x = fabs(x0), abs_rn = ug_bf16_to_f32(mag_bits);
     const double below = (abs_rn + ug_bf16_to_f32((ug_bf16)(mag_bits - 1))) / 2; /* halfway: exact */
     const double above = (abs_rn + (mag_bits == 0x7F7F ? 0x1p128 : ug_bf16_to_f32((ug_bf16)(mag_bits + 1)))) / 2;
-    const double reach = (abs_x * radius_rel + radius_abs) * (1 + 0x1p-20); /* >= the radius */
+    /* >= the radius plus |x - x0| (the roundings of these operations included) */
+    const double reach = (abs_x * radius_rel + radius_abs) * (1 + 0x1p-20) + abs_x * 0x1p-48;
     if (!(abs_x - reach > below && abs_x + reach < above)) return false;
-    *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .dev = fabs(x - ug_bf16_to_f32(rn)),
+    *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .dev = fabs(x0 - ug_bf16_to_f32(rn)),
                        .mag = abs_rn, .gap = 0.0, .abs_x = abs_x};
     return true;
 }
@@ -389,7 +387,9 @@ static bool stage_fast(workspace *ws, ug_ref_mode mode, size_t idx, const gate_p
     const double allowance = underflow_allowance(scale, gp);
     if (parts_top(sp) + ug_u128_bit_length(gp->m) + gp->e <= BF16_ZERO_BELOW) /* |x| < 2^that */
         return stage_below_bf16(ws, idx, gp, allowance);
-    if (gp->unit) return stage_double(scale, gp->precast_rel, allowance, st);
+    /* staged mode reads no more of an operand than a double near x decides */
+    if ((gp->unit || mode == UG_REF_STAGED) && gp->nearest != 0)
+        return stage_double(scale * gp->nearest, gp->precast_rel, allowance, st);
     /* staged mode's terms and bound read no deviation (operand_parts) */
     if (mode == UG_REF_STAGED)
         return ug_stage_certified_cast(sp->neg, sp->m, gp->m, sp->e + gp->e, gp->precast_rel, allowance, st,
@@ -448,7 +448,8 @@ static ug_status stage_chunk(workspace *ws, const common_args *ca, const chunk_a
         const double beta = ca->beta[at3(s, ch->b, tok, ch->h)];
         const float g = ca->g[at3(s, ch->b, tok, ch->h)];
         gate_parts *gp = &ws->gate[j];
-        *gp = (gate_parts){.m = 1, .e = 0, .unit = !ch->gated || g == 0.0f, .ok = true, .e_up = gate_up(ch->gated, g),
+        *gp = (gate_parts){.m = 1, .e = 0, .unit = !ch->gated || g == 0.0f, .ok = true, .nearest = 1.0,
+                           .e_up = gate_up(ch->gated, g),
                            .precast_rel = GDN_WU_PRECAST_REL_U, .tiny = 2 * ug_f32_underflow(ca->model)};
         if (ch->gated) {
             const ug_f32_error exp = ug_f32_op_error(ca->model, UG_F32_EXP, g, g);
@@ -463,6 +464,8 @@ static ug_status stage_chunk(workspace *ws, const common_args *ca, const chunk_a
             const uint64_t low = (uint64_t)gp->m, high = (uint64_t)(gp->m >> 64);
             const int zeros = low ? __builtin_ctzll(low) : high ? 64 + __builtin_ctzll(high) : 0;
             gp->wider_than_double = gp->ok && ug_u128_bit_length(gp->m) - zeros > 53;
+            const bool normal = gp->ok && labs(mpfr_get_exp(ws->gate_value[j])) < 1000;
+            gp->nearest = normal ? mpfr_get_d(ws->gate_value[j], MPFR_RNDN) : 0.0;
         }
         for (size_t col = 0; col < width; col++) {
             const size_t idx = j * width + col;
@@ -756,15 +759,15 @@ static void finish_exact(const workspace *ws, size_t n, size_t col, ug_xval *exa
     ug_xval_finish(exact, o, eb->bound, eb->abs_sum, eb->flagged, UG_BF16);
 }
 
-/* The exact sum of element (row arow, column col) from the window, with
- * the terms off the grids added in an accumulator, into *out. False when
- * an add leaves the accumulator's range: the caller takes the MPFR path.
- * Each read initialises its own variable, copied out field by field: a
- * read assigned through a pointer went through a temporary whose 16-byte
- * copy, right after the call, loaded across the call's 8-byte stores and
- * stalled (store forwarding; 4 % of this reference's time in perf). */
-static bool window_value(workspace *ws, const common_args *ca, const float *arow, const row_window *rw, size_t col,
-                         ug_xval *out)
+/* Element (row arow, column col) from the window, with the terms off the
+ * grids added in an accumulator, finished into o. False when an add leaves
+ * the accumulator's range: the caller takes the MPFR path. Each read
+ * initialises its own variable: a read assigned through a pointer went
+ * through a temporary whose 16-byte copy, right after the call, loaded
+ * across the call's 8-byte stores and stalled (store forwarding; 4 % of
+ * this reference's time in perf). */
+static bool window_element(workspace *ws, const common_args *ca, const float *arow, const row_window *rw, size_t col,
+                           const element_bound *eb, ug_ref_value *o)
 {
     uint64_t scalar[UG_XWIN_LIMBS];
     const uint64_t *acc = rw->simd ? ws->win[col] : scalar; /* the row's windows: ug_xwin52_windows */
@@ -782,8 +785,8 @@ static bool window_value(workspace *ws, const common_args *ca, const float *arow
     }
     const int e = rw->grid + ws->col_grid[col];
     if (rw->off == 0 && ws->col_off[col] == 0) {
-        const ug_xval exact = ug_xwin_read(acc, rw->limbs, e);
-        ug_xval_set(out, &exact);
+        ug_xval exact = ug_xwin_read(acc, rw->limbs, e);
+        finish_exact(ws, rw->n, col, &exact, eb, o);
         return true;
     }
     ug_xsum *sum = &ws->acc[col];
@@ -795,8 +798,8 @@ static bool window_value(workspace *ws, const common_args *ca, const float *arow
         if (!ws->row_on_grid[j] || !on_grid[j]) add_term(ws, ca->mode, arow[j], j, col, sum);
     }
     if (!ug_xsum_in_range(sum)) return false;
-    const ug_xval exact = ug_xsum_read(sum);
-    ug_xval_set(out, &exact);
+    ug_xval exact = ug_xsum_read(sum);
+    finish_exact(ws, rw->n, col, &exact, eb, o);
     return true;
 }
 
@@ -831,25 +834,16 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
                                      ws->row_neg,   ws->row_j,   ws->col_digit, ws->col_neg};
             ug_xwin52_windows(&r, ws->win);
         }
-        /* The row's exact sums are all read before any is finished: a
-         * finish right after its read would load the value across the
-         * read's narrower stores, still in flight (store forwarding). The
-         * window holds the sum unless an operand of the column is wider
-         * than scale * gate (exact mode) or infinite (staged mode), or an
-         * add left the accumulator's range. */
-        for (size_t col = 0; col < width; col++) {
-            const bool outside = ca->mode == UG_REF_EXACT ? ws->wide[col] : ws->infinite[col];
-            ws->read[col] = fast && !outside && window_value(ws, ca, arow, &rw, col, &ws->exact[col]);
-        }
         for (size_t col = 0; col < width; col++) {
             const element_bound eb = {(gamma * sums->acc_mag[col] * UG_F32_SLACK + sums->cast_err[col]) * UG_F32_SLACK +
                                           underflow,
                                       sums->abs_sum[col] * UG_F32_SLACK, sums->flagged[col]};
             ug_ref_value *o = &out[at4(s, ch->b, tok, s->h, ch->h, width, col)];
-            if (ws->read[col]) {
-                finish_exact(ws, rw.n, col, &ws->exact[col], &eb, o);
-                continue;
-            }
+            /* The window holds the sum unless an operand of the column is
+             * wider than scale * gate (exact mode) or infinite (staged mode),
+             * or an add left the accumulator's range. */
+            const bool outside = ca->mode == UG_REF_EXACT ? ws->wide[col] : ws->infinite[col];
+            if (fast && !outside && window_element(ws, ca, arow, &rw, col, &eb, o)) continue;
             mpfr_sum(ws->sum, ws->term_ptrs, mpfr_terms(ws, ca, arow, col), MPFR_RNDN);
             ug_ref_finish(o, ws->sum, eb.bound, eb.abs_sum, eb.flagged, UG_BF16);
         }
