@@ -357,6 +357,72 @@ static bool stage_double(double x0, double radius_rel, double radius_abs, ug_sta
     return true;
 }
 
+/* A nonnegative integer of three 64-bit words, little-endian. */
+typedef struct {
+    uint64_t w[3];
+} u192;
+
+static int u192_bit_length(const u192 *v)
+{
+    for (int k = 2; k >= 0; k--)
+        if (v->w[k]) return 64 * k + 64 - __builtin_clzll(v->w[k]);
+    return 0;
+}
+
+/* v·2^e rounded away from zero to a double, where the result is a normal
+ * double: v's leading 53 bits (two words hold them), plus one unit where
+ * any bit below them is set. */
+static double u192_away(const u192 *v, int e)
+{
+    const int len = u192_bit_length(v), cut = len > 53 ? len - 53 : 0;
+    const int k = cut >> 6, r = cut & 63;
+    uint64_t lead = v->w[k] >> r, below = v->w[k] & ((UINT64_C(1) << r) - 1);
+    if (r && k < 2) lead |= v->w[k + 1] << (64 - r);
+    for (int i = 0; i < k; i++) below |= v->w[i];
+    const uint64_t bits = (uint64_t)(e + cut + 1023) << 52;
+    double unit;
+    memcpy(&unit, &bits, sizeof unit);
+    return (double)(lead + (below != 0)) * unit;
+}
+
+/* abs_x = RA(|x|) and dev = |x - rn| rounded up, as ug_stage_operand has
+ * them, for x = scale * gate (the exact product of a scale of at most 32
+ * bits and the 128-bit gate) and st->rn = RN_bf16(x) certified by
+ * stage_double: on x's grid 2^e, |x| = P and |rn| = C, each below 2^192,
+ * their difference exact. False (st unchanged) where rn does not lie on
+ * that grid within 192 bits or a result would not be a normal double. */
+static bool exact_magnitudes(const parts *sp, const gate_parts *gp, ug_staged *st)
+{
+    const int e = sp->e + gp->e;
+    bool rn_neg;
+    uint64_t cm;
+    int ce;
+    ug_xsum_split(ug_bf16_to_f32(st->rn & 0x7FFF), &rn_neg, &cm, &ce);
+    const int shift = ce - e;
+    if (shift < 0 || shift > 192 - 53 || e < -1000 || e > 700) return false;
+    const ug_u128 low = (ug_u128)sp->m * (uint64_t)gp->m, high = (ug_u128)sp->m * (uint64_t)(gp->m >> 64);
+    const ug_u128 mid = (low >> 64) + (uint64_t)high;
+    const u192 p = {{(uint64_t)low, (uint64_t)mid, (uint64_t)(high >> 64) + (uint64_t)(mid >> 64)}};
+    u192 c = {{0, 0, 0}};
+    const int q = shift >> 6, r = shift & 63;
+    c.w[q] = cm << r;
+    if (r && q < 2) c.w[q + 1] = cm >> (64 - r);
+    int k = 2;
+    while (k >= 0 && p.w[k] == c.w[k]) k--;
+    const bool p_above = k >= 0 && p.w[k] > c.w[k];
+    const u192 *big = p_above ? &p : &c, *small = p_above ? &c : &p;
+    u192 d;
+    ug_u128 borrow = 0;
+    for (int i = 0; i < 3; i++) {
+        const ug_u128 t = (ug_u128)big->w[i] - small->w[i] - borrow;
+        d.w[i] = (uint64_t)t;
+        borrow = t >> 127;
+    }
+    st->abs_x = u192_away(&p, e);
+    st->dev = k < 0 ? 0.0 : u192_away(&d, e);
+    return true;
+}
+
 /* x = ±m·2^e, m odd (or 0), from a finite double. */
 static parts parts_of(double x)
 {
@@ -387,9 +453,15 @@ static bool stage_fast(workspace *ws, ug_ref_mode mode, size_t idx, const gate_p
     const double allowance = underflow_allowance(scale, gp);
     if (parts_top(sp) + ug_u128_bit_length(gp->m) + gp->e <= BF16_ZERO_BELOW) /* |x| < 2^that */
         return stage_below_bf16(ws, idx, gp, allowance);
-    /* staged mode reads no more of an operand than a double near x decides */
-    if ((gp->unit || mode == UG_REF_STAGED) && gp->nearest != 0)
-        return stage_double(scale * gp->nearest, gp->precast_rel, allowance, st);
+    /* staged mode reads no more of an operand than a double near x decides;
+     * exact mode then reads |x| and |x - rn| from the exact product */
+    if (gp->nearest != 0 && stage_double(scale * gp->nearest, gp->precast_rel, allowance, st)) {
+        if (gp->unit || mode == UG_REF_STAGED) return true;
+        if (exact_magnitudes(sp, gp, st)) {
+            st->dev += gate_rounding_dev(sp, gp, st->abs_x);
+            return true;
+        }
+    }
     /* staged mode's terms and bound read no deviation (operand_parts) */
     if (mode == UG_REF_STAGED)
         return ug_stage_certified_cast(sp->neg, sp->m, gp->m, sp->e + gp->e, gp->precast_rel, allowance, st,
