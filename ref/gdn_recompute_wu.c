@@ -441,9 +441,12 @@ static parts parts_of(double x)
  * the MPFR path's Ziv loop checks) lies strictly inside RN_bf16(x)'s rounding
  * interval, so both window ends round to RN_bf16(x) and the operand is not
  * flagged; the fields are then those ug_stage_operand computes, from the
- * exact x. Zero operands (always flagged: the window holds -0 and +0), those
- * rounding to zero or beyond the bf16 range, and windows that reach a
- * rounding boundary return false: the caller stages them through MPFR. */
+ * exact x (stage_double, then ug_stage_certified where the double cannot
+ * decide). Operands whose whole window lies below 2^BF16_ZERO_BELOW go to
+ * stage_below_bf16. Zero operands (always flagged: the window holds -0 and
+ * +0), other ones rounding to zero or beyond the bf16 range, and windows
+ * that reach a rounding boundary return false: the caller stages them
+ * through MPFR. */
 static bool stage_fast(workspace *ws, ug_ref_mode mode, size_t idx, const gate_parts *gp, double scale)
 {
     const parts *sp = &ws->scale[idx];
