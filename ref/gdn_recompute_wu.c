@@ -187,8 +187,8 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     if (!ws->x || !ws->staged || !ws->terms || !ws->term_ptrs || !ws->scale || !ws->x_ready || !ws->wide ||
         !ws->gate || !ws->gate_value || !ws->acc || !ws->col || !ws->col_grid || !ws->col_off || !ws->row ||
         !ws->row_j || !ws->row_e || !ws->row_on_grid || !ws->col_on_grid || !ws->col_parts || !ws->balance || !ws->col_digit ||
-        !ws->col_neg || !ws->row_digits || !ws->row_neg || !ws->win || !ws->op_abs || !ws->op_flagged || !ws->bound_sums ||
-        !ws->weight[0]) {
+        !ws->col_neg || !ws->row_digits || !ws->row_neg || !ws->win || !ws->op_abs || !ws->op_flagged ||
+        !ws->bound_sums || !ws->weight[0]) {
         free(ws->x);
         free(ws->terms);
         free(ws->gate_value);
