@@ -45,6 +45,8 @@ typedef struct {
     int e;
     bool unit; /* the gate is exactly 1 (ungated, or g == 0) */
     bool ok;   /* exp(g) is a positive 128-bit number within the accumulator's reach */
+    bool wider_than_double; /* m has more than 53 significant bits: so has scale * gate (an odd scale) */
+    double nearest; /* RN_53(gate), a normal double (or 0: the gate is out of its range) */
     double e_up; /* gate_up: exp(g) in binary64, rounded up, for the underflow allowance */
     double precast_rel; /* the kernel's pre-cast error of this token's operands, relative */
     double tiny;        /* its absolute unit: two subnormal roundings, or the profile's expf floor */
@@ -100,9 +102,10 @@ typedef struct {
      * magnitude, flagged; and the staged operand's value. */
     double *op_abs, *op_err, *op_mag, *op_rn;
     uint32_t *op_flagged;
-    /* One output row's bound parts ([width]). */
-    double *abs_sum, *acc_mag, *cast_err;
-    uint32_t *flagged;
+    /* The bound parts of two output rows, summed together ([2][width]),
+     * and the rows' weights |A_ij| ([2][rows]). */
+    ug_ref_bound_row bound_row[2];
+    double *bound_sums, *weight[2];
 } workspace;
 
 static void workspace_free(workspace *ws)
@@ -140,7 +143,8 @@ static void workspace_free(workspace *ws)
     free(ws->balance);
     free(ws->op_abs);
     free(ws->op_flagged);
-    free(ws->abs_sum);
+    free(ws->bound_sums);
+    free(ws->weight[0]);
     mpfr_clears(ws->e, ws->radius, ws->sum, (mpfr_ptr)0);
 }
 
@@ -174,15 +178,17 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     ws->win = calloc(width, sizeof *ws->win);
     ws->balance = calloc(rows, sizeof *ws->balance);
     ws->op_abs = calloc(4 * rows * width, sizeof *ws->op_abs);
-    ws->op_flagged = calloc(rows * width + width, sizeof *ws->op_flagged);
-    ws->abs_sum = calloc(3 * width, sizeof *ws->abs_sum);
+    ws->op_flagged = calloc(rows * width + 2 * width, sizeof *ws->op_flagged);
+    ws->bound_sums = calloc(6 * width, sizeof *ws->bound_sums);
+    ws->weight[0] = calloc(2 * rows, sizeof *ws->weight[0]);
     ug_xsum_init(&ws->operand);
     mpfr_inits2(UG_REF_PREC + OPERAND_PREC_EXTRA, ws->e, ws->radius, (mpfr_ptr)0);
     mpfr_init2(ws->sum, UG_REF_PREC);
     if (!ws->x || !ws->staged || !ws->terms || !ws->term_ptrs || !ws->scale || !ws->x_ready || !ws->wide ||
         !ws->gate || !ws->gate_value || !ws->acc || !ws->col || !ws->col_grid || !ws->col_off || !ws->row ||
         !ws->row_j || !ws->row_e || !ws->row_on_grid || !ws->col_on_grid || !ws->col_parts || !ws->balance || !ws->col_digit ||
-        !ws->col_neg || !ws->row_digits || !ws->row_neg || !ws->win || !ws->op_abs || !ws->op_flagged || !ws->abs_sum) {
+        !ws->col_neg || !ws->row_digits || !ws->row_neg || !ws->win || !ws->op_abs || !ws->op_flagged ||
+        !ws->bound_sums || !ws->weight[0]) {
         free(ws->x);
         free(ws->terms);
         free(ws->gate_value);
@@ -203,10 +209,13 @@ static ug_status workspace_init(workspace *ws, size_t rows, size_t width)
     ws->op_err = ws->op_abs + rows * width;
     ws->op_mag = ws->op_err + rows * width;
     ws->op_rn = ws->op_mag + rows * width;
-    ws->flagged = ws->op_flagged + rows * width;
     ws->infinite = ws->wide + width;
-    ws->acc_mag = ws->abs_sum + width;
-    ws->cast_err = ws->acc_mag + width;
+    for (size_t r = 0; r < 2; r++) {
+        double *sums = ws->bound_sums + 3 * r * width;
+        ws->bound_row[r] = (ug_ref_bound_row){sums, sums + width, sums + 2 * width,
+                                              ws->op_flagged + rows * width + r * width};
+    }
+    ws->weight[1] = ws->weight[0] + rows;
     return ug_ok();
 }
 
@@ -277,6 +286,143 @@ static ug_status stage_one(workspace *ws, size_t idx, double scale, float g, boo
     return ug_ok();
 }
 
+/* stage_one's allowance for exp's rounding, |RU(x)| 2^-126, for x = scale
+ * * gate certified with abs_x = RA(|x|) (round away): that is |RU(x)| for
+ * a positive x; for a negative one |RU(x)| = RZ(|x|), the double below
+ * RA(|x|) where x has more than 53 bits (a certified x is a normal double's
+ * magnitude: its bf16 is nonzero and finite). */
+static double gate_rounding_dev(const parts *sp, const gate_parts *gp, double abs_x)
+{
+    if (!sp->neg) return abs_x * 0x1p-126;
+    if (gp->wider_than_double) return nextafter(abs_x, 0.0) * 0x1p-126;
+    const ug_xval x = ug_xval_product(sp->neg, sp->m, gp->m, sp->e + gp->e);
+    return fabs(ug_xval_to_double(&x, MPFR_RNDU)) * 0x1p-126;
+}
+
+/* |p| < 2^parts_top(p) (p nonzero). */
+static int parts_top(const parts *p) { return p->e + 64 - __builtin_clzll(p->m); }
+
+/* |x| below this power of two rounds to a zero bf16 (half the least subnormal, 2^-133). */
+enum { BF16_ZERO_BELOW = -134 };
+
+/* stage_one's staging of x = scale * gate where x's window lies below
+ * 2^BF16_ZERO_BELOW (the decayed gates of late tokens): every candidate
+ * is then a signed zero, x's when the window keeps x's sign, else -0 and
+ * +0 (flagged), both at |x| from x, so ug_stage_operand's fields are those
+ * of |x| rounded up, and its deviation is |x|'s. The radius (|x|
+ * precast_rel + allowance, each rounded up) is compared with margins;
+ * false where they do not decide, or where the MPFR path's exp or product
+ * could leave MPFR's exponent range (it then stages 0). */
+static bool stage_below_bf16(workspace *ws, size_t idx, const gate_parts *gp, double allowance)
+{
+    const parts *sp = &ws->scale[idx];
+    if ((long)sp->e + gp->e < mpfr_get_emin() + 1024) return false;
+    const ug_xval x = ug_xval_product(sp->neg, sp->m, gp->m, sp->e + gp->e);
+    const double abs_x = fabs(ug_xval_to_double(&x, MPFR_RNDA));
+    const double reach = (abs_x * gp->precast_rel + allowance) * (1 + 0x1p-20);
+    if (!(abs_x + reach < 0x1p-134)) return false;
+    const bool straddles = abs_x < allowance; /* |x| <= abs_x < allowance <= radius */
+    if (!straddles && !(abs_x >= 0x1p-1000 && abs_x * (1 - 0x1p-50) > reach)) return false;
+    const uint16_t rn = sp->neg ? 0x8000 : 0;
+    ug_staged *st = &ws->staged[idx];
+    *st = (ug_staged){.rn = rn, .lo = straddles ? 0x8000 : rn, .hi = straddles ? 0 : rn, .flagged = straddles,
+                      .dev = abs_x, .mag = 0.0, .gap = 0.0, .abs_x = abs_x};
+    if (!gp->unit) st->dev += fabs(ug_xval_to_double(&x, MPFR_RNDU)) * 0x1p-126;
+    return true;
+}
+
+/* stage_one's staging of an operand x = scale * gate from x0 = scale *
+ * RN_53(gate) rounded to nearest (x0 = x when the gate is exactly 1;
+ * else |x - x0| < 2^-51 |x|), where it is certain: the window x +- radius
+ * (radius = |x| radius_rel + radius_abs, each rounded up) lies strictly
+ * inside the rounding interval of a nonzero finite bf16 rn. Then rn =
+ * RN_bf16(x) and both window ends round to it (not flagged). abs_x and
+ * dev are x0's: those of x where x0 = x (the deviation |x - rn| is exact
+ * in a double: x has at most 32 bits); staged mode, which stages a gated
+ * x here, reads neither. rn is taken from x0's f32 rounding, which may
+ * round twice; the interval test rejects such an rn, as it rejects every
+ * window that reaches a boundary (false: the caller stages through MPFR). */
+static bool stage_double(double x0, double radius_rel, double radius_abs, ug_staged *out)
+{
+    const ug_bf16 rn = ug_bf16_from_f32((float)x0), mag_bits = rn & 0x7FFF;
+    if (mag_bits == 0 || mag_bits >= 0x7F80) return false;
+    const double abs_x = fabs(x0), abs_rn = ug_bf16_to_f32(mag_bits);
+    const double below = (abs_rn + ug_bf16_to_f32((ug_bf16)(mag_bits - 1))) / 2; /* halfway: exact */
+    const double above = (abs_rn + (mag_bits == 0x7F7F ? 0x1p128 : ug_bf16_to_f32((ug_bf16)(mag_bits + 1)))) / 2;
+    /* >= the radius plus |x - x0| (the roundings of these operations included) */
+    const double reach = (abs_x * radius_rel + radius_abs) * (1 + 0x1p-20) + abs_x * 0x1p-48;
+    if (!(abs_x - reach > below && abs_x + reach < above)) return false;
+    *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .dev = fabs(x0 - ug_bf16_to_f32(rn)),
+                       .mag = abs_rn, .gap = 0.0, .abs_x = abs_x};
+    return true;
+}
+
+/* A nonnegative integer of three 64-bit words, little-endian. */
+typedef struct {
+    uint64_t w[3];
+} u192;
+
+static int u192_bit_length(const u192 *v)
+{
+    for (int k = 2; k >= 0; k--)
+        if (v->w[k]) return 64 * k + 64 - __builtin_clzll(v->w[k]);
+    return 0;
+}
+
+/* v·2^e rounded away from zero to a double, where the result is a normal
+ * double: v's leading 53 bits (two words hold them), plus one unit where
+ * any bit below them is set. */
+static double u192_away(const u192 *v, int e)
+{
+    const int len = u192_bit_length(v), cut = len > 53 ? len - 53 : 0;
+    const int k = cut >> 6, r = cut & 63;
+    uint64_t lead = v->w[k] >> r, below = v->w[k] & ((UINT64_C(1) << r) - 1);
+    if (r && k < 2) lead |= v->w[k + 1] << (64 - r);
+    for (int i = 0; i < k; i++) below |= v->w[i];
+    const uint64_t bits = (uint64_t)(e + cut + 1023) << 52;
+    double unit;
+    memcpy(&unit, &bits, sizeof unit);
+    return (double)(lead + (below != 0)) * unit;
+}
+
+/* abs_x = RA(|x|) and dev = |x - rn| rounded up, as ug_stage_operand has
+ * them, for x = scale * gate (the exact product of a scale of at most 32
+ * bits and the 128-bit gate) and st->rn = RN_bf16(x) certified by
+ * stage_double: on x's grid 2^e, |x| = P and |rn| = C, each below 2^192,
+ * their difference exact. False (st unchanged) where rn does not lie on
+ * that grid within 192 bits or a result would not be a normal double. */
+static bool exact_magnitudes(const parts *sp, const gate_parts *gp, ug_staged *st)
+{
+    const int e = sp->e + gp->e;
+    bool rn_neg;
+    uint64_t cm;
+    int ce;
+    ug_xsum_split(ug_bf16_to_f32(st->rn & 0x7FFF), &rn_neg, &cm, &ce);
+    const int shift = ce - e;
+    if (shift < 0 || shift > 192 - 53 || e < -1000 || e > 700) return false;
+    const ug_u128 low = (ug_u128)sp->m * (uint64_t)gp->m, high = (ug_u128)sp->m * (uint64_t)(gp->m >> 64);
+    const ug_u128 mid = (low >> 64) + (uint64_t)high;
+    const u192 p = {{(uint64_t)low, (uint64_t)mid, (uint64_t)(high >> 64) + (uint64_t)(mid >> 64)}};
+    u192 c = {{0, 0, 0}};
+    const int q = shift >> 6, r = shift & 63;
+    c.w[q] = cm << r;
+    if (r && q < 2) c.w[q + 1] = cm >> (64 - r);
+    int k = 2;
+    while (k >= 0 && p.w[k] == c.w[k]) k--;
+    const bool p_above = k >= 0 && p.w[k] > c.w[k];
+    const u192 *big = p_above ? &p : &c, *small = p_above ? &c : &p;
+    u192 d;
+    ug_u128 borrow = 0;
+    for (int i = 0; i < 3; i++) {
+        const ug_u128 t = (ug_u128)big->w[i] - small->w[i] - borrow;
+        d.w[i] = (uint64_t)t;
+        borrow = t >> 127;
+    }
+    st->abs_x = u192_away(&p, e);
+    st->dev = k < 0 ? 0.0 : u192_away(&d, e);
+    return true;
+}
+
 /* x = ±m·2^e, m odd (or 0), from a finite double. */
 static parts parts_of(double x)
 {
@@ -295,22 +441,37 @@ static parts parts_of(double x)
  * the MPFR path's Ziv loop checks) lies strictly inside RN_bf16(x)'s rounding
  * interval, so both window ends round to RN_bf16(x) and the operand is not
  * flagged; the fields are then those ug_stage_operand computes, from the
- * exact x. Zero operands (always flagged: the window holds -0 and +0), those
- * rounding to zero or beyond the bf16 range, and windows that reach a
- * rounding boundary return false: the caller stages them through MPFR. */
-static bool stage_fast(workspace *ws, size_t idx, const gate_parts *gp, double scale)
+ * exact x (stage_double, then ug_stage_certified where the double cannot
+ * decide). Operands whose whole window lies below 2^BF16_ZERO_BELOW go to
+ * stage_below_bf16. Zero operands (always flagged: the window holds -0 and
+ * +0), other ones rounding to zero or beyond the bf16 range, and windows
+ * that reach a rounding boundary return false: the caller stages them
+ * through MPFR. */
+static bool stage_fast(workspace *ws, ug_ref_mode mode, size_t idx, const gate_parts *gp, double scale)
 {
     const parts *sp = &ws->scale[idx];
     if (sp->m == 0 || sp->m >> 32 || !gp->ok) return false;
     /* the MPFR path's radii: |x| precast_rel + allowance, and |x| 2^-127 for exp (within the margin) */
     ug_staged *st = &ws->staged[idx];
-    if (!ug_stage_certified(sp->neg, sp->m, gp->m, sp->e + gp->e, gp->precast_rel, underflow_allowance(scale, gp), st,
-                            &ws->operand))
-        return false;
-    if (!gp->unit) {
-        const ug_xval x = ug_xval_product(sp->neg, sp->m, gp->m, sp->e + gp->e);
-        st->dev += fabs(ug_xval_to_double(&x, MPFR_RNDU)) * 0x1p-126;
+    const double allowance = underflow_allowance(scale, gp);
+    if (parts_top(sp) + ug_u128_bit_length(gp->m) + gp->e <= BF16_ZERO_BELOW) /* |x| < 2^that */
+        return stage_below_bf16(ws, idx, gp, allowance);
+    /* staged mode reads no more of an operand than a double near x decides;
+     * exact mode then reads |x| and |x - rn| from the exact product */
+    if (gp->nearest != 0 && stage_double(scale * gp->nearest, gp->precast_rel, allowance, st)) {
+        if (gp->unit || mode == UG_REF_STAGED) return true;
+        if (exact_magnitudes(sp, gp, st)) {
+            st->dev += gate_rounding_dev(sp, gp, st->abs_x);
+            return true;
+        }
     }
+    /* staged mode's terms and bound read no deviation (operand_parts) */
+    if (mode == UG_REF_STAGED)
+        return ug_stage_certified_cast(sp->neg, sp->m, gp->m, sp->e + gp->e, gp->precast_rel, allowance, st,
+                                       &ws->operand);
+    if (!ug_stage_certified(sp->neg, sp->m, gp->m, sp->e + gp->e, gp->precast_rel, allowance, st, &ws->operand))
+        return false;
+    if (!gp->unit) st->dev += gate_rounding_dev(sp, gp, st->abs_x);
     return true;
 }
 
@@ -362,7 +523,8 @@ static ug_status stage_chunk(workspace *ws, const common_args *ca, const chunk_a
         const double beta = ca->beta[at3(s, ch->b, tok, ch->h)];
         const float g = ca->g[at3(s, ch->b, tok, ch->h)];
         gate_parts *gp = &ws->gate[j];
-        *gp = (gate_parts){.m = 1, .e = 0, .unit = !ch->gated || g == 0.0f, .ok = true, .e_up = gate_up(ch->gated, g),
+        *gp = (gate_parts){.m = 1, .e = 0, .unit = !ch->gated || g == 0.0f, .ok = true, .nearest = 1.0,
+                           .e_up = gate_up(ch->gated, g),
                            .precast_rel = GDN_WU_PRECAST_REL_U, .tiny = 2 * ug_f32_underflow(ca->model)};
         if (ch->gated) {
             const ug_f32_error exp = ug_f32_op_error(ca->model, UG_F32_EXP, g, g);
@@ -374,6 +536,11 @@ static ug_status stage_chunk(workspace *ws, const common_args *ca, const chunk_a
             mpfr_exp(ws->gate_value[j], ws->gate_value[j], MPFR_RNDN);
             bool neg;
             gp->ok = ug_xsum_split_mpfr(ws->gate_value[j], &neg, &gp->m, &gp->e) && !neg;
+            const uint64_t low = (uint64_t)gp->m, high = (uint64_t)(gp->m >> 64);
+            const int zeros = low ? __builtin_ctzll(low) : high ? 64 + __builtin_ctzll(high) : 0;
+            gp->wider_than_double = gp->ok && ug_u128_bit_length(gp->m) - zeros > 53;
+            const bool normal = gp->ok && labs(mpfr_get_exp(ws->gate_value[j])) < 1000;
+            gp->nearest = normal ? mpfr_get_d(ws->gate_value[j], MPFR_RNDN) : 0.0;
         }
         for (size_t col = 0; col < width; col++) {
             const size_t idx = j * width + col;
@@ -381,7 +548,7 @@ static ug_status stage_chunk(workspace *ws, const common_args *ca, const chunk_a
             const double scale = val * beta; /* bf16 x f32: exact */
             ws->scale[idx] = parts_of(scale);
             ws->x_ready[idx] = false;
-            if (fast && stage_fast(ws, idx, gp, scale)) continue;
+            if (fast && stage_fast(ws, ca->mode, idx, gp, scale)) continue;
             UG_TRY(stage_one(ws, idx, scale, g, ch->gated, gp));
             ws->x_ready[idx] = true;
             /* x is scale * gate unless exp needed more bits (Ziv) or the gate is out of reach. */
@@ -438,20 +605,14 @@ static void operand_parts(workspace *ws, ug_ref_mode mode)
 
 /* One term's bound parts added to each element of an output row; the
  * columns are independent sums, each in its own j order. */
-static void add_bound_parts(workspace *ws, double abs_a, size_t row, bool simd)
+static void add_bound_parts(const workspace *ws, double abs_a, size_t row, const ug_ref_bound_row *sums)
 {
-    if (simd) {
-        const ug_ref_bound_row sums = {ws->abs_sum, ws->cast_err, ws->acc_mag, ws->flagged};
-        ug_ref_simd_bound_parts(ws->width, abs_a, ws->op_abs + row, ws->op_err + row, ws->op_mag + row,
-                                ws->op_flagged + row, &sums);
-        return;
-    }
     const size_t width = ws->width;
     const double *restrict op_abs = ws->op_abs + row, *restrict op_err = ws->op_err + row,
                            *restrict op_mag = ws->op_mag + row;
     const uint32_t *restrict op_flagged = ws->op_flagged + row;
-    double *restrict abs_sum = ws->abs_sum, *restrict cast_err = ws->cast_err, *restrict acc_mag = ws->acc_mag;
-    uint32_t *restrict flagged = ws->flagged;
+    double *restrict abs_sum = sums->abs_sum, *restrict cast_err = sums->cast_err, *restrict acc_mag = sums->acc_mag;
+    uint32_t *restrict flagged = sums->flagged;
     /* Two columns at a time in vector registers (GCC 12's -O2 vectorizer
      * leaves this loop scalar): the same products and sums per element. */
     typedef double pair __attribute__((vector_size(16), aligned(8), may_alias));
@@ -472,6 +633,26 @@ static void add_bound_parts(workspace *ws, double abs_a, size_t row, bool simd)
     }
 }
 
+/* The bound parts of output rows arow[0 .. rows) (rows <= 2), each row's
+ * sums over its nonzero |A_ij| in the order j = 0, 1, ...; on AVX-512 both
+ * rows at once, their sums held in registers across the terms. */
+static void row_bounds(workspace *ws, const float *const arow[2], size_t rows, bool simd)
+{
+    const size_t width = ws->width;
+    memset(ws->bound_sums, 0, 6 * width * sizeof *ws->bound_sums);
+    memset(ws->bound_row[0].flagged, 0, 2 * width * sizeof *ws->bound_row[0].flagged);
+    if (simd) {
+        for (size_t r = 0; r < rows; r++)
+            for (size_t j = 0; j < ws->rows; j++) ws->weight[r][j] = fabs(arow[r][j]);
+        ug_ref_simd_bound_rows(ws->rows, width, rows, (const double *const *)ws->weight, ws->op_abs, ws->op_err,
+                               ws->op_mag, ws->op_flagged, ws->bound_row);
+        return;
+    }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < ws->rows; j++)
+            if (arow[r][j] != 0) add_bound_parts(ws, fabs(arow[r][j]), j * width, &ws->bound_row[r]);
+}
+
 /* The binade shift of token j's factors: a staged operand of w carries its
  * gate exp(g_j), whose binade varies along a chunk by hundreds (the gates
  * accumulate), and A_ij varies inversely (A ~ exp(g_i - g_j)), so the
@@ -486,7 +667,6 @@ static int balance(const workspace *ws, ug_ref_mode mode, size_t j)
     return gp->e + ug_xwin_bit_length(g, 2);
 }
 
-static int parts_top(const parts *p) { return p->e + 64 - __builtin_clzll(p->m); }
 
 /* Every column's factors on the column's grid: the top of its largest
  * factor less 64 bits, so a factor fits one limb when it lies within 64 -
@@ -712,16 +892,17 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
     const bool simd = fast && bt <= UG_XWIN52_MAX_TERMS && ug_ref_simd_available();
     if (fast) column_factors(ws, ca->mode, simd);
     /* A X multiplies f32 by the bf16 operands: a tf32 profile rounds A */
-    const double gamma = ug_f32_dot_gamma(ca->model, ug_f32_gamma(bt));
+    const double gamma = ug_f32_dot_gamma(ca->model, ug_f32_gamma(bt)), underflow = bt * ug_f32_underflow(ca->model);
     for (size_t i = 0; i < bt; i++) {
         size_t tok = ch->c * bt + i;
         const float *arow = ca->a + at4(s, ch->b, tok, s->h, ch->h, bt, 0);
-        for (size_t col = 0; col < width; col++) {
-            ws->abs_sum[col] = ws->acc_mag[col] = ws->cast_err[col] = 0;
-            ws->flagged[col] = 0;
+        /* rows in pairs: the second's bound sums were made with the first's */
+        const size_t pair = i % 2;
+        if (pair == 0) {
+            const float *const arows[2] = {arow, ca->a + at4(s, ch->b, i + 1 < bt ? tok + 1 : tok, s->h, ch->h, bt, 0)};
+            row_bounds(ws, arows, i + 1 < bt ? 2 : 1, simd);
         }
-        for (size_t j = 0; j < bt; j++)
-            if (arow[j] != 0) add_bound_parts(ws, fabs(arow[j]), j * width, simd);
+        const ug_ref_bound_row *sums = &ws->bound_row[pair];
         const row_window rw = fast ? row_factors(ws, ca->mode, arow, simd) : (row_window){0};
         if (simd) {
             const ug_xwin52_row r = {rw.n,          width,       rw.nc,         ws->row_digits,
@@ -729,9 +910,9 @@ static ug_status reference_chunk(workspace *ws, const common_args *ca, const chu
             ug_xwin52_windows(&r, ws->win);
         }
         for (size_t col = 0; col < width; col++) {
-            const element_bound eb = {
-                (gamma * ws->acc_mag[col] * UG_F32_SLACK + ws->cast_err[col]) * UG_F32_SLACK + bt * ug_f32_underflow(ca->model),
-                ws->abs_sum[col] * UG_F32_SLACK, ws->flagged[col]};
+            const element_bound eb = {(gamma * sums->acc_mag[col] * UG_F32_SLACK + sums->cast_err[col]) * UG_F32_SLACK +
+                                          underflow,
+                                      sums->abs_sum[col] * UG_F32_SLACK, sums->flagged[col]};
             ug_ref_value *o = &out[at4(s, ch->b, tok, s->h, ch->h, width, col)];
             /* The window holds the sum unless an operand of the column is
              * wider than scale * gate (exact mode) or infinite (staged mode),

@@ -10,6 +10,8 @@
 #include "../harness/family.h"
 #include "../harness/ulp.h"
 #include "../ref/gdn_recompute_wu.h"
+#include "../ref/rowsimd.h"
+#include "ref_fast.h"
 #include "tests.h"
 
 enum { BT = 64, K = 64, V = 64, T = 64 };
@@ -199,7 +201,68 @@ static void far_neighbour_exceeds_bound(void)
     free(c);
 }
 
+/* The fast path (portable and, where the CPU has them, AVX-512 row loops)
+ * against the MPFR path on c's inputs, both modes: the differing elements. */
+static size_t fast_differs_from_plain(one_chunk *c)
+{
+    one_chunk *fast = malloc(sizeof *fast);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fast);
+    *fast = *c;
+    size_t differ = 0, mismatches = 0;
+    for (int mode = 0; mode < UG_REF_MODE_COUNT; mode++) {
+        ug_ref_set_fast(false);
+        run_reference(c, (ug_ref_mode)mode);
+        ug_ref_set_fast(true);
+        ug_ref_simd_set_enabled(true);
+        for (int simd = 0, paths = ug_ref_simd_available() ? 2 : 1; simd < paths; simd++) {
+            ug_ref_simd_set_enabled(simd);
+            run_reference(fast, (ug_ref_mode)mode);
+            differ += ug_test_count_ref_differences(fast->w, c->w, T * K, &mismatches);
+            differ += ug_test_count_ref_differences(fast->u, c->u, T * V, &mismatches);
+        }
+        ug_ref_simd_set_enabled(true);
+    }
+    free(fast);
+    return differ;
+}
+
+/* Gates decaying to 2^-133 and keys down to 2^-40: w operands from 2^-175
+ * up, many below half bf16's least subnormal (2^-134), which the fast
+ * path stages without MPFR: those whose window straddles zero (|x| below
+ * the kernel's underflow allowance, ~2^-147: flagged) and those above it
+ * (a signed zero, not flagged). Every 16th token has a gate just below
+ * 1 and a subnormal beta that put k beta exp(g) (k = +-2^-8) just below
+ * 2^-134, some within the window's reach of it (their windows round up to
+ * the least subnormal: left to MPFR). */
+static void operands_below_bf16_subnormals(void)
+{
+    one_chunk *c = chunk_new();
+    uint64_t state = 21;
+    size_t straddling = 0, signed_zero = 0;
+    for (size_t t = 0; t < T; t++) {
+        const bool near_half_subnormal = t % 16 == 15;
+        c->beta[t] = near_half_subnormal ? ldexpf(1 - ldexpf(1, -8 - 4 * (int)(t / 16)), -126)
+                                         : ug_test_uniform(&state, 0.5f, 1);
+        c->g[t] = near_half_subnormal ? -0x1p-30f : -(float)(M_LN2 * (70.0 + (double)t));
+        for (size_t d = 0; d < K; d++) {
+            const float k = near_half_subnormal && d % 2 ? 0x1p-8f
+                                                         : ldexpf(ug_test_uniform(&state, 1, 2),
+                                                                  -(int)(ug_test_next_u32(&state) % 41));
+            c->k[t * K + d] = ug_bf16_from_f32(ug_test_next_u32(&state) & 1 ? -k : k);
+            const double x = fabs(ug_bf16_to_f32(c->k[t * K + d]) * c->beta[t] * exp(c->g[t]));
+            straddling += x < 0x1p-150;
+            signed_zero += x > 0x1p-145 && x < 0x1p-135;
+        }
+        for (size_t d = 0; d < V; d++) c->v[t * V + d] = ug_bf16_from_f32(ug_test_uniform(&state, -2, 2));
+        for (size_t j = 0; j <= t; j++) c->a[t * BT + j] = ug_test_uniform(&state, -1, 1);
+    }
+    CU_ASSERT(straddling > 200 && signed_zero > 200);
+    CU_ASSERT_EQUAL(fast_differs_from_plain(c), 0);
+    free(c);
+}
+
 UG_TEST_SUITE(ref_gdn_recompute_wu_suite, "ref_gdn_recompute_wu",
+              UG_TEST(operands_below_bf16_subnormals),
               UG_TEST(staged_identity_a_gives_rounded_operand),
               UG_TEST(exact_identity_a_without_gate_reproduces_k),
               UG_TEST(exact_reference_matches_plain_mpfr_loop),
