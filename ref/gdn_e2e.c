@@ -76,6 +76,17 @@ typedef struct {
     mpz_t *z;   /* plain path */
 } factor_vector;
 
+/* The fast path's column scalars (Xᵀk and Xᵀq rounded, d, the output) as
+ * FAST_PREC-bit floats on limbs, every operation rounded to nearest, ties
+ * to even, as MPFR rounds it at prec bits. */
+enum { WIDE = FAST_PREC / 64, SUB_LIMBS = 8 };
+
+typedef struct {
+    uint64_t m[WIDE]; /* 0 (a zero), or the leading bit at 2^(FAST_PREC - 1) */
+    long e;           /* the value (-1)^neg m 2^e */
+    bool neg;         /* a zero's sign too */
+} wide_float;
+
 typedef struct {
     const gdn_e2e_shape *s;
     mpfr_prec_t prec;
@@ -84,6 +95,7 @@ typedef struct {
     mpfr_t c, gate, acc, abs_acc, wide, scale;
     gdn_e2e_divider divider; /* divides by c */
     mpfr_t beta;            /* the token's beta, exact at 24 bits */
+    float beta_value, scale_value; /* the token's beta and the scale (fast path) */
     mpfr_t v_entry;         /* the column's v, exact at 24 bits */
     double c_abs, scale_abs; /* |c| (this token's) and |scale|, rounded away from zero */
     mpfr_t *d;              /* [V]: beta (v - Sᵀk), then d / c */
@@ -105,6 +117,10 @@ typedef struct {
     uint64_t (*key_dots)[LIMBS + 2]; /* [V]: Xᵀk of the coming token, fast path (computed after the last update) */
     factor_vector key_f, query_f, next_key_f; /* next_key_f: the next token's key (fast path: its dot products) */
     mpz_t z, z_abs, z_tmp, delta; /* delta: the column's d̂ as an integer */
+    wide_float d_wide;              /* fast path: the column's d̂ */
+    uint64_t query_dot[LIMBS + 2];  /* fast path: the column's Xᵀq after its update */
+    mpfr_t view;                    /* fast path: a wide_float read by MPFR (wide_view) */
+    uint64_t view_limbs[WIDE];
 } workspace;
 
 float gdn_e2e_reference_scale(size_t k)
@@ -199,6 +215,7 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     /* a grid column entry times 2^E exactly: below 2^(cap + 1) grid units */
     mpfr_init2(w->wide, (mpfr_prec_t)grid_cap(prec) + 8);
     mpfr_set_flt(w->scale, scale, MPFR_RNDN);  /* exact */
+    w->scale_value = scale;
     w->scale_abs = fabs(mpfr_get_d(w->scale, MPFR_RNDA));
     return ug_ok();
 }
@@ -262,7 +279,8 @@ static void set_exact_float(mpfr_ptr x, float v)
 /* The token's beta, set once for its V columns. */
 static void load_beta(workspace *w, const float *beta, size_t t)
 {
-    mpfr_set_flt(w->beta, beta[at3(w->s, w->b, t, w->h)], MPFR_RNDN); /* exact */
+    w->beta_value = beta[at3(w->s, w->b, t, w->h)];
+    mpfr_set_flt(w->beta, w->beta_value, MPFR_RNDN); /* exact */
 }
 
 /* acc = (Ŝᵀk)_v at prec bits; d[v] = beta (v - c acc), d_abs[v] = |d[v]|,
@@ -293,14 +311,20 @@ static void finish(const workspace *w, ug_ref_value *out, mpfr_srcptr r, double 
         ug_ref_finish(out, r, INFINITY, abs_sum, 0, dtype);
 }
 
-/* o = scale c acc (acc = (Ŝᵀq)_v at prec bits), abs_sum = scale c abs_products. */
-static void output_finish(workspace *w, ug_ref_value *o, double abs_products)
+/* o = r (= scale c (Ŝᵀq)_v), abs_sum = scale c abs_products. */
+static void output_fill(const workspace *w, ug_ref_value *o, mpfr_srcptr r, double abs_products)
 {
     const double abs_sum = abs_products * w->c_abs;
+    finish(w, o, r, w->scale_abs * abs_sum, UG_BF16);
+    o->no_bound = false; /* +inf by design, not from the profile (see the header) */
+}
+
+/* o = scale c acc (acc = (Ŝᵀq)_v at prec bits). */
+static void output_finish(workspace *w, ug_ref_value *o, double abs_products)
+{
     mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);
     mpfr_mul(w->acc, w->acc, w->scale, MPFR_RNDN);
-    finish(w, o, w->acc, w->scale_abs * abs_sum, UG_BF16);
-    o->no_bound = false; /* +inf by design, not from the profile (see the header) */
+    output_fill(w, o, w->acc, abs_products);
 }
 
 /* final_state entry = c · value (value exact), with its magnitude sum. */
@@ -439,17 +463,21 @@ static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
     f->m_sum = 0;
     uint64_t largest = 0;
     for (size_t i = 0; i < n; i++) {
-        const double m = f->nonzero ? ldexp(ug_bf16_to_f32(row[i]), (int)-f->lsb) : 0.0; /* exact integer */
         if (!w->fast) {
-            mpz_set_d(f->z[i], m);
+            mpz_set_d(f->z[i], f->nonzero ? ldexp(ug_bf16_to_f32(row[i]), (int)-f->lsb) : 0.0); /* exact integer */
             continue;
         }
-        f->m[i] = (int64_t)m;
-        const uint64_t magnitude = (uint64_t)fabs(m);
+        /* the component mag 2^e on the grid: below 2^48 there, and mag's lowest set bit at or above it */
+        bool neg = false;
+        uint64_t mag = 0;
+        int e = 0;
+        if (f->nonzero) ug_xsum_split(ug_bf16_to_f32(row[i]), &neg, &mag, &e);
+        const uint64_t magnitude = mag == 0 ? 0 : e >= f->lsb ? mag << (e - f->lsb) : mag >> (f->lsb - e);
+        f->m[i] = neg ? -(int64_t)magnitude : (int64_t)magnitude;
         f->abs_total += magnitude;
         f->m_sum += f->m[i];
         if (magnitude > largest) largest = magnitude;
-        if (m > 0) f->order[f->n_pos++] = (uint32_t)i;
+        if (f->m[i] > 0) f->order[f->n_pos++] = (uint32_t)i;
     }
     for (size_t i = 0; w->fast && i < n; i++)
         if (f->m[i] < 0) f->order[f->n_pos + f->n_neg++] = (uint32_t)i;
@@ -804,6 +832,209 @@ static void fast_dot(const uint64_t *col, size_t n, const factor_vector *f, uint
     limbs_from_accumulators(out, dot);
 }
 
+/* ---- the fast path's column scalars on limbs ------------------------------------- */
+
+/* Bits pos .. pos + 63 of the n-limb a, zeros outside it (pos may be negative). */
+static inline uint64_t bits_at(const uint64_t *a, int n, long pos)
+{
+    const long word = pos >> 6; /* floor: arithmetic shift */
+    const int off = (int)(pos & 63);
+    const uint64_t lo = word >= 0 && word < n ? a[word] : 0, hi = word + 1 >= 0 && word + 1 < n ? a[word + 1] : 0;
+    return off ? lo >> off | hi << (64 - off) : lo;
+}
+
+/* out (out_n limbs) = mag (n limbs) rounded to nearest at 64 out_n bits,
+ * ties to even, its leading bit at the top (zeros for mag = 0): mag ~ out
+ * 2^returned. */
+static long round_nearest_even(uint64_t *out, int out_n, const uint64_t *mag, int n)
+{
+    int top = n - 1;
+    while (top > 0 && !mag[top]) top--;
+    const long s = 64L * top + (mag[top] ? 64 - __builtin_clzll(mag[top]) : 0) - 64L * out_n;
+    if (s <= 0) {
+        for (int i = 0; i < out_n; i++) out[i] = bits_at(mag, top + 1, s + 64L * i);
+        return s;
+    }
+    const int word = (int)(s >> 6), off = (int)(s & 63);
+    for (int i = 0; i < out_n; i++) {
+        const uint64_t hi = word + i + 1 <= top ? mag[word + i + 1] : 0;
+        out[i] = off ? mag[word + i] >> off | hi << (64 - off) : mag[word + i];
+    }
+    /* the first bit below out, and whether any bit below that one is set */
+    const int half_word = off ? word : word - 1, half_bit = off ? off - 1 : 63;
+    bool sticky = (mag[half_word] & ((UINT64_C(1) << half_bit) - 1)) != 0;
+    for (int i = 0; i < half_word && !sticky; i++) sticky = mag[i] != 0;
+    if (!(mag[half_word] >> half_bit & 1) || (!sticky && !(out[0] & 1))) return s;
+    for (int i = 0; i < out_n; i++)
+        if (++out[i]) return s;
+    out[out_n - 1] = UINT64_C(1) << 63; /* carried out of the top */
+    return s + 1;
+}
+
+/* r = RN((-1)^neg mag 2^e), mag of n limbs. */
+static void wide_round(wide_float *r, const uint64_t *mag, int n, long e, bool neg)
+{
+    r->neg = neg;
+    r->e = e + round_nearest_even(r->m, WIDE, mag, n);
+}
+
+static bool wide_zero(const wide_float *a) { return a->m[WIDE - 1] == 0; }
+
+/* RN(z 2^e), z the two's complement integer of n <= LIMBS + 2 limbs (as mpfr_set_z_2exp). */
+static void wide_from_twos(wide_float *r, const uint64_t *z, int n, long e)
+{
+    uint64_t mag[LIMBS + 2];
+    const uint64_t neg = (uint64_t)((int64_t)z[n - 1] >> 63);
+    uint64_t carry = neg & 1;
+    for (int i = 0; i < n; i++) {
+        const u128 t = (u128)(z[i] ^ neg) + carry;
+        mag[i] = (uint64_t)t;
+        carry = (uint64_t)(t >> 64);
+    }
+    wide_round(r, mag, n, e, neg != 0);
+}
+
+/* RN(a · (-1)^bneg b 2^be), b of bn <= WIDE limbs (as mpfr_mul: a zero keeps the xor of the signs). */
+/* a = RN(a · (-1)^bneg b 2^be), b of bn <= WIDE limbs (as mpfr_mul: a zero keeps the xor of the signs). */
+static void wide_mul(wide_float *a, const uint64_t *b, int bn, long be, bool bneg)
+{
+    uint64_t p[2 * WIDE];
+    mpn_mul(p, a->m, WIDE, b, bn);
+    wide_round(a, p, WIDE + bn, a->e + be, a->neg != bneg);
+}
+
+/* a = RN(a · x), x a finite double. */
+static void wide_mul_double(wide_float *a, double x)
+{
+    bool neg;
+    uint64_t m;
+    int e;
+    ug_xsum_split(x, &neg, &m, &e);
+    wide_mul(a, &m, 1, e, neg);
+}
+
+/* a as an MPFR number of FAST_PREC bits, read in place (w->view; valid until the next call). */
+static mpfr_srcptr wide_view(workspace *w, const wide_float *a)
+{
+    memcpy(w->view_limbs, a->m, sizeof a->m);
+    const int kind = wide_zero(a) ? MPFR_ZERO_KIND : MPFR_REGULAR_KIND;
+    mpfr_custom_init_set(w->view, a->neg ? -kind : kind, wide_zero(a) ? 0 : a->e + FAST_PREC, FAST_PREC,
+                         w->view_limbs);
+    return w->view;
+}
+
+/* r = x (FAST_PREC bits, finite). */
+static void wide_from_mpfr(wide_float *r, mpfr_srcptr x)
+{
+    *r = (wide_float){.neg = mpfr_signbit(x)};
+    if (mpfr_zero_p(x)) return;
+    memcpy(r->m, mpfr_custom_get_significand(x), sizeof r->m);
+    r->e = mpfr_get_exp(x) - FAST_PREC;
+}
+
+/* d = RN(v - a), v a finite float: the exact difference on at most
+ * SUB_LIMBS limbs, or mpfr_sub where the two lie too far apart for them
+ * (into scratch). */
+static void wide_float_minus(workspace *w, wide_float *d, float v, const wide_float *a, mpfr_ptr scratch)
+{
+    bool x_neg;
+    uint64_t x_m;
+    int x_e;
+    ug_xsum_split(v, &x_neg, &x_m, &x_e);
+    if (wide_zero(a) || x_m == 0) { /* exact: v, or -a; -0 only for (-0) - (+0) */
+        if (wide_zero(a))
+            wide_round(d, &x_m, 1, x_e, x_neg && !a->neg);
+        else
+            *d = (wide_float){.m = {a->m[0], a->m[1], a->m[2]}, .e = a->e, .neg = !a->neg};
+        return;
+    }
+    const long lo = x_e < a->e ? x_e : a->e, top = x_e + 64 > a->e + FAST_PREC ? x_e + 64 : a->e + FAST_PREC;
+    if (top - lo >= 64 * (SUB_LIMBS - 1)) {
+        mpfr_set_flt(scratch, v, MPFR_RNDN); /* exact */
+        mpfr_sub(scratch, scratch, wide_view(w, a), MPFR_RNDN);
+        wide_from_mpfr(d, scratch);
+        return;
+    }
+    const int n = (int)((top - lo) / 64) + 1; /* both, and the sum's carry */
+    uint64_t xs[SUB_LIMBS], as[SUB_LIMBS], r[SUB_LIMBS];
+    for (int i = 0; i < n; i++) {
+        xs[i] = bits_at(&x_m, 1, 64L * i - (x_e - lo));
+        as[i] = bits_at(a->m, WIDE, 64L * i - (a->e - lo));
+    }
+    if (x_neg != a->neg) { /* |v| + |a|, v's sign */
+        mpn_add_n(r, xs, as, n);
+        wide_round(d, r, n, lo, x_neg);
+        return;
+    }
+    const bool v_larger = mpn_cmp(xs, as, n) >= 0;
+    if (v_larger)
+        mpn_sub_n(r, xs, as, n);
+    else
+        mpn_sub_n(r, as, xs, n);
+    wide_round(d, r, n, lo, v_larger ? x_neg : !x_neg);
+    if (wide_zero(d)) d->neg = false; /* an exact zero difference is +0 to nearest */
+}
+
+/* |a| rounded away from zero to a double (as mpfr_get_d(RNDA)), where normal; else through MPFR. */
+static double wide_abs_double_up(workspace *w, const wide_float *a)
+{
+    if (wide_zero(a)) return 0.0;
+    const long exponent = a->e + FAST_PREC - 53; /* of the top 53 bits */
+    if (exponent < -1074 || exponent > 1023 - 53) return fabs(mpfr_get_d(wide_view(w, a), MPFR_RNDA));
+    const uint64_t top = a->m[WIDE - 1] >> 11;
+    const bool below = (a->m[WIDE - 1] & 0x7FF) || a->m[0] || a->m[1];
+    return ldexp((double)(top + below), (int)exponent); /* exact: top + 1 <= 2^53, normal */
+}
+
+/* d / c rounded to nearest, gdn_e2e_divide's result bit for bit: d times
+ * the divider's reciprocal (FAST_PREC + 64 bits) rounded to nearest
+ * decides where its lowest limb, the bits below d's precision, lies off
+ * the midpoint by more than GDN_E2E_MIDPOINT_MARGIN (gdn_e2e_divide.h);
+ * elsewhere mpfr_div. */
+static void wide_divide_by_c(workspace *w, wide_float *d)
+{
+    if (wide_zero(d)) return; /* ±0 / c, c > 0 */
+    mpfr_srcptr inverse = w->divider.inverse;
+    uint64_t p[WIDE + LIMBS], q[LIMBS];
+    mpn_mul(p, mpfr_custom_get_significand(inverse), LIMBS, d->m, WIDE);
+    const long e = d->e + mpfr_get_exp(inverse) - 64 * LIMBS + round_nearest_even(q, LIMBS, p, WIDE + LIMBS);
+    const uint64_t half = UINT64_C(1) << 63;
+    if (q[0] < half - GDN_E2E_MIDPOINT_MARGIN || q[0] > half + GDN_E2E_MIDPOINT_MARGIN) {
+        wide_round(d, q, LIMBS, e, d->neg);
+        return;
+    }
+    mpfr_div(w->acc, wide_view(w, d), w->c, MPFR_RNDN);
+    wide_from_mpfr(d, w->acc);
+}
+
+/* c's significand: c = c_limbs 2^-FAST_PREC in the grid form (c in [1/2, 1)). */
+static const uint64_t *c_limbs(const workspace *w) { return mpfr_custom_get_significand(w->c); }
+
+/* column_delta on the fast path: acc = RN(Xᵀk 2^(lsb + E[v])) from key_dots
+ * (0 for a zero column or key), then d̂ (d_wide) and d_abs[v] as
+ * column_delta gives them. */
+static void fast_column_delta(workspace *w, size_t vv, float v_value)
+{
+    wide_float acc = {.neg = false}, *d = &w->d_wide;
+    if (w->bits[vv] && w->key_f.nonzero)
+        wide_from_twos(&acc, w->key_dots[vv], LIMBS + 2, w->key_f.lsb + w->grid[vv]);
+    wide_mul(&acc, c_limbs(w), WIDE, -FAST_PREC, false);
+    wide_float_minus(w, d, v_value, &acc, w->d[vv]);
+    wide_mul_double(d, w->beta_value);
+    w->d_abs[vv] = wide_abs_double_up(w, d);
+    wide_divide_by_c(w, d);
+}
+
+/* output_finish on the fast path, from the column's Xᵀq (query_dot). */
+static void fast_output_finish(workspace *w, size_t vv, ug_ref_value *o, double abs_products)
+{
+    wide_float acc = {.neg = false};
+    if (w->query_f.nonzero) wide_from_twos(&acc, w->query_dot, LIMBS + 2, w->query_f.lsb + w->grid[vv]);
+    wide_mul(&acc, c_limbs(w), WIDE, -FAST_PREC, false);
+    wide_mul_double(&acc, w->scale_value);
+    output_fill(w, o, wide_view(w, &acc), abs_products);
+}
+
 /* ---- the grid form's state, on either path ---------------------------------------- */
 
 /* Column v's limbs, planar (fast path). */
@@ -853,15 +1084,10 @@ static long column_bits(workspace *w, size_t vv)
     return bits;
 }
 
-/* z = Xᵀk of column v (exact): on the fast path the dot product that the
- * column's last pass (or the head's start) left in key_dots. */
+/* z = Xᵀk of column v (exact), plain path (the fast path reads key_dots). */
 static void state_key_dot(workspace *w, size_t vv)
 {
     const size_t n = w->s->k;
-    if (w->fast) {
-        mpz_from_limbs(w->z, w->key_dots[vv], LIMBS + 2);
-        return;
-    }
     mpz_set_ui(w->z, 0);
     for (size_t kk = 0; kk < n; kk++) mpz_addmul(w->z, w->key_f.z[kk], w->x[vv * n + kk]);
 }
@@ -953,18 +1179,14 @@ static long window_shift(long bits, long width)
 static double fast_update_and_query(workspace *w, size_t vv, bool update, long sh, long expected_bits, long e)
 {
     const size_t n = w->s->k;
-    mpz_srcptr dz = w->delta;
-    limb_delta dl = {.neg = mpz_sgn(dz) < 0 ? ~UINT64_C(0) : 0};
+    limb_delta dl = {.neg = w->d_wide.neg ? ~UINT64_C(0) : 0};
     if (update) {
         const long round_limbs = sh >= 0 ? 0 : (-sh + 63) / 64; /* ceil(-sh / 64) */
         dl.round_limbs = round_limbs > LIMBS ? LIMBS + 1 : (int)round_limbs;
-        if (dl.round_limbs <= LIMBS) {
-            mpz_abs(w->z_tmp, dz);
-            mpz_mul_2exp(w->z_tmp, w->z_tmp, (mp_bitcnt_t)(sh + 64 * dl.round_limbs));
-            limbs_from_mpz(dl.dm, w->z_tmp); /* below 2^256 (§2) */
-        }
+        for (int i = 0; dl.round_limbs <= LIMBS && i < LIMBS; i++) /* |d̂| 2^(sh + 64 L) below 2^256 (§2) */
+            dl.dm[i] = bits_at(w->d_wide.m, WIDE, 64L * i - (sh + 64 * dl.round_limbs));
     }
-    uint64_t *col = column_limbs(w, vv), query_dot[LIMBS + 2];
+    uint64_t *col = column_limbs(w, vv), *query_dot = w->query_dot;
     long wsh = 0;
     u128 window = 0;
     bool have_window = false;
@@ -978,7 +1200,7 @@ static double fast_update_and_query(workspace *w, size_t vv, bool update, long s
         gdn_e2e_simd_pass_out out;
         gdn_e2e_simd_column_pass(col, n, &in, &out);
         w->bits[vv] = out.bits;
-        memcpy(query_dot, out.query_dot, sizeof query_dot);
+        memcpy(query_dot, out.query_dot, sizeof out.query_dot);
         memcpy(w->key_dots[vv], out.next_dot, sizeof out.next_dot);
         window = out.window;
         /* the window holds the column, and 64 bits of it (or all of it) */
@@ -989,9 +1211,7 @@ static double fast_update_and_query(workspace *w, size_t vv, bool update, long s
         fast_dot(col, n, &w->query_f, query_dot);
         fast_dot(col, n, &w->next_key_f, w->key_dots[vv]);
     }
-    if (!w->query_f.nonzero) return 0.0; /* the caller reads no z */
-    mpz_from_limbs(w->z, query_dot, LIMBS + 2);
-    if (w->bits[vv] == 0) return 0.0; /* X = 0: the exact sum is 0 */
+    if (!w->query_f.nonzero || w->bits[vv] == 0) return 0.0; /* a zero query, or X = 0: the exact sum is 0 */
     if (!have_window) {
         wsh = window_shift(w->bits[vv], 64);
         window = fast_abs_window(col, n, w->query_f.m, wsh);
@@ -1080,9 +1300,9 @@ static void grid_decay(workspace *w, float g)
  * 2^cap and the larger of them is at least 2^(floor - 1). Returns the
  * bits the column will have after the update, about (a guess for the
  * windows of fast_update_and_query). */
-static long grid_fit(workspace *w, size_t vv)
+static long grid_fit(workspace *w, size_t vv, long d_exp)
 {
-    const long u = w->key_f.top + mpfr_get_exp(w->d[vv]) - w->grid[vv]; /* |k d̂| < 2^u grid units */
+    const long u = w->key_f.top + d_exp - w->grid[vv]; /* |k d̂| < 2^u grid units, |d̂| < 2^d_exp */
     const long target = grid_target(w->prec);
     if (w->bits[vv] == 0) { /* a zero column takes any grid: the update's */
         w->grid[vv] += u + 1 - target;
@@ -1111,27 +1331,36 @@ static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *
     const ug_bf16 *v_row = v + row4(s, w->b, t, s->h, w->h, dv);
     ug_ref_value *o_row = o + row4(s, w->b, t, s->h, w->h, dv);
     for (size_t vv = 0; vv < dv; vv++) {
-        if (w->bits[vv] && w->key_f.nonzero) {
-            state_key_dot(w, vv);
-            mpfr_set_z_2exp(w->acc, w->z, w->key_f.lsb + w->grid[vv], MPFR_RNDN);
+        if (w->fast) {
+            fast_column_delta(w, vv, ug_bf16_to_f32(v_row[vv]));
         } else {
-            mpfr_set_zero(w->acc, 1);
+            if (w->bits[vv] && w->key_f.nonzero) {
+                state_key_dot(w, vv);
+                mpfr_set_z_2exp(w->acc, w->z, w->key_f.lsb + w->grid[vv], MPFR_RNDN);
+            } else {
+                mpfr_set_zero(w->acc, 1);
+            }
+            column_delta(w, vv, ug_bf16_to_f32(v_row[vv]));
         }
-        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]));
         if (t + 1 == s->t)
             for (size_t kk = 0; kk < dk; kk++) {
                 state_get(w, vv, kk, w->z);
                 mpfr_set_z_2exp(w->wide, w->z, w->grid[vv], MPFR_RNDN); /* exact */
                 w->decayed_abs[vv * dk + kk] = times_c_abs(w, w->wide);
             }
-        const bool update = w->key_f.nonzero && !mpfr_zero_p(w->d[vv]);
+        const bool update = w->key_f.nonzero && !(w->fast ? wide_zero(&w->d_wide) : mpfr_zero_p(w->d[vv]));
         long sh = 0, expected_bits = w->bits[vv];
         if (update) {
-            expected_bits = grid_fit(w, vv);
-            const long e = mpfr_get_z_2exp(w->delta, w->d[vv]); /* d̂ = delta 2^e */
+            /* d̂ = delta 2^e, delta the prec-bit significand as an integer (fast path: d_wide's) */
+            const long e = w->fast ? w->d_wide.e : mpfr_get_z_2exp(w->delta, w->d[vv]);
+            expected_bits = grid_fit(w, vv, e + w->prec);
             sh = w->key_f.lsb + e - w->grid[vv];
         }
         const double abs_products = state_update_and_query(w, vv, update, sh, expected_bits);
+        if (w->fast) {
+            fast_output_finish(w, vv, &o_row[vv], abs_products);
+            continue;
+        }
         if (w->query_f.nonzero)
             mpfr_set_z_2exp(w->acc, w->z, w->query_f.lsb + w->grid[vv], MPFR_RNDN);
         else
