@@ -441,8 +441,11 @@ static long factor_span(const ug_bf16 *row, size_t n, long *lsb, long *top)
     for (size_t i = 0; i < n; i++) {
         const float x = ug_bf16_to_f32(row[i]);
         if (x == 0) continue;
+        bool neg;
+        uint64_t m;
         int e;
-        frexpf(x, &e); /* |x| in [2^(e-1), 2^e); bf16 bits at or above 2^(e-8) */
+        ug_xsum_split(x, &neg, &m, &e); /* a normal double: |x| in [2^(e + 52), 2^(e + 53)) */
+        e += 53;                         /* |x| in [2^(e-1), 2^e); bf16 bits at or above 2^(e-8) */
         if (e - BF16_PREC < *lsb) *lsb = e - BF16_PREC;
         if (e > *top) *top = e;
     }
@@ -846,7 +849,8 @@ static inline uint64_t bits_at(const uint64_t *a, int n, long pos)
 /* out (out_n limbs) = mag (n limbs) rounded to nearest at 64 out_n bits,
  * ties to even, its leading bit at the top (zeros for mag = 0): mag ~ out
  * 2^returned. */
-static long round_nearest_even(uint64_t *out, int out_n, const uint64_t *mag, int n)
+__attribute__((always_inline)) static inline long round_nearest_even(uint64_t *out, int out_n, const uint64_t *mag,
+                                                                     int n)
 {
     int top = n - 1;
     while (top > 0 && !mag[top]) top--;
@@ -855,24 +859,29 @@ static long round_nearest_even(uint64_t *out, int out_n, const uint64_t *mag, in
         for (int i = 0; i < out_n; i++) out[i] = bits_at(mag, top + 1, s + 64L * i);
         return s;
     }
+    /* shifts in two steps (<< 1 << (63 - off)): off may be 0; no branch on the data */
     const int word = (int)(s >> 6), off = (int)(s & 63);
     for (int i = 0; i < out_n; i++) {
         const uint64_t hi = word + i + 1 <= top ? mag[word + i + 1] : 0;
-        out[i] = off ? mag[word + i] >> off | hi << (64 - off) : mag[word + i];
+        out[i] = mag[word + i] >> off | hi << 1 << (63 - off);
     }
-    /* the first bit below out, and whether any bit below that one is set */
-    const int half_word = off ? word : word - 1, half_bit = off ? off - 1 : 63;
-    bool sticky = (mag[half_word] & ((UINT64_C(1) << half_bit) - 1)) != 0;
-    for (int i = 0; i < half_word && !sticky; i++) sticky = mag[i] != 0;
-    if (!(mag[half_word] >> half_bit & 1) || (!sticky && !(out[0] & 1))) return s;
-    for (int i = 0; i < out_n; i++)
-        if (++out[i]) return s;
-    out[out_n - 1] = UINT64_C(1) << 63; /* carried out of the top */
+    /* the 64 bits below out, and whether any bit below those is set */
+    const uint64_t next = word ? mag[word - 1] : 0, below = next >> off | mag[word] << 1 << (63 - off);
+    uint64_t rest = (below << 1) | next << 1 << (63 - off);
+    for (int i = 0; i + 1 < word; i++) rest |= mag[i];
+    uint64_t carry = below >> 63 & ((rest != 0) | out[0]);
+    for (int i = 0; i < out_n; i++) {
+        const u128 t = (u128)out[i] + carry;
+        out[i] = (uint64_t)t;
+        carry = (uint64_t)(t >> 64);
+    }
+    if (!carry) return s;
+    out[out_n - 1] = UINT64_C(1) << 63; /* carried out of the top: the rest are 0 */
     return s + 1;
 }
 
 /* r = RN((-1)^neg mag 2^e), mag of n limbs. */
-static void wide_round(wide_float *r, const uint64_t *mag, int n, long e, bool neg)
+__attribute__((always_inline)) static inline void wide_round(wide_float *r, const uint64_t *mag, int n, long e, bool neg)
 {
     r->neg = neg;
     r->e = e + round_nearest_even(r->m, WIDE, mag, n);
@@ -895,11 +904,28 @@ static void wide_from_twos(wide_float *r, const uint64_t *z, int n, long e)
 }
 
 /* RN(a · (-1)^bneg b 2^be), b of bn <= WIDE limbs (as mpfr_mul: a zero keeps the xor of the signs). */
+/* p = a b (an + bn limbs), schoolbook: at these sizes GMP's call and
+ * dispatch cost more than the multiplies. */
+__attribute__((always_inline)) static inline void limbs_mul(uint64_t *p, const uint64_t *a, int an, const uint64_t *b,
+                                                            int bn)
+{
+    memset(p, 0, (size_t)(an + bn) * sizeof *p);
+    for (int i = 0; i < an; i++) {
+        uint64_t carry = 0;
+        for (int j = 0; j < bn; j++) {
+            const u128 t = (u128)a[i] * b[j] + p[i + j] + carry;
+            p[i + j] = (uint64_t)t;
+            carry = (uint64_t)(t >> 64);
+        }
+        p[i + bn] = carry;
+    }
+}
+
 /* a = RN(a · (-1)^bneg b 2^be), b of bn <= WIDE limbs (as mpfr_mul: a zero keeps the xor of the signs). */
-static void wide_mul(wide_float *a, const uint64_t *b, int bn, long be, bool bneg)
+__attribute__((always_inline)) static inline void wide_mul(wide_float *a, const uint64_t *b, int bn, long be, bool bneg)
 {
     uint64_t p[2 * WIDE];
-    mpn_mul(p, a->m, WIDE, b, bn);
+    limbs_mul(p, a->m, WIDE, b, bn);
     wide_round(a, p, WIDE + bn, a->e + be, a->neg != bneg);
 }
 
@@ -975,6 +1001,16 @@ static void wide_float_minus(workspace *w, wide_float *d, float v, const wide_fl
     if (wide_zero(d)) d->neg = false; /* an exact zero difference is +0 to nearest */
 }
 
+/* top 2^exponent, 2^52 <= top <= 2^53, where that is a normal double: from its bits (cheaper than ldexp). */
+static double normal_double(uint64_t top, long exponent)
+{
+    if (top >> 53) top >>= 1, exponent++;
+    const uint64_t bits = (uint64_t)(exponent + 52 + 1023) << 52 | (top & ((UINT64_C(1) << 52) - 1));
+    double x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
 /* |a| rounded away from zero to a double (as mpfr_get_d(RNDA)), where normal; else through MPFR. */
 static double wide_abs_double_up(workspace *w, const wide_float *a)
 {
@@ -983,7 +1019,7 @@ static double wide_abs_double_up(workspace *w, const wide_float *a)
     if (exponent < -1074 || exponent > 1023 - 53) return fabs(mpfr_get_d(wide_view(w, a), MPFR_RNDA));
     const uint64_t top = a->m[WIDE - 1] >> 11;
     const bool below = (a->m[WIDE - 1] & 0x7FF) || a->m[0] || a->m[1];
-    return ldexp((double)(top + below), (int)exponent); /* exact: top + 1 <= 2^53, normal */
+    return normal_double(top + below, exponent);
 }
 
 /* d / c rounded to nearest, gdn_e2e_divide's result bit for bit: d times
@@ -996,7 +1032,7 @@ static void wide_divide_by_c(workspace *w, wide_float *d)
     if (wide_zero(d)) return; /* ±0 / c, c > 0 */
     mpfr_srcptr inverse = w->divider.inverse;
     uint64_t p[WIDE + LIMBS], q[LIMBS];
-    mpn_mul(p, mpfr_custom_get_significand(inverse), LIMBS, d->m, WIDE);
+    limbs_mul(p, mpfr_custom_get_significand(inverse), LIMBS, d->m, WIDE);
     const long e = d->e + mpfr_get_exp(inverse) - 64 * LIMBS + round_nearest_even(q, LIMBS, p, WIDE + LIMBS);
     const uint64_t half = UINT64_C(1) << 63;
     if (q[0] < half - GDN_E2E_MIDPOINT_MARGIN || q[0] > half + GDN_E2E_MIDPOINT_MARGIN) {
@@ -1154,7 +1190,7 @@ static bool fast_abs_products(u128 low, long sh, uint64_t abs_total, long e, dou
     const int cut = length - 53;
     const u128 top = (low >> cut) + ((low & (((u128)1 << cut) - 1)) != 0); /* <= 2^53 */
     if (high > top << cut) return false;
-    *out = ldexp((double)top, (int)exponent); /* exact: normal */
+    *out = normal_double(top, exponent);
     return true;
 }
 
