@@ -861,6 +861,7 @@ __attribute__((always_inline)) static inline long round_nearest_even(uint64_t *o
     }
     /* shifts in two steps (<< 1 << (63 - off)): off may be 0; no branch on the data */
     const int word = (int)(s >> 6), off = (int)(s & 63);
+#pragma GCC unroll 4
     for (int i = 0; i < out_n; i++) {
         const uint64_t hi = word + i + 1 <= top ? mag[word + i + 1] : 0;
         out[i] = mag[word + i] >> off | hi << 1 << (63 - off);
@@ -870,6 +871,7 @@ __attribute__((always_inline)) static inline long round_nearest_even(uint64_t *o
     uint64_t rest = (below << 1) | next << 1 << (63 - off);
     for (int i = 0; i + 1 < word; i++) rest |= mag[i];
     uint64_t carry = below >> 63 & ((rest != 0) | out[0]);
+#pragma GCC unroll 4
     for (int i = 0; i < out_n; i++) {
         const u128 t = (u128)out[i] + carry;
         out[i] = (uint64_t)t;
@@ -910,8 +912,10 @@ __attribute__((always_inline)) static inline void limbs_mul(uint64_t *p, const u
                                                             int bn)
 {
     memset(p, 0, (size_t)(an + bn) * sizeof *p);
+#pragma GCC unroll 4
     for (int i = 0; i < an; i++) {
         uint64_t carry = 0;
+#pragma GCC unroll 4
         for (int j = 0; j < bn; j++) {
             const u128 t = (u128)a[i] * b[j] + p[i + j] + carry;
             p[i + j] = (uint64_t)t;
