@@ -435,17 +435,25 @@ static bool bf16_row_moderate(const ug_bf16 *row, size_t n)
 }
 
 /* The bit span top - lsb of a bf16 vector's grid (0 for a zero vector). */
+/* A finite bf16 as (-1)^neg mag 2^e, mag < 2^8 an integer (0 for a zero). */
+static void bf16_split(ug_bf16 x, bool *neg, uint32_t *mag, int *e)
+{
+    const int biased = x >> 7 & 0xFF;
+    *neg = x >> 15;
+    *mag = (uint32_t)(x & 0x7F) | (biased ? 0x80 : 0);
+    *e = (biased ? biased : 1) - 127 - (BF16_PREC - 1);
+}
+
 static long factor_span(const ug_bf16 *row, size_t n, long *lsb, long *top)
 {
     *lsb = LONG_MAX, *top = LONG_MIN;
     for (size_t i = 0; i < n; i++) {
-        const float x = ug_bf16_to_f32(row[i]);
-        if (x == 0) continue;
         bool neg;
-        uint64_t m;
+        uint32_t mag;
         int e;
-        ug_xsum_split(x, &neg, &m, &e); /* a normal double: |x| in [2^(e + 52), 2^(e + 53)) */
-        e += 53;                         /* |x| in [2^(e-1), 2^e); bf16 bits at or above 2^(e-8) */
+        bf16_split(row[i], &neg, &mag, &e);
+        if (mag == 0) continue;
+        e += 32 - __builtin_clz(mag); /* |x| in [2^(e-1), 2^e); bf16 bits at or above 2^(e-8) */
         if (e - BF16_PREC < *lsb) *lsb = e - BF16_PREC;
         if (e > *top) *top = e;
     }
@@ -470,12 +478,12 @@ static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
             mpz_set_d(f->z[i], f->nonzero ? ldexp(ug_bf16_to_f32(row[i]), (int)-f->lsb) : 0.0); /* exact integer */
             continue;
         }
-        /* the component mag 2^e on the grid: below 2^48 there, and mag's lowest set bit at or above it */
+        /* the component mag 2^e on the grid: e >= lsb (factor_span), mag 2^(e - lsb) below 2^48 */
         bool neg = false;
-        uint64_t mag = 0;
+        uint32_t mag = 0;
         int e = 0;
-        if (f->nonzero) ug_xsum_split(ug_bf16_to_f32(row[i]), &neg, &mag, &e);
-        const uint64_t magnitude = mag == 0 ? 0 : e >= f->lsb ? mag << (e - f->lsb) : mag >> (f->lsb - e);
+        if (f->nonzero) bf16_split(row[i], &neg, &mag, &e);
+        const uint64_t magnitude = mag == 0 ? 0 : (uint64_t)mag << (e - f->lsb);
         f->m[i] = neg ? -(int64_t)magnitude : (int64_t)magnitude;
         f->abs_total += magnitude;
         f->m_sum += f->m[i];
