@@ -4,6 +4,7 @@
 #include "exact_sum.h"
 #include "gdn_e2e_divide.h"
 #include "gdn_e2e_simd.h"
+#include "gdn_e2e_wide.h"
 #include "rowsimd.h"
 
 #include <gmp.h>
@@ -76,17 +77,6 @@ typedef struct {
     mpz_t *z;   /* plain path */
 } factor_vector;
 
-/* The fast path's column scalars (Xᵀk and Xᵀq rounded, d, the output) as
- * FAST_PREC-bit floats on limbs, every operation rounded to nearest, ties
- * to even, as MPFR rounds it at prec bits. */
-enum { WIDE = FAST_PREC / 64, SUB_LIMBS = 8 };
-
-typedef struct {
-    uint64_t m[WIDE]; /* 0 (a zero), or the leading bit at 2^(FAST_PREC - 1) */
-    long e;           /* the value (-1)^neg m 2^e */
-    bool neg;         /* a zero's sign too */
-} wide_float;
-
 typedef struct {
     const gdn_e2e_shape *s;
     mpfr_prec_t prec;
@@ -117,10 +107,10 @@ typedef struct {
     uint64_t (*key_dots)[LIMBS + 2]; /* [V]: Xᵀk of the coming token, fast path (computed after the last update) */
     factor_vector key_f, query_f, next_key_f; /* next_key_f: the next token's key (fast path: its dot products) */
     mpz_t z, z_abs, z_tmp, delta; /* delta: the column's d̂ as an integer */
-    wide_float d_wide;              /* fast path: the column's d̂ */
+    gdn_e2e_wide d_wide;            /* fast path: the column's d̂ */
     uint64_t query_dot[LIMBS + 2];  /* fast path: the column's Xᵀq after its update */
-    mpfr_t view;                    /* fast path: a wide_float read by MPFR (wide_view) */
-    uint64_t view_limbs[WIDE];
+    mpfr_t view;                    /* fast path: a gdn_e2e_wide read by MPFR */
+    uint64_t view_limbs[GDN_E2E_WIDE_LIMBS];
 } workspace;
 
 float gdn_e2e_reference_scale(size_t k)
@@ -843,217 +833,7 @@ static void fast_dot(const uint64_t *col, size_t n, const factor_vector *f, uint
     limbs_from_accumulators(out, dot);
 }
 
-/* ---- the fast path's column scalars on limbs ------------------------------------- */
-
-/* Bits pos .. pos + 63 of the n-limb a, zeros outside it (pos may be negative). */
-static inline uint64_t bits_at(const uint64_t *a, int n, long pos)
-{
-    const long word = pos >> 6; /* floor: arithmetic shift */
-    const int off = (int)(pos & 63);
-    const uint64_t lo = word >= 0 && word < n ? a[word] : 0, hi = word + 1 >= 0 && word + 1 < n ? a[word + 1] : 0;
-    return off ? lo >> off | hi << (64 - off) : lo;
-}
-
-/* out (out_n limbs) = mag (n limbs) rounded to nearest at 64 out_n bits,
- * ties to even, its leading bit at the top (zeros for mag = 0): mag ~ out
- * 2^returned. */
-__attribute__((always_inline)) static inline long round_nearest_even(uint64_t *out, int out_n, const uint64_t *mag,
-                                                                     int n)
-{
-    int top = n - 1;
-    while (top > 0 && !mag[top]) top--;
-    const long s = 64L * top + (mag[top] ? 64 - __builtin_clzll(mag[top]) : 0) - 64L * out_n;
-    if (s <= 0) {
-        for (int i = 0; i < out_n; i++) out[i] = bits_at(mag, top + 1, s + 64L * i);
-        return s;
-    }
-    /* shifts in two steps (<< 1 << (63 - off)): off may be 0; no branch on the data */
-    const int word = (int)(s >> 6), off = (int)(s & 63);
-#pragma GCC unroll 4
-    for (int i = 0; i < out_n; i++) {
-        const uint64_t hi = word + i + 1 <= top ? mag[word + i + 1] : 0;
-        out[i] = mag[word + i] >> off | hi << 1 << (63 - off);
-    }
-    /* the 64 bits below out, and whether any bit below those is set */
-    const uint64_t next = word ? mag[word - 1] : 0, below = next >> off | mag[word] << 1 << (63 - off);
-    uint64_t rest = (below << 1) | next << 1 << (63 - off);
-    for (int i = 0; i + 1 < word; i++) rest |= mag[i];
-    uint64_t carry = below >> 63 & ((rest != 0) | out[0]);
-#pragma GCC unroll 4
-    for (int i = 0; i < out_n; i++) {
-        const u128 t = (u128)out[i] + carry;
-        out[i] = (uint64_t)t;
-        carry = (uint64_t)(t >> 64);
-    }
-    if (!carry) return s;
-    out[out_n - 1] = UINT64_C(1) << 63; /* carried out of the top: the rest are 0 */
-    return s + 1;
-}
-
-/* r = RN((-1)^neg mag 2^e), mag of n limbs. */
-__attribute__((always_inline)) static inline void wide_round(wide_float *r, const uint64_t *mag, int n, long e, bool neg)
-{
-    r->neg = neg;
-    r->e = e + round_nearest_even(r->m, WIDE, mag, n);
-}
-
-static bool wide_zero(const wide_float *a) { return a->m[WIDE - 1] == 0; }
-
-/* RN(z 2^e), z the two's complement integer of n <= LIMBS + 2 limbs (as mpfr_set_z_2exp). */
-static void wide_from_twos(wide_float *r, const uint64_t *z, int n, long e)
-{
-    uint64_t mag[LIMBS + 2];
-    const uint64_t neg = (uint64_t)((int64_t)z[n - 1] >> 63);
-    uint64_t carry = neg & 1;
-    for (int i = 0; i < n; i++) {
-        const u128 t = (u128)(z[i] ^ neg) + carry;
-        mag[i] = (uint64_t)t;
-        carry = (uint64_t)(t >> 64);
-    }
-    wide_round(r, mag, n, e, neg != 0);
-}
-
-/* RN(a · (-1)^bneg b 2^be), b of bn <= WIDE limbs (as mpfr_mul: a zero keeps the xor of the signs). */
-/* p = a b (an + bn limbs), schoolbook: at these sizes GMP's call and
- * dispatch cost more than the multiplies. */
-__attribute__((always_inline)) static inline void limbs_mul(uint64_t *p, const uint64_t *a, int an, const uint64_t *b,
-                                                            int bn)
-{
-    memset(p, 0, (size_t)(an + bn) * sizeof *p);
-#pragma GCC unroll 4
-    for (int i = 0; i < an; i++) {
-        uint64_t carry = 0;
-#pragma GCC unroll 4
-        for (int j = 0; j < bn; j++) {
-            const u128 t = (u128)a[i] * b[j] + p[i + j] + carry;
-            p[i + j] = (uint64_t)t;
-            carry = (uint64_t)(t >> 64);
-        }
-        p[i + bn] = carry;
-    }
-}
-
-/* a = RN(a · (-1)^bneg b 2^be), b of bn <= WIDE limbs (as mpfr_mul: a zero keeps the xor of the signs). */
-__attribute__((always_inline)) static inline void wide_mul(wide_float *a, const uint64_t *b, int bn, long be, bool bneg)
-{
-    uint64_t p[2 * WIDE];
-    limbs_mul(p, a->m, WIDE, b, bn);
-    wide_round(a, p, WIDE + bn, a->e + be, a->neg != bneg);
-}
-
-/* a = RN(a · x), x a finite double. */
-static void wide_mul_double(wide_float *a, double x)
-{
-    bool neg;
-    uint64_t m;
-    int e;
-    ug_xsum_split(x, &neg, &m, &e);
-    wide_mul(a, &m, 1, e, neg);
-}
-
-/* a as an MPFR number of FAST_PREC bits, read in place (w->view; valid until the next call). */
-static mpfr_srcptr wide_view(workspace *w, const wide_float *a)
-{
-    memcpy(w->view_limbs, a->m, sizeof a->m);
-    const int kind = wide_zero(a) ? MPFR_ZERO_KIND : MPFR_REGULAR_KIND;
-    mpfr_custom_init_set(w->view, a->neg ? -kind : kind, wide_zero(a) ? 0 : a->e + FAST_PREC, FAST_PREC,
-                         w->view_limbs);
-    return w->view;
-}
-
-/* r = x (FAST_PREC bits, finite). */
-static void wide_from_mpfr(wide_float *r, mpfr_srcptr x)
-{
-    *r = (wide_float){.neg = mpfr_signbit(x)};
-    if (mpfr_zero_p(x)) return;
-    memcpy(r->m, mpfr_custom_get_significand(x), sizeof r->m);
-    r->e = mpfr_get_exp(x) - FAST_PREC;
-}
-
-/* d = RN(v - a), v a finite float: the exact difference on at most
- * SUB_LIMBS limbs, or mpfr_sub where the two lie too far apart for them
- * (into scratch). */
-static void wide_float_minus(workspace *w, wide_float *d, float v, const wide_float *a, mpfr_ptr scratch)
-{
-    bool x_neg;
-    uint64_t x_m;
-    int x_e;
-    ug_xsum_split(v, &x_neg, &x_m, &x_e);
-    if (wide_zero(a) || x_m == 0) { /* exact: v, or -a; -0 only for (-0) - (+0) */
-        if (wide_zero(a))
-            wide_round(d, &x_m, 1, x_e, x_neg && !a->neg);
-        else
-            *d = (wide_float){.m = {a->m[0], a->m[1], a->m[2]}, .e = a->e, .neg = !a->neg};
-        return;
-    }
-    const long lo = x_e < a->e ? x_e : a->e, top = x_e + 64 > a->e + FAST_PREC ? x_e + 64 : a->e + FAST_PREC;
-    if (top - lo >= 64 * (SUB_LIMBS - 1)) {
-        mpfr_set_flt(scratch, v, MPFR_RNDN); /* exact */
-        mpfr_sub(scratch, scratch, wide_view(w, a), MPFR_RNDN);
-        wide_from_mpfr(d, scratch);
-        return;
-    }
-    const int n = (int)((top - lo) / 64) + 1; /* both, and the sum's carry */
-    uint64_t xs[SUB_LIMBS], as[SUB_LIMBS], r[SUB_LIMBS];
-    for (int i = 0; i < n; i++) {
-        xs[i] = bits_at(&x_m, 1, 64L * i - (x_e - lo));
-        as[i] = bits_at(a->m, WIDE, 64L * i - (a->e - lo));
-    }
-    if (x_neg != a->neg) { /* |v| + |a|, v's sign */
-        mpn_add_n(r, xs, as, n);
-        wide_round(d, r, n, lo, x_neg);
-        return;
-    }
-    const bool v_larger = mpn_cmp(xs, as, n) >= 0;
-    if (v_larger)
-        mpn_sub_n(r, xs, as, n);
-    else
-        mpn_sub_n(r, as, xs, n);
-    wide_round(d, r, n, lo, v_larger ? x_neg : !x_neg);
-    if (wide_zero(d)) d->neg = false; /* an exact zero difference is +0 to nearest */
-}
-
-/* top 2^exponent, 2^52 <= top <= 2^53, where that is a normal double: from its bits (cheaper than ldexp). */
-static double normal_double(uint64_t top, long exponent)
-{
-    if (top >> 53) top >>= 1, exponent++;
-    const uint64_t bits = (uint64_t)(exponent + 52 + 1023) << 52 | (top & ((UINT64_C(1) << 52) - 1));
-    double x;
-    memcpy(&x, &bits, sizeof x);
-    return x;
-}
-
-/* |a| rounded away from zero to a double (as mpfr_get_d(RNDA)), where normal; else through MPFR. */
-static double wide_abs_double_up(workspace *w, const wide_float *a)
-{
-    if (wide_zero(a)) return 0.0;
-    const long exponent = a->e + FAST_PREC - 53; /* of the top 53 bits */
-    if (exponent < -1074 || exponent > 1023 - 53) return fabs(mpfr_get_d(wide_view(w, a), MPFR_RNDA));
-    const uint64_t top = a->m[WIDE - 1] >> 11;
-    const bool below = (a->m[WIDE - 1] & 0x7FF) || a->m[0] || a->m[1];
-    return normal_double(top + below, exponent);
-}
-
-/* d / c rounded to nearest, gdn_e2e_divide's result bit for bit: d times
- * the divider's reciprocal (FAST_PREC + 64 bits) rounded to nearest
- * decides where its lowest limb, the bits below d's precision, lies off
- * the midpoint by more than GDN_E2E_MIDPOINT_MARGIN (gdn_e2e_divide.h);
- * elsewhere mpfr_div. */
-static void wide_divide_by_c(workspace *w, wide_float *d)
-{
-    if (wide_zero(d)) return; /* ±0 / c, c > 0 */
-    mpfr_srcptr inverse = w->divider.inverse;
-    uint64_t p[WIDE + LIMBS], q[LIMBS];
-    limbs_mul(p, mpfr_custom_get_significand(inverse), LIMBS, d->m, WIDE);
-    const long e = d->e + mpfr_get_exp(inverse) - 64 * LIMBS + round_nearest_even(q, LIMBS, p, WIDE + LIMBS);
-    const uint64_t half = UINT64_C(1) << 63;
-    if (q[0] < half - GDN_E2E_MIDPOINT_MARGIN || q[0] > half + GDN_E2E_MIDPOINT_MARGIN) {
-        wide_round(d, q, LIMBS, e, d->neg);
-        return;
-    }
-    mpfr_div(w->acc, wide_view(w, d), w->c, MPFR_RNDN);
-    wide_from_mpfr(d, w->acc);
-}
+/* ---- the fast path's column scalars (gdn_e2e_wide.h) ------------------------------ */
 
 /* c's significand: c = c_limbs 2^-FAST_PREC in the grid form (c in [1/2, 1)). */
 static const uint64_t *c_limbs(const workspace *w) { return mpfr_custom_get_significand(w->c); }
@@ -1063,24 +843,33 @@ static const uint64_t *c_limbs(const workspace *w) { return mpfr_custom_get_sign
  * column_delta gives them. */
 static void fast_column_delta(workspace *w, size_t vv, float v_value)
 {
-    wide_float acc = {.neg = false}, *d = &w->d_wide;
+    gdn_e2e_wide acc = {.neg = false}, *d = &w->d_wide;
     if (w->bits[vv] && w->key_f.nonzero)
-        wide_from_twos(&acc, w->key_dots[vv], LIMBS + 2, w->key_f.lsb + w->grid[vv]);
-    wide_mul(&acc, c_limbs(w), WIDE, -FAST_PREC, false);
-    wide_float_minus(w, d, v_value, &acc, w->d[vv]);
-    wide_mul_double(d, w->beta_value);
-    w->d_abs[vv] = wide_abs_double_up(w, d);
-    wide_divide_by_c(w, d);
+        gdn_e2e_wide_from_twos(&acc, w->key_dots[vv], LIMBS + 2, w->key_f.lsb + w->grid[vv]);
+    gdn_e2e_wide_mul(&acc, c_limbs(w), -FAST_PREC);
+    if (!gdn_e2e_wide_float_minus(d, v_value, &acc)) {
+        mpfr_set_flt(w->d[vv], v_value, MPFR_RNDN); /* exact */
+        mpfr_sub(w->d[vv], w->d[vv], gdn_e2e_wide_view(w->view, w->view_limbs, &acc), MPFR_RNDN);
+        gdn_e2e_wide_from_mpfr(d, w->d[vv]);
+    }
+    gdn_e2e_wide_mul_double(d, w->beta_value);
+    if (!gdn_e2e_wide_abs_up(d, &w->d_abs[vv]))
+        w->d_abs[vv] = fabs(mpfr_get_d(gdn_e2e_wide_view(w->view, w->view_limbs, d), MPFR_RNDA));
+    mpfr_srcptr inverse = w->divider.inverse;
+    if (!gdn_e2e_wide_divide(d, mpfr_custom_get_significand(inverse), mpfr_get_exp(inverse))) {
+        mpfr_div(w->acc, gdn_e2e_wide_view(w->view, w->view_limbs, d), w->c, MPFR_RNDN);
+        gdn_e2e_wide_from_mpfr(d, w->acc);
+    }
 }
 
 /* output_finish on the fast path, from the column's Xᵀq (query_dot). */
 static void fast_output_finish(workspace *w, size_t vv, ug_ref_value *o, double abs_products)
 {
-    wide_float acc = {.neg = false};
-    if (w->query_f.nonzero) wide_from_twos(&acc, w->query_dot, LIMBS + 2, w->query_f.lsb + w->grid[vv]);
-    wide_mul(&acc, c_limbs(w), WIDE, -FAST_PREC, false);
-    wide_mul_double(&acc, w->scale_value);
-    output_fill(w, o, wide_view(w, &acc), abs_products);
+    gdn_e2e_wide acc = {.neg = false};
+    if (w->query_f.nonzero) gdn_e2e_wide_from_twos(&acc, w->query_dot, LIMBS + 2, w->query_f.lsb + w->grid[vv]);
+    gdn_e2e_wide_mul(&acc, c_limbs(w), -FAST_PREC);
+    gdn_e2e_wide_mul_double(&acc, w->scale_value);
+    output_fill(w, o, gdn_e2e_wide_view(w->view, w->view_limbs, &acc), abs_products);
 }
 
 /* ---- the grid form's state, on either path ---------------------------------------- */
@@ -1202,7 +991,7 @@ static bool fast_abs_products(u128 low, long sh, uint64_t abs_total, long e, dou
     const int cut = length - 53;
     const u128 top = (low >> cut) + ((low & (((u128)1 << cut) - 1)) != 0); /* <= 2^53 */
     if (high > top << cut) return false;
-    *out = normal_double(top, exponent);
+    *out = gdn_e2e_normal_double(top, exponent); /* normal */
     return true;
 }
 
@@ -1231,8 +1020,8 @@ static double fast_update_and_query(workspace *w, size_t vv, bool update, long s
     if (update) {
         const long round_limbs = sh >= 0 ? 0 : (-sh + 63) / 64; /* ceil(-sh / 64) */
         dl.round_limbs = round_limbs > LIMBS ? LIMBS + 1 : (int)round_limbs;
-        for (int i = 0; dl.round_limbs <= LIMBS && i < LIMBS; i++) /* |d̂| 2^(sh + 64 L) below 2^256 (§2) */
-            dl.dm[i] = bits_at(w->d_wide.m, WIDE, 64L * i - (sh + 64 * dl.round_limbs));
+        if (dl.round_limbs <= LIMBS) /* |d̂| 2^(sh + 64 L) below 2^256 (§2) */
+            gdn_e2e_wide_limbs(&w->d_wide, sh + 64 * dl.round_limbs, dl.dm, LIMBS);
     }
     uint64_t *col = column_limbs(w, vv), *query_dot = w->query_dot;
     long wsh = 0;
@@ -1396,7 +1185,8 @@ static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *
                 mpfr_set_z_2exp(w->wide, w->z, w->grid[vv], MPFR_RNDN); /* exact */
                 w->decayed_abs[vv * dk + kk] = times_c_abs(w, w->wide);
             }
-        const bool update = w->key_f.nonzero && !(w->fast ? wide_zero(&w->d_wide) : mpfr_zero_p(w->d[vv]));
+        const bool d_zero = w->fast ? gdn_e2e_wide_zero(&w->d_wide) : mpfr_zero_p(w->d[vv]);
+        const bool update = w->key_f.nonzero && !d_zero;
         long sh = 0, expected_bits = w->bits[vv];
         if (update) {
             /* d̂ = delta 2^e, delta the prec-bit significand as an integer (fast path: d_wide's) */
