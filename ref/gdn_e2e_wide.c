@@ -118,8 +118,8 @@ bool gdn_e2e_wide_float_minus(gdn_e2e_wide *d, float v, const gdn_e2e_wide *a)
     uint64_t x_m;
     int x_e;
     ug_xsum_split(v, &x_neg, &x_m, &x_e);
-    if (gdn_e2e_wide_zero(a)) { /* v exactly; -0 only for (-0) - (+0) */
-        wide_round(d, &x_m, 1, x_e, x_neg && !a->neg);
+    if (gdn_e2e_wide_zero(a)) { /* v exactly; of two zeros, -0 only for (-0) - (+0) */
+        wide_round(d, &x_m, 1, x_e, x_m ? x_neg : x_neg && !a->neg);
         return true;
     }
     if (x_m == 0) { /* -a exactly */

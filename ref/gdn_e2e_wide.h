@@ -42,7 +42,7 @@ void gdn_e2e_wide_mul_double(gdn_e2e_wide *a, double x);
 bool gdn_e2e_wide_float_minus(gdn_e2e_wide *d, float v, const gdn_e2e_wide *a);
 
 /* *out = |a| rounded away from zero to a double (mpfr_get_d, MPFR_RNDA);
- * false (nothing written) where that is not a normal double. */
+ * false (nothing written) where that is not a normal double below 2^1023. */
 bool gdn_e2e_wide_abs_up(const gdn_e2e_wide *a, double *out);
 
 /* d = RN(d / c) from RN(1 / c) at GDN_E2E_WIDE_BITS + 64 bits, inverse =
