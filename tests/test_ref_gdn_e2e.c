@@ -22,6 +22,7 @@
 #include "../ref/gdn_e2e.h"
 #include "../ref/gdn_e2e_divide.h"
 #include "../ref/gdn_e2e_wide.h"
+#include "../ref/ref.h"
 #include "../ref/round.h"
 #include "tests.h"
 
@@ -707,6 +708,59 @@ static void test_wide_scalars_decline_where_mpfr_decides(void)
     mpfr_clears(d, inverse, a, (mpfr_ptr)0);
 }
 
+/* Every field of two reference values, bit for bit. */
+static bool same_fields(const ug_ref_value *a, const ug_ref_value *b)
+{
+    return memcmp(&a->r_hi, &b->r_hi, sizeof a->r_hi) == 0 && memcmp(&a->r_lo, &b->r_lo, sizeof a->r_lo) == 0 &&
+           a->rn_bits == b->rn_bits && a->flagged == b->flagged && memcmp(&a->bound, &b->bound, sizeof a->bound) == 0 &&
+           memcmp(&a->abs_sum, &b->abs_sum, sizeof a->abs_sum) == 0 && a->wild == b->wild && a->no_bound == b->no_bound;
+}
+
+/* The fast path (limbs, gdn_e2e_wide) against the plain one (GMP and
+ * MPFR) on heads at the ends of its range, every field equal: keys and
+ * queries all bf16 subnormals (their grid below 2^-133), and gates of -60
+ * that take the state below the normal doubles by the last token (d's
+ * magnitude rounded up through MPFR, final_state's abs_sum from it). */
+static void test_fast_path_is_the_plain_one_at_the_ends_of_its_range(void)
+{
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    for (int scenario = 0; scenario < 2; scenario++) {
+        gsl_rng_set(rng, 77 + scenario);
+        const gdn_e2e_shape s = {1, 13, 1, 1, 16, 8, true};
+        ref_case *fast = ref_case_new(s, gdn_e2e_reference_scale(s.k)), *plain = ref_case_new(s, fast->scale);
+        fill_random(fast, rng, GATES_MILD);
+        for (size_t i = 0; scenario == 0 && i < s.t * s.k; i++) { /* m 2^-133, m < 2^7: bf16 subnormals */
+            const float sign = gsl_rng_uniform_int(rng, 2) ? -1.0f : 1.0f;
+            fast->q[i] = ug_bf16_from_f32(sign * ldexpf((float)(1 + gsl_rng_uniform_int(rng, 127)), -133));
+            fast->k[i] = ug_bf16_from_f32(-sign * ldexpf((float)(1 + gsl_rng_uniform_int(rng, 127)), -133));
+        }
+        for (size_t t = 0; scenario == 1 && t < s.t; t++) {
+            fast->g[t] = -60.0f;
+            for (size_t vv = 0; t > 0 && vv < s.v; vv++) fast->v[t * s.v + vv] = 0;
+        }
+        const size_t nq = s.t * s.k, nv = s.t * s.v, nh = s.k * s.v;
+        memcpy(plain->q, fast->q, nq * sizeof *fast->q), memcpy(plain->k, fast->k, nq * sizeof *fast->k);
+        memcpy(plain->v, fast->v, nv * sizeof *fast->v), memcpy(plain->beta, fast->beta, s.t * sizeof *fast->beta);
+        memcpy(plain->g, fast->g, s.t * sizeof *fast->g), memcpy(plain->h0, fast->h0, nh * sizeof *fast->h0);
+        ref_case_run(fast, GDN_E2E_REF_PREC);
+        ug_ref_set_fast(false);
+        ref_case_run(plain, GDN_E2E_REF_PREC);
+        ug_ref_set_fast(true);
+        size_t bad = 0;
+        for (size_t i = 0; i < nv; i++)
+            if (!same_fields(&fast->o[i], &plain->o[i])) UG_TEST_MISMATCH(bad, "scenario %d: o[%zu]", scenario, i);
+        for (size_t i = 0; i < nh; i++)
+            if (!same_fields(&fast->final_state[i], &plain->final_state[i]))
+                UG_TEST_MISMATCH(bad, "scenario %d: final_state[%zu] abs_sum %a vs %a", scenario, i,
+                                 fast->final_state[i].abs_sum, plain->final_state[i].abs_sum);
+        CU_ASSERT_EQUAL(bad, 0);
+        if (scenario == 1) CU_ASSERT_TRUE(fast->final_state[0].abs_sum < 0x1p-1022); /* the range was left */
+        ref_case_free(fast);
+        ref_case_free(plain);
+    }
+    gsl_rng_free(rng);
+}
+
 UG_TEST_SUITE(gdn_e2e_ref_suite, "ref_gdn_e2e",
               UG_TEST(test_scale_is_the_kernels),
               UG_TEST(test_no_gate_and_no_beta_leave_h0_untouched),
@@ -719,4 +773,5 @@ UG_TEST_SUITE(gdn_e2e_ref_suite, "ref_gdn_e2e",
               UG_TEST(test_division_by_c_is_mpfr_div_on_random_values),
               UG_TEST(test_division_by_c_falls_back_at_midpoints_and_keeps_zero_signs),
               UG_TEST(test_wide_scalars_are_mpfrs),
-              UG_TEST(test_wide_scalars_decline_where_mpfr_decides));
+              UG_TEST(test_wide_scalars_decline_where_mpfr_decides),
+              UG_TEST(test_fast_path_is_the_plain_one_at_the_ends_of_its_range));
