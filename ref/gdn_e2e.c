@@ -33,10 +33,11 @@
  * it, one pass per column and token for the update and every read of the
  * updated column, the next token's Xᵀk included, ref/gdn_e2e_simd.h).
  * The scalar work per column and token (d, the output's scaling, every
- * rounding to prec bits) is one MPFR code shared by both, but for two reads
- * the fast path makes without MPFR, each giving MPFR's bits: |X|ᵀ|q| rounded
- * up from its windows where they decide it (fast_abs_products), and the
- * outputs' ug_ref_finish from the value's limbs (ug_xval_finish_mpfr).
+ * rounding to prec bits) is MPFR's on the plain path; the fast path does it
+ * on 192-bit floats of three limbs with MPFR's roundings (ref/gdn_e2e_wide.h,
+ * MPFR where those decline), reads |X|ᵀ|q| rounded up from its windows where
+ * they decide it (fast_abs_products) and finishes the outputs from the
+ * value's limbs (ug_xval_finish_mpfr): the same bits everywhere.
  *
  * The floating form, for any other head (non-finite or huge inputs, gates
  * beyond ±64): S = c · Ŝ, Ŝ at prec bits per entry; c is folded into Ŝ when it
