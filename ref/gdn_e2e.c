@@ -4,6 +4,7 @@
 #include "exact_sum.h"
 #include "gdn_e2e_divide.h"
 #include "gdn_e2e_simd.h"
+#include "gdn_e2e_wide.h"
 #include "rowsimd.h"
 
 #include <gmp.h>
@@ -32,10 +33,11 @@
  * it, one pass per column and token for the update and every read of the
  * updated column, the next token's Xᵀk included, ref/gdn_e2e_simd.h).
  * The scalar work per column and token (d, the output's scaling, every
- * rounding to prec bits) is one MPFR code shared by both, but for two reads
- * the fast path makes without MPFR, each giving MPFR's bits: |X|ᵀ|q| rounded
- * up from its windows where they decide it (fast_abs_products), and the
- * outputs' ug_ref_finish from the value's limbs (ug_xval_finish_mpfr).
+ * rounding to prec bits) is MPFR's on the plain path; the fast path does it
+ * on 192-bit floats of three limbs with MPFR's roundings (ref/gdn_e2e_wide.h,
+ * MPFR where those decline), reads |X|ᵀ|q| rounded up from its windows where
+ * they decide it (fast_abs_products) and finishes the outputs from the
+ * value's limbs (ug_xval_finish_mpfr): the same bits everywhere.
  *
  * The floating form, for any other head (non-finite or huge inputs, gates
  * beyond ±64): S = c · Ŝ, Ŝ at prec bits per entry; c is folded into Ŝ when it
@@ -84,6 +86,7 @@ typedef struct {
     mpfr_t c, gate, acc, abs_acc, wide, scale;
     gdn_e2e_divider divider; /* divides by c */
     mpfr_t beta;            /* the token's beta, exact at 24 bits */
+    float beta_value, scale_value; /* the token's beta and the scale (fast path) */
     mpfr_t v_entry;         /* the column's v, exact at 24 bits */
     double c_abs, scale_abs; /* |c| (this token's) and |scale|, rounded away from zero */
     mpfr_t *d;              /* [V]: beta (v - Sᵀk), then d / c */
@@ -105,6 +108,10 @@ typedef struct {
     uint64_t (*key_dots)[LIMBS + 2]; /* [V]: Xᵀk of the coming token, fast path (computed after the last update) */
     factor_vector key_f, query_f, next_key_f; /* next_key_f: the next token's key (fast path: its dot products) */
     mpz_t z, z_abs, z_tmp, delta; /* delta: the column's d̂ as an integer */
+    gdn_e2e_wide d_wide;            /* fast path: the column's d̂ */
+    uint64_t query_dot[LIMBS + 2];  /* fast path: the column's Xᵀq after its update */
+    mpfr_t view;                    /* fast path: a gdn_e2e_wide read by MPFR */
+    uint64_t view_limbs[GDN_E2E_WIDE_LIMBS];
 } workspace;
 
 float gdn_e2e_reference_scale(size_t k)
@@ -199,6 +206,7 @@ static ug_status workspace_open(workspace *w, const gdn_e2e_shape *s, mpfr_prec_
     /* a grid column entry times 2^E exactly: below 2^(cap + 1) grid units */
     mpfr_init2(w->wide, (mpfr_prec_t)grid_cap(prec) + 8);
     mpfr_set_flt(w->scale, scale, MPFR_RNDN);  /* exact */
+    w->scale_value = scale;
     w->scale_abs = fabs(mpfr_get_d(w->scale, MPFR_RNDA));
     return ug_ok();
 }
@@ -262,7 +270,8 @@ static void set_exact_float(mpfr_ptr x, float v)
 /* The token's beta, set once for its V columns. */
 static void load_beta(workspace *w, const float *beta, size_t t)
 {
-    mpfr_set_flt(w->beta, beta[at3(w->s, w->b, t, w->h)], MPFR_RNDN); /* exact */
+    w->beta_value = beta[at3(w->s, w->b, t, w->h)];
+    mpfr_set_flt(w->beta, w->beta_value, MPFR_RNDN); /* exact */
 }
 
 /* acc = (Ŝᵀk)_v at prec bits; d[v] = beta (v - c acc), d_abs[v] = |d[v]|,
@@ -293,14 +302,20 @@ static void finish(const workspace *w, ug_ref_value *out, mpfr_srcptr r, double 
         ug_ref_finish(out, r, INFINITY, abs_sum, 0, dtype);
 }
 
-/* o = scale c acc (acc = (Ŝᵀq)_v at prec bits), abs_sum = scale c abs_products. */
-static void output_finish(workspace *w, ug_ref_value *o, double abs_products)
+/* o = r (= scale c (Ŝᵀq)_v), abs_sum = scale c abs_products. */
+static void output_fill(const workspace *w, ug_ref_value *o, mpfr_srcptr r, double abs_products)
 {
     const double abs_sum = abs_products * w->c_abs;
+    finish(w, o, r, w->scale_abs * abs_sum, UG_BF16);
+    o->no_bound = false; /* +inf by design, not from the profile (see the header) */
+}
+
+/* o = scale c acc (acc = (Ŝᵀq)_v at prec bits). */
+static void output_finish(workspace *w, ug_ref_value *o, double abs_products)
+{
     mpfr_mul(w->acc, w->acc, w->c, MPFR_RNDN);
     mpfr_mul(w->acc, w->acc, w->scale, MPFR_RNDN);
-    finish(w, o, w->acc, w->scale_abs * abs_sum, UG_BF16);
-    o->no_bound = false; /* +inf by design, not from the profile (see the header) */
+    output_fill(w, o, w->acc, abs_products);
 }
 
 /* final_state entry = c · value (value exact), with its magnitude sum. */
@@ -411,14 +426,25 @@ static bool bf16_row_moderate(const ug_bf16 *row, size_t n)
 }
 
 /* The bit span top - lsb of a bf16 vector's grid (0 for a zero vector). */
+/* A finite bf16 as (-1)^neg mag 2^e, mag < 2^8 an integer (0 for a zero). */
+static void bf16_split(ug_bf16 x, bool *neg, uint32_t *mag, int *e)
+{
+    const int biased = x >> 7 & 0xFF;
+    *neg = x >> 15;
+    *mag = (uint32_t)(x & 0x7F) | (biased ? 0x80 : 0);
+    *e = (biased ? biased : 1) - 127 - (BF16_PREC - 1);
+}
+
 static long factor_span(const ug_bf16 *row, size_t n, long *lsb, long *top)
 {
     *lsb = LONG_MAX, *top = LONG_MIN;
     for (size_t i = 0; i < n; i++) {
-        const float x = ug_bf16_to_f32(row[i]);
-        if (x == 0) continue;
+        bool neg;
+        uint32_t mag;
         int e;
-        frexpf(x, &e); /* |x| in [2^(e-1), 2^e); bf16 bits at or above 2^(e-8) */
+        bf16_split(row[i], &neg, &mag, &e);
+        if (mag == 0) continue;
+        e += 32 - __builtin_clz(mag); /* |x| in [2^(e-1), 2^e); bf16 bits at or above 2^(e-8) */
         if (e - BF16_PREC < *lsb) *lsb = e - BF16_PREC;
         if (e > *top) *top = e;
     }
@@ -439,17 +465,21 @@ static void load_factors(workspace *w, factor_vector *f, const ug_bf16 *row)
     f->m_sum = 0;
     uint64_t largest = 0;
     for (size_t i = 0; i < n; i++) {
-        const double m = f->nonzero ? ldexp(ug_bf16_to_f32(row[i]), (int)-f->lsb) : 0.0; /* exact integer */
         if (!w->fast) {
-            mpz_set_d(f->z[i], m);
+            mpz_set_d(f->z[i], f->nonzero ? ldexp(ug_bf16_to_f32(row[i]), (int)-f->lsb) : 0.0); /* exact integer */
             continue;
         }
-        f->m[i] = (int64_t)m;
-        const uint64_t magnitude = (uint64_t)fabs(m);
+        /* the component mag 2^e on the grid: e >= lsb (factor_span), mag 2^(e - lsb) below 2^48 */
+        bool neg = false;
+        uint32_t mag = 0;
+        int e = 0;
+        if (f->nonzero) bf16_split(row[i], &neg, &mag, &e);
+        const uint64_t magnitude = mag == 0 ? 0 : (uint64_t)mag << (e - f->lsb);
+        f->m[i] = neg ? -(int64_t)magnitude : (int64_t)magnitude;
         f->abs_total += magnitude;
         f->m_sum += f->m[i];
         if (magnitude > largest) largest = magnitude;
-        if (m > 0) f->order[f->n_pos++] = (uint32_t)i;
+        if (f->m[i] > 0) f->order[f->n_pos++] = (uint32_t)i;
     }
     for (size_t i = 0; w->fast && i < n; i++)
         if (f->m[i] < 0) f->order[f->n_pos + f->n_neg++] = (uint32_t)i;
@@ -804,6 +834,45 @@ static void fast_dot(const uint64_t *col, size_t n, const factor_vector *f, uint
     limbs_from_accumulators(out, dot);
 }
 
+/* ---- the fast path's column scalars (gdn_e2e_wide.h) ------------------------------ */
+
+/* c's significand: c = c_limbs 2^-FAST_PREC in the grid form (c in [1/2, 1)). */
+static const uint64_t *c_limbs(const workspace *w) { return mpfr_custom_get_significand(w->c); }
+
+/* column_delta on the fast path: acc = RN(Xᵀk 2^(lsb + E[v])) from key_dots
+ * (0 for a zero column or key), then d̂ (d_wide) and d_abs[v] as
+ * column_delta gives them. */
+static void fast_column_delta(workspace *w, size_t vv, float v_value)
+{
+    gdn_e2e_wide acc = {.neg = false}, *d = &w->d_wide;
+    if (w->bits[vv] && w->key_f.nonzero)
+        gdn_e2e_wide_from_twos(&acc, w->key_dots[vv], LIMBS + 2, w->key_f.lsb + w->grid[vv]);
+    gdn_e2e_wide_mul(&acc, c_limbs(w), -FAST_PREC);
+    if (!gdn_e2e_wide_float_minus(d, v_value, &acc)) {
+        mpfr_set_flt(w->d[vv], v_value, MPFR_RNDN); /* exact */
+        mpfr_sub(w->d[vv], w->d[vv], gdn_e2e_wide_view(w->view, w->view_limbs, &acc), MPFR_RNDN);
+        gdn_e2e_wide_from_mpfr(d, w->d[vv]);
+    }
+    gdn_e2e_wide_mul_double(d, w->beta_value);
+    if (!gdn_e2e_wide_abs_up(d, &w->d_abs[vv]))
+        w->d_abs[vv] = fabs(mpfr_get_d(gdn_e2e_wide_view(w->view, w->view_limbs, d), MPFR_RNDA));
+    mpfr_srcptr inverse = w->divider.inverse;
+    if (!gdn_e2e_wide_divide(d, mpfr_custom_get_significand(inverse), mpfr_get_exp(inverse))) {
+        mpfr_div(w->acc, gdn_e2e_wide_view(w->view, w->view_limbs, d), w->c, MPFR_RNDN);
+        gdn_e2e_wide_from_mpfr(d, w->acc);
+    }
+}
+
+/* output_finish on the fast path, from the column's Xᵀq (query_dot). */
+static void fast_output_finish(workspace *w, size_t vv, ug_ref_value *o, double abs_products)
+{
+    gdn_e2e_wide acc = {.neg = false};
+    if (w->query_f.nonzero) gdn_e2e_wide_from_twos(&acc, w->query_dot, LIMBS + 2, w->query_f.lsb + w->grid[vv]);
+    gdn_e2e_wide_mul(&acc, c_limbs(w), -FAST_PREC);
+    gdn_e2e_wide_mul_double(&acc, w->scale_value);
+    output_fill(w, o, gdn_e2e_wide_view(w->view, w->view_limbs, &acc), abs_products);
+}
+
 /* ---- the grid form's state, on either path ---------------------------------------- */
 
 /* Column v's limbs, planar (fast path). */
@@ -853,15 +922,10 @@ static long column_bits(workspace *w, size_t vv)
     return bits;
 }
 
-/* z = Xᵀk of column v (exact): on the fast path the dot product that the
- * column's last pass (or the head's start) left in key_dots. */
+/* z = Xᵀk of column v (exact), plain path (the fast path reads key_dots). */
 static void state_key_dot(workspace *w, size_t vv)
 {
     const size_t n = w->s->k;
-    if (w->fast) {
-        mpz_from_limbs(w->z, w->key_dots[vv], LIMBS + 2);
-        return;
-    }
     mpz_set_ui(w->z, 0);
     for (size_t kk = 0; kk < n; kk++) mpz_addmul(w->z, w->key_f.z[kk], w->x[vv * n + kk]);
 }
@@ -928,7 +992,7 @@ static bool fast_abs_products(u128 low, long sh, uint64_t abs_total, long e, dou
     const int cut = length - 53;
     const u128 top = (low >> cut) + ((low & (((u128)1 << cut) - 1)) != 0); /* <= 2^53 */
     if (high > top << cut) return false;
-    *out = ldexp((double)top, (int)exponent); /* exact: normal */
+    *out = gdn_e2e_normal_double(top, exponent); /* normal */
     return true;
 }
 
@@ -953,18 +1017,14 @@ static long window_shift(long bits, long width)
 static double fast_update_and_query(workspace *w, size_t vv, bool update, long sh, long expected_bits, long e)
 {
     const size_t n = w->s->k;
-    mpz_srcptr dz = w->delta;
-    limb_delta dl = {.neg = mpz_sgn(dz) < 0 ? ~UINT64_C(0) : 0};
+    limb_delta dl = {.neg = w->d_wide.neg ? ~UINT64_C(0) : 0};
     if (update) {
         const long round_limbs = sh >= 0 ? 0 : (-sh + 63) / 64; /* ceil(-sh / 64) */
         dl.round_limbs = round_limbs > LIMBS ? LIMBS + 1 : (int)round_limbs;
-        if (dl.round_limbs <= LIMBS) {
-            mpz_abs(w->z_tmp, dz);
-            mpz_mul_2exp(w->z_tmp, w->z_tmp, (mp_bitcnt_t)(sh + 64 * dl.round_limbs));
-            limbs_from_mpz(dl.dm, w->z_tmp); /* below 2^256 (§2) */
-        }
+        if (dl.round_limbs <= LIMBS) /* |d̂| 2^(sh + 64 L) below 2^256 (§2) */
+            gdn_e2e_wide_limbs(&w->d_wide, sh + 64 * dl.round_limbs, dl.dm, LIMBS);
     }
-    uint64_t *col = column_limbs(w, vv), query_dot[LIMBS + 2];
+    uint64_t *col = column_limbs(w, vv), *query_dot = w->query_dot;
     long wsh = 0;
     u128 window = 0;
     bool have_window = false;
@@ -978,7 +1038,7 @@ static double fast_update_and_query(workspace *w, size_t vv, bool update, long s
         gdn_e2e_simd_pass_out out;
         gdn_e2e_simd_column_pass(col, n, &in, &out);
         w->bits[vv] = out.bits;
-        memcpy(query_dot, out.query_dot, sizeof query_dot);
+        memcpy(query_dot, out.query_dot, sizeof out.query_dot);
         memcpy(w->key_dots[vv], out.next_dot, sizeof out.next_dot);
         window = out.window;
         /* the window holds the column, and 64 bits of it (or all of it) */
@@ -989,9 +1049,7 @@ static double fast_update_and_query(workspace *w, size_t vv, bool update, long s
         fast_dot(col, n, &w->query_f, query_dot);
         fast_dot(col, n, &w->next_key_f, w->key_dots[vv]);
     }
-    if (!w->query_f.nonzero) return 0.0; /* the caller reads no z */
-    mpz_from_limbs(w->z, query_dot, LIMBS + 2);
-    if (w->bits[vv] == 0) return 0.0; /* X = 0: the exact sum is 0 */
+    if (!w->query_f.nonzero || w->bits[vv] == 0) return 0.0; /* a zero query, or X = 0: the exact sum is 0 */
     if (!have_window) {
         wsh = window_shift(w->bits[vv], 64);
         window = fast_abs_window(col, n, w->query_f.m, wsh);
@@ -1080,9 +1138,9 @@ static void grid_decay(workspace *w, float g)
  * 2^cap and the larger of them is at least 2^(floor - 1). Returns the
  * bits the column will have after the update, about (a guess for the
  * windows of fast_update_and_query). */
-static long grid_fit(workspace *w, size_t vv)
+static long grid_fit(workspace *w, size_t vv, long d_exp)
 {
-    const long u = w->key_f.top + mpfr_get_exp(w->d[vv]) - w->grid[vv]; /* |k d̂| < 2^u grid units */
+    const long u = w->key_f.top + d_exp - w->grid[vv]; /* |k d̂| < 2^u grid units, |d̂| < 2^d_exp */
     const long target = grid_target(w->prec);
     if (w->bits[vv] == 0) { /* a zero column takes any grid: the update's */
         w->grid[vv] += u + 1 - target;
@@ -1111,27 +1169,37 @@ static void grid_token(workspace *w, size_t t, const ug_bf16 *q, const ug_bf16 *
     const ug_bf16 *v_row = v + row4(s, w->b, t, s->h, w->h, dv);
     ug_ref_value *o_row = o + row4(s, w->b, t, s->h, w->h, dv);
     for (size_t vv = 0; vv < dv; vv++) {
-        if (w->bits[vv] && w->key_f.nonzero) {
-            state_key_dot(w, vv);
-            mpfr_set_z_2exp(w->acc, w->z, w->key_f.lsb + w->grid[vv], MPFR_RNDN);
+        if (w->fast) {
+            fast_column_delta(w, vv, ug_bf16_to_f32(v_row[vv]));
         } else {
-            mpfr_set_zero(w->acc, 1);
+            if (w->bits[vv] && w->key_f.nonzero) {
+                state_key_dot(w, vv);
+                mpfr_set_z_2exp(w->acc, w->z, w->key_f.lsb + w->grid[vv], MPFR_RNDN);
+            } else {
+                mpfr_set_zero(w->acc, 1);
+            }
+            column_delta(w, vv, ug_bf16_to_f32(v_row[vv]));
         }
-        column_delta(w, vv, ug_bf16_to_f32(v_row[vv]));
         if (t + 1 == s->t)
             for (size_t kk = 0; kk < dk; kk++) {
                 state_get(w, vv, kk, w->z);
                 mpfr_set_z_2exp(w->wide, w->z, w->grid[vv], MPFR_RNDN); /* exact */
                 w->decayed_abs[vv * dk + kk] = times_c_abs(w, w->wide);
             }
-        const bool update = w->key_f.nonzero && !mpfr_zero_p(w->d[vv]);
+        const bool d_zero = w->fast ? gdn_e2e_wide_zero(&w->d_wide) : mpfr_zero_p(w->d[vv]);
+        const bool update = w->key_f.nonzero && !d_zero;
         long sh = 0, expected_bits = w->bits[vv];
         if (update) {
-            expected_bits = grid_fit(w, vv);
-            const long e = mpfr_get_z_2exp(w->delta, w->d[vv]); /* d̂ = delta 2^e */
+            /* d̂ = delta 2^e, delta the prec-bit significand as an integer (fast path: d_wide's) */
+            const long e = w->fast ? w->d_wide.e : mpfr_get_z_2exp(w->delta, w->d[vv]);
+            expected_bits = grid_fit(w, vv, e + w->prec);
             sh = w->key_f.lsb + e - w->grid[vv];
         }
         const double abs_products = state_update_and_query(w, vv, update, sh, expected_bits);
+        if (w->fast) {
+            fast_output_finish(w, vv, &o_row[vv], abs_products);
+            continue;
+        }
         if (w->query_f.nonzero)
             mpfr_set_z_2exp(w->acc, w->z, w->query_f.lsb + w->grid[vv], MPFR_RNDN);
         else

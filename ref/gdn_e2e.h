@@ -28,7 +28,7 @@
  * per column (§2); with ug_ref_fast() and prec == GDN_E2E_REF_PREC a head
  * whose inputs fit runs on 256-bit integers instead of GMP's (a column's
  * update and reads in one AVX-512 pass where ug_ref_simd_available(),
- * ref/gdn_e2e_simd.h),
+ * ref/gdn_e2e_simd.h; its per-column scalars on limbs, ref/gdn_e2e_wide.h),
  * with bit-identical results in every field. Any sub-shape (B = H = Hg = 1
  * slices included) gives the values of its heads in the full shape. Shapes
  * must satisfy the kernel's validation, except K, which may be any size

@@ -82,9 +82,10 @@ static inline __attribute__((always_inline)) void dot_out(const __m512i low[4], 
     }
 }
 
-/* The pass with the update's rounding limb L a literal (-1: no update). */
+/* The pass with the update's rounding limb L a literal (-1: no update), and the window's lowest limb J
+ * (window_shift / 64). */
 static inline __attribute__((always_inline)) void column_pass(uint64_t *col, size_t n, const gdn_e2e_simd_pass_in *in,
-                                                            gdn_e2e_simd_pass_out *out, int L)
+                                                            gdn_e2e_simd_pass_out *out, int L, int J)
 {
     __m512i dl[4], dh[4];
     for (int i = 0; i < 4; i++) {
@@ -92,9 +93,6 @@ static inline __attribute__((always_inline)) void column_pass(uint64_t *col, siz
         dh[i] = _mm512_set1_epi64((long long)(in->dm[i] >> 32));
     }
     const __m512i dneg = _mm512_set1_epi64((long long)in->neg), bias = _mm512_set1_epi64(INT64_C(0x80000000));
-    /* the window's limbs j, j + 1 and j + 2 (0 beyond the top), picked by masks (all or none of the lanes) */
-    const int j = in->window_shift / 64;
-    const __mmask8 from_1 = j >= 1 ? 0xFF : 0, from_2 = j >= 2 ? 0xFF : 0;
     const __m512i zero = _mm512_setzero_si512();
     const __m128i right = _mm_cvtsi64_si128(in->window_shift % 64), left = _mm_cvtsi64_si128(63 - in->window_shift % 64);
     __m512i q_low[4], q_high[4], n_low[4], n_high[4], any[4];
@@ -127,9 +125,7 @@ static inline __attribute__((always_inline)) void column_pass(uint64_t *col, siz
         }
         /* M >> s in 96 bits: M_j >> s | M_{j+1} << (64 - s), and the same one limb up (the shifts left
          * in two steps: s may be 0) */
-        const __m512i a = _mm512_mask_blend_epi64(from_2, _mm512_mask_blend_epi64(from_1, mag[0], mag[1]), mag[2]);
-        const __m512i b = _mm512_mask_blend_epi64(from_2, _mm512_mask_blend_epi64(from_1, mag[1], mag[2]), mag[3]);
-        const __m512i c = _mm512_mask_blend_epi64(from_2, _mm512_mask_blend_epi64(from_1, mag[2], mag[3]), zero);
+        const __m512i a = mag[J], b = mag[J + 1], c = J + 2 < 4 ? mag[J + 2] : zero; /* 0 beyond the top */
         const __m512i low = _mm512_or_si512(_mm512_srl_epi64(a, right), _mm512_sll_epi64(_mm512_slli_epi64(b, 1), left));
         const __m512i top = _mm512_or_si512(_mm512_srl_epi64(b, right), _mm512_sll_epi64(_mm512_slli_epi64(c, 1), left));
         const __m512i factor = _mm512_abs_epi64(q);
@@ -154,15 +150,23 @@ static inline __attribute__((always_inline)) void column_pass(uint64_t *col, siz
     }
 }
 
+/* One copy per window limb J (0 .. 2: window_shift <= 191) for rounding limb L. */
+#define COLUMN_PASS_WINDOWS(L)                                                                                         \
+    switch (in->window_shift / 64) {                                                                                   \
+    case 0: column_pass(col, n, in, out, L, 0); break;                                                                 \
+    case 1: column_pass(col, n, in, out, L, 1); break;                                                                 \
+    default: column_pass(col, n, in, out, L, 2); break;                                                                \
+    }
+
 void gdn_e2e_simd_column_pass(uint64_t *col, size_t n, const gdn_e2e_simd_pass_in *in, gdn_e2e_simd_pass_out *out)
 {
     switch (in->key ? in->round_limbs : -1) {
-    case 0: column_pass(col, n, in, out, 0); break;
-    case 1: column_pass(col, n, in, out, 1); break;
-    case 2: column_pass(col, n, in, out, 2); break;
-    case 3: column_pass(col, n, in, out, 3); break;
-    case 4: column_pass(col, n, in, out, 4); break;
-    default: column_pass(col, n, in, out, -1); break; /* no update, or every product rounds to 0 */
+    case 0: COLUMN_PASS_WINDOWS(0) break;
+    case 1: COLUMN_PASS_WINDOWS(1) break;
+    case 2: COLUMN_PASS_WINDOWS(2) break;
+    case 3: COLUMN_PASS_WINDOWS(3) break;
+    case 4: COLUMN_PASS_WINDOWS(4) break;
+    default: COLUMN_PASS_WINDOWS(-1) break; /* no update, or every product rounds to 0 */
     }
 }
 

@@ -21,7 +21,10 @@
 #include "../kernels/gdn_e2e.h"
 #include "../ref/gdn_e2e.h"
 #include "../ref/gdn_e2e_divide.h"
+#include "../ref/gdn_e2e_wide.h"
+#include "../ref/ref.h"
 #include "../ref/round.h"
+#include "../ref/rowsimd.h"
 #include "tests.h"
 
 /* Inputs and outputs of one reference call, any shape. */
@@ -521,6 +524,247 @@ static void test_division_by_c_falls_back_at_midpoints_and_keeps_zero_signs(void
     }
 }
 
+/* ---- the fast path's column scalars (ref/gdn_e2e_wide.h) -------------------------------- */
+
+enum { WIDE_BITS = GDN_E2E_WIDE_BITS };
+
+/* got (a gdn_e2e_wide) equals want (an MPFR number of WIDE_BITS bits), value and sign. */
+static bool wide_equals(const gdn_e2e_wide *got, mpfr_srcptr want)
+{
+    mpfr_t view;
+    uint64_t limbs[GDN_E2E_WIDE_LIMBS];
+    mpfr_srcptr g = gdn_e2e_wide_view(view, limbs, got);
+    return mpfr_signbit(g) == mpfr_signbit(want) && (mpfr_equal_p(g, want) || (mpfr_zero_p(g) && mpfr_zero_p(want)));
+}
+
+/* A random WIDE_BITS-bit number: random significand (sometimes all ones, or a single bit, or low bits
+ * set for ties), exponent spread over exp_range, either sign; zero now and then. */
+static void random_wide(mpfr_ptr x, gmp_randstate_t rs, gsl_rng *rng, long exp_range)
+{
+    const unsigned long kind = gsl_rng_uniform_int(rng, 8);
+    if (kind == 0) {
+        mpfr_set_zero(x, gsl_rng_uniform_int(rng, 2) ? -1 : 1);
+        return;
+    }
+    if (kind == 1) { /* all ones: rounding up carries out of the top */
+        mpfr_set_ui_2exp(x, 1, WIDE_BITS, MPFR_RNDN);
+        mpfr_sub_ui(x, x, 1, MPFR_RNDN); /* exact */
+    } else if (kind == 2) {
+        mpfr_set_ui(x, 1, MPFR_RNDN);
+    } else {
+        do mpfr_urandomb(x, rs);
+        while (mpfr_zero_p(x));
+    }
+    mpfr_set_exp(x, (mpfr_exp_t)gsl_rng_uniform_int(rng, (unsigned long)(2 * exp_range + 1)) - exp_range);
+    if (gsl_rng_uniform_int(rng, 2)) mpfr_neg(x, x, MPFR_RNDN);
+}
+
+/* Every operation of gdn_e2e_wide.h against MPFR's at WIDE_BITS bits on
+ * random operands: products by 192-bit c and by doubles of few bits (many
+ * ties to even, carries out of the top), v - a near and far apart (exact
+ * cancellation included), |a| rounded up to a double in and out of the
+ * normal range, two's complement integers, the reciprocal's quotient and
+ * the shifted limbs. Where a function declines, the reason must hold. */
+static void test_wide_scalars_are_mpfrs(void)
+{
+    const int rounds = RUNNING_ON_VALGRIND ? 400 : 20000;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 20261126);
+    gmp_randstate_t rs;
+    gmp_randinit_default(rs);
+    gmp_randseed_ui(rs, 20261126);
+    mpfr_t a, b, want, inverse, vf;
+    mpfr_inits2(WIDE_BITS, a, b, want, vf, (mpfr_ptr)0);
+    mpfr_init2(inverse, WIDE_BITS + GDN_E2E_RECIPROCAL_EXTRA);
+    mpz_t z, shifted;
+    mpz_inits(z, shifted, (mpz_ptr)0);
+    size_t bad = 0, declined_near = 0;
+    for (int i = 0; i < rounds; i++) {
+        random_wide(a, rs, rng, i % 4 == 0 ? 1100 : 60);
+        gdn_e2e_wide x;
+        gdn_e2e_wide_from_mpfr(&x, a);
+        CU_ASSERT_TRUE(wide_equals(&x, a));
+        /* times c in [1/2, 1) */
+        do mpfr_urandomb(b, rs);
+        while (mpfr_zero_p(b));
+        mpfr_set_exp(b, 0);
+        gdn_e2e_wide r = x;
+        gdn_e2e_wide_mul(&r, mpfr_custom_get_significand(b), -WIDE_BITS);
+        mpfr_mul(want, a, b, MPFR_RNDN);
+        if (!wide_equals(&r, want)) UG_TEST_MISMATCH(bad, "round %d: a c", i);
+        /* times a double of few bits (ties) or of 53 */
+        const double factors[] = {3.0, -5.0, 0.75, 1.0 + 0x1p-52, -0x1.fffffffffffffp-3, 0.0, -0.0};
+        const double f = i % 8 < 7 ? factors[i % 8] : gsl_ran_gaussian(rng, 1.0);
+        r = x;
+        gdn_e2e_wide_mul_double(&r, f);
+        mpfr_mul_d(want, a, f, MPFR_RNDN);
+        if (!wide_equals(&r, want)) UG_TEST_MISMATCH(bad, "round %d: a * %a", i, f);
+        /* v - a: v near a (its float, cancelling exactly), or anywhere in the float range */
+        float v = (float)ldexp(gsl_ran_gaussian(rng, 1.0), (int)gsl_rng_uniform_int(rng, 260) - 140);
+        if (i % 3 == 0 && isfinite(mpfr_get_flt(a, MPFR_RNDN))) v = mpfr_get_flt(a, MPFR_RNDN);
+        if (i % 6 == 0) { /* a = v: the difference cancels exactly */
+            mpfr_set_flt(a, v, MPFR_RNDN);
+            gdn_e2e_wide_from_mpfr(&x, a);
+        }
+        mpfr_set_flt(vf, v, MPFR_RNDN);
+        mpfr_sub(want, vf, a, MPFR_RNDN);
+        if (gdn_e2e_wide_float_minus(&r, v, &x)) {
+            if (!wide_equals(&r, want)) UG_TEST_MISMATCH(bad, "round %d: %a - a", i, (double)v);
+        } else if (mpfr_zero_p(a) || v == 0 || labs((long)(mpfr_get_exp(a) - mpfr_get_exp(vf))) < 200) {
+            declined_near++;
+        }
+        /* |a| rounded up to a double */
+        double up = -1;
+        const double want_up = fabs(mpfr_get_d(a, MPFR_RNDA));
+        if (gdn_e2e_wide_abs_up(&x, &up)) {
+            if (up != want_up) UG_TEST_MISMATCH(bad, "round %d: |a| up %a, MPFR %a", i, up, want_up);
+        } else if (want_up >= 0x1p-1022 && want_up < 0x1p1023) { /* the top binade may go to MPFR */
+            UG_TEST_MISMATCH(bad, "round %d: |a| up %a declined", i, want_up);
+        }
+        /* a / c by the reciprocal */
+        mpfr_ui_div(inverse, 1, b, MPFR_RNDN);
+        r = x;
+        mpfr_div(want, a, b, MPFR_RNDN);
+        if (gdn_e2e_wide_divide(&r, mpfr_custom_get_significand(inverse), mpfr_get_exp(inverse))) {
+            if (!wide_equals(&r, want)) UG_TEST_MISMATCH(bad, "round %d: a / c", i);
+        } else {
+            declined_near++; /* about 2^-58 of random quotients */
+        }
+        /* the significand shifted into four limbs */
+        if (!mpfr_zero_p(a)) {
+            uint64_t limbs[4];
+            const long shift = (long)gsl_rng_uniform_int(rng, 64);
+            gdn_e2e_wide_limbs(&x, shift, limbs, 4);
+            mpz_import(z, GDN_E2E_WIDE_LIMBS, -1, sizeof(uint64_t), 0, 0, x.m);
+            mpz_mul_2exp(shifted, z, (mp_bitcnt_t)shift);
+            for (int l = 0; l < 4; l++)
+                if (limbs[l] != mpz_getlimbn(shifted, l)) UG_TEST_MISMATCH(bad, "round %d: limb %d << %ld", i, l, shift);
+        }
+        /* a two's complement integer of 1 to 6 limbs, times 2^e */
+        uint64_t twos[6];
+        const int n = 1 + (int)gsl_rng_uniform_int(rng, 6);
+        for (int l = 0; l < n; l++) twos[l] = gsl_rng_get(rng) | (uint64_t)gsl_rng_get(rng) << 32;
+        if (i % 5 == 0) twos[n - 1] >>= gsl_rng_uniform_int(rng, 64); /* short ones, positive */
+        if (i % 7 == 0) for (int l = 0; l < n; l++) twos[l] = l + 1 < n ? ~UINT64_C(0) : UINT64_C(1); /* 2^(64n - 63) - 1 */
+        const uint64_t flip = (uint64_t)((int64_t)twos[n - 1] >> 63);
+        mpz_import(z, (size_t)n, -1, sizeof(uint64_t), 0, 0, twos);
+        if (flip) { /* z - 2^(64 n) */
+            mpz_set_ui(shifted, 0);
+            mpz_setbit(shifted, (mp_bitcnt_t)(64 * n));
+            mpz_sub(z, z, shifted);
+        }
+        const long e = (long)gsl_rng_uniform_int(rng, 400) - 200;
+        gdn_e2e_wide_from_twos(&r, twos, n, e);
+        mpfr_set_z_2exp(want, z, e, MPFR_RNDN);
+        if (!wide_equals(&r, want)) UG_TEST_MISMATCH(bad, "round %d: %d-limb integer", i, n);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(declined_near <= 2);
+    mpz_clears(z, shifted, (mpz_ptr)0);
+    mpfr_clears(a, b, want, inverse, vf, (mpfr_ptr)0);
+    gmp_randclear(rs);
+    gsl_rng_free(rng);
+}
+
+/* The cases the limbs leave to MPFR, each declined with its output
+ * untouched: a quotient on a midpoint of the 192-bit grid (d = 1 + 2^-43,
+ * 1/c = 1 + 2^-149: d/c's bits below the grid read 2^63, the half), v
+ * and a 1000 binades apart, |a| beyond the normal doubles; and the edges
+ * they keep: all-ones significands rounding up to the next binade, a
+ * double rounded up to 2^53 units. */
+static void test_wide_scalars_decline_where_mpfr_decides(void)
+{
+    mpfr_t d, inverse, a;
+    mpfr_inits2(WIDE_BITS, d, a, (mpfr_ptr)0);
+    mpfr_init2(inverse, WIDE_BITS + GDN_E2E_RECIPROCAL_EXTRA);
+    mpfr_set_ui_2exp(d, 1, -43, MPFR_RNDN);
+    mpfr_add_ui(d, d, 1, MPFR_RNDN); /* exact */
+    mpfr_set_ui_2exp(inverse, 1, -149, MPFR_RNDN);
+    mpfr_add_ui(inverse, inverse, 1, MPFR_RNDN); /* exact */
+    gdn_e2e_wide x, before;
+    gdn_e2e_wide_from_mpfr(&x, d);
+    before = x;
+    CU_ASSERT_FALSE(gdn_e2e_wide_divide(&x, mpfr_custom_get_significand(inverse), mpfr_get_exp(inverse)));
+    CU_ASSERT_EQUAL(memcmp(&x, &before, sizeof x), 0);
+    mpfr_set_ui_2exp(a, 3, 1000, MPFR_RNDN);
+    gdn_e2e_wide_from_mpfr(&x, a);
+    CU_ASSERT_FALSE(gdn_e2e_wide_float_minus(&before, 1.0f, &x));
+    double up = 0;
+    mpfr_set_ui_2exp(a, 1, -1030, MPFR_RNDN);
+    gdn_e2e_wide_from_mpfr(&x, a);
+    CU_ASSERT_FALSE(gdn_e2e_wide_abs_up(&x, &up));
+    mpfr_set_ui_2exp(a, 1, 1024, MPFR_RNDN);
+    gdn_e2e_wide_from_mpfr(&x, a);
+    CU_ASSERT_FALSE(gdn_e2e_wide_abs_up(&x, &up));
+    /* 2^192 - 1 (all ones) rounds up to 2^53 double units; (2^193 - 1) 2^-193 rounds up to 1 */
+    mpfr_set_ui_2exp(a, 1, WIDE_BITS, MPFR_RNDN);
+    mpfr_sub_ui(a, a, 1, MPFR_RNDN);
+    gdn_e2e_wide_from_mpfr(&x, a);
+    CU_ASSERT_TRUE(gdn_e2e_wide_abs_up(&x, &up));
+    CU_ASSERT_EQUAL(up, 0x1p192);
+    const uint64_t ones[4] = {~UINT64_C(0), ~UINT64_C(0), ~UINT64_C(0), 1};
+    gdn_e2e_wide_from_twos(&x, ones, 4, -193);
+    mpfr_set_ui(a, 1, MPFR_RNDN);
+    CU_ASSERT_TRUE(wide_equals(&x, a));
+    mpfr_clears(d, inverse, a, (mpfr_ptr)0);
+}
+
+/* Every field of two reference values, bit for bit. */
+static bool same_fields(const ug_ref_value *a, const ug_ref_value *b)
+{
+    return memcmp(&a->r_hi, &b->r_hi, sizeof a->r_hi) == 0 && memcmp(&a->r_lo, &b->r_lo, sizeof a->r_lo) == 0 &&
+           a->rn_bits == b->rn_bits && a->flagged == b->flagged && memcmp(&a->bound, &b->bound, sizeof a->bound) == 0 &&
+           memcmp(&a->abs_sum, &b->abs_sum, sizeof a->abs_sum) == 0 && a->wild == b->wild && a->no_bound == b->no_bound;
+}
+
+/* The fast path (limbs, gdn_e2e_wide) against the plain one (GMP and
+ * MPFR) on heads at the ends of its range, every field equal: keys and
+ * queries all bf16 subnormals (their grid below 2^-133), and gates of -60
+ * that take the state below the normal doubles by the last token (d's
+ * magnitude rounded up through MPFR, final_state's abs_sum from it). */
+static void test_fast_path_is_the_plain_one_at_the_ends_of_its_range(void)
+{
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    for (int run = 0; run < 4; run++) {
+        const int scenario = run % 2;
+        ug_ref_simd_set_enabled(run < 2); /* the AVX-512 pass where the CPU has it, then the portable loops */
+        gsl_rng_set(rng, 77 + scenario);
+        const gdn_e2e_shape s = {1, 13, 1, 1, 16, 8, true};
+        ref_case *fast = ref_case_new(s, gdn_e2e_reference_scale(s.k)), *plain = ref_case_new(s, fast->scale);
+        fill_random(fast, rng, GATES_MILD);
+        for (size_t i = 0; scenario == 0 && i < s.t * s.k; i++) { /* m 2^-133, m < 2^7: bf16 subnormals */
+            const float sign = gsl_rng_uniform_int(rng, 2) ? -1.0f : 1.0f;
+            fast->q[i] = ug_bf16_from_f32(sign * ldexpf((float)(1 + gsl_rng_uniform_int(rng, 127)), -133));
+            fast->k[i] = ug_bf16_from_f32(-sign * ldexpf((float)(1 + gsl_rng_uniform_int(rng, 127)), -133));
+        }
+        for (size_t t = 0; scenario == 1 && t < s.t; t++) {
+            fast->g[t] = -60.0f;
+            for (size_t vv = 0; t > 0 && vv < s.v; vv++) fast->v[t * s.v + vv] = 0;
+        }
+        const size_t nq = s.t * s.k, nv = s.t * s.v, nh = s.k * s.v;
+        memcpy(plain->q, fast->q, nq * sizeof *fast->q), memcpy(plain->k, fast->k, nq * sizeof *fast->k);
+        memcpy(plain->v, fast->v, nv * sizeof *fast->v), memcpy(plain->beta, fast->beta, s.t * sizeof *fast->beta);
+        memcpy(plain->g, fast->g, s.t * sizeof *fast->g), memcpy(plain->h0, fast->h0, nh * sizeof *fast->h0);
+        ref_case_run(fast, GDN_E2E_REF_PREC);
+        ug_ref_set_fast(false);
+        ref_case_run(plain, GDN_E2E_REF_PREC);
+        ug_ref_set_fast(true);
+        size_t bad = 0;
+        for (size_t i = 0; i < nv; i++)
+            if (!same_fields(&fast->o[i], &plain->o[i])) UG_TEST_MISMATCH(bad, "scenario %d: o[%zu]", scenario, i);
+        for (size_t i = 0; i < nh; i++)
+            if (!same_fields(&fast->final_state[i], &plain->final_state[i]))
+                UG_TEST_MISMATCH(bad, "scenario %d: final_state[%zu] abs_sum %a vs %a", scenario, i,
+                                 fast->final_state[i].abs_sum, plain->final_state[i].abs_sum);
+        CU_ASSERT_EQUAL(bad, 0);
+        if (scenario == 1) CU_ASSERT_TRUE(fast->final_state[0].abs_sum < 0x1p-1022); /* the range was left */
+        ref_case_free(fast);
+        ref_case_free(plain);
+    }
+    ug_ref_simd_set_enabled(true);
+    gsl_rng_free(rng);
+}
+
 UG_TEST_SUITE(gdn_e2e_ref_suite, "ref_gdn_e2e",
               UG_TEST(test_scale_is_the_kernels),
               UG_TEST(test_no_gate_and_no_beta_leave_h0_untouched),
@@ -531,4 +775,7 @@ UG_TEST_SUITE(gdn_e2e_ref_suite, "ref_gdn_e2e",
               UG_TEST(test_bounds_are_infinite_and_ratios_read_zero),
               UG_TEST(test_staged_mode_equals_exact_and_follows_the_inputs),
               UG_TEST(test_division_by_c_is_mpfr_div_on_random_values),
-              UG_TEST(test_division_by_c_falls_back_at_midpoints_and_keeps_zero_signs));
+              UG_TEST(test_division_by_c_falls_back_at_midpoints_and_keeps_zero_signs),
+              UG_TEST(test_wide_scalars_are_mpfrs),
+              UG_TEST(test_wide_scalars_decline_where_mpfr_decides),
+              UG_TEST(test_fast_path_is_the_plain_one_at_the_ends_of_its_range));
