@@ -901,6 +901,83 @@ static void add_attention_term(workspace *ws, ug_ref_mode mode, size_t i, size_t
              f->q_lo[i] + f->k_lo[j] + p->e.e + v->e[j]);
 }
 
+/* Group g's window of column col: rowsimd.h's (simd_windows), else summed
+ * here into scalar; its limb count in *limbs. */
+static const uint64_t *group_window(const fast_chunk *f, size_t bt, size_t width, size_t g, size_t col,
+                                    uint64_t scalar[UG_XWIN_LIMBS], int *limbs)
+{
+    const row_group *grp = &f->group[g];
+    if (f->simd_windows) {
+        *limbs = UG_XWIN_LIMBS;
+        return f->win[g * width + col];
+    }
+    if (grp->nc == 1)
+        group_dot(f, bt, 1, grp, col, scalar);
+    else
+        group_dot(f, bt, 3, grp, col, scalar);
+    *limbs = grp->nc + 2;
+    return scalar;
+}
+
+/* Column col's element of row i, unscaled but for the factor scale_m,
+ * summed in the accumulator: the state term (dot·e_t at 2^state_e), the
+ * groups' windows and the terms off them. False when a term leaves the
+ * accumulator's range. */
+static bool accumulate_element(workspace *ws, ug_ref_mode mode, size_t i, size_t col, int64_t dot, ug_gdn_fx e_t,
+                               int state_e, uint32_t scale_m)
+{
+    fast_chunk *f = &ws->fast;
+    ug_xsum *acc = &f->acc;
+    ug_xsum_clear(acc);
+    if (dot != 0) add_wide(acc, dot < 0, dot < 0 ? -(ug_u128)dot : (ug_u128)dot, e_t.m, state_e);
+    for (size_t g = 0; g < f->n_groups; g++) {
+        const row_group *grp = &f->group[g];
+        uint64_t scalar[UG_XWIN_LIMBS];
+        int limbs;
+        const uint64_t *window = group_window(f, ws->bt, ws->width, g, col, scalar, &limbs);
+        ug_xsum_add_xwin(acc, window, limbs, grp->grid + f->v_grid[col]);
+        if (f->v_off[col]) /* values off the column's grid: their window products were 0 */
+            for (size_t k = grp->begin; k < grp->end; k++)
+                if (!f->v_on[col * ws->bt + f->row_j[k]]) add_attention_term(ws, mode, i, f->row_j[k], col, acc);
+    }
+    for (size_t k = 0; k < f->n_rest; k++) add_attention_term(ws, mode, i, f->row_rest[k], col, acc);
+    ug_xsum_mul_small(acc, scale_m);
+    return ug_xsum_in_range(acc);
+}
+
+/* The same sum times scale_m read without the accumulator, where the row's
+ * attention terms all lie in one group (or none) on column col's grid: the
+ * window times scale_m plus the state term times scale_m, read as one by
+ * ug_xwin_read_plus (as ug_xsum_read reads the accumulator's). False where
+ * that does not hold them (the caller accumulates). */
+static bool read_one_window(const workspace *ws, size_t col, int64_t dot, ug_gdn_fx e_t,
+                            int state_e, uint32_t scale_m, ug_xval *out)
+{
+    enum { SCALE_BITS = 24, TOP_BITS = 64 - SCALE_BITS - 2 }; /* a top limb of TOP_BITS: the product fits */
+    const fast_chunk *f = &ws->fast;
+    uint64_t scratch[UG_XWIN_LIMBS] = {0}, scaled[UG_XWIN_LIMBS];
+    int limbs = UG_XWIN_LIMBS, e = state_e;
+    const uint64_t *window = scratch;
+    if (f->n_groups == 1) {
+        window = group_window(f, ws->bt, ws->width, 0, col, scratch, &limbs);
+        e = f->group[0].grid + f->v_grid[col];
+    }
+    const uint64_t sign = (uint64_t)((int64_t)window[limbs - 1] >> 63);
+    const int64_t top = (int64_t)(limbs == UG_XWIN_LIMBS ? window[limbs - 1] : sign);
+    if (top >> TOP_BITS != 0 && top >> TOP_BITS != -1) return false;
+    uint64_t carry = 0; /* two's complement times scale_m: exact, |window|·2^SCALE_BITS < 2^(64 LIMBS - 2) */
+    for (int k = 0; k < UG_XWIN_LIMBS; k++) {
+        const ug_u128 t = (ug_u128)(k < limbs ? window[k] : sign) * scale_m + carry;
+        scaled[k] = (uint64_t)t;
+        carry = (uint64_t)(t >> 64);
+    }
+    uint64_t state[4] = {0, 0, 0, 0};
+    if (dot != 0) ug_mul128((ug_u128)(dot < 0 ? -(uint64_t)dot : (uint64_t)dot) * scale_m, e_t.m, state);
+    const int m_e = dot != 0 ? state_e : e;
+    return ug_xwin_read_plus(scaled, UG_XWIN_LIMBS, e, dot < 0, state, 4, m_e, out) ||
+           ug_xwin_read_plus_wide(scaled, UG_XWIN_LIMBS, e, dot < 0, state, 4, m_e, out);
+}
+
 /* Chunk row i on the fast path: every term exact (the state term and the
  * terms off the windows' grids in the accumulator), the scale (common to
  * all terms) applied once to the sum. False when a sum leaves the
@@ -922,7 +999,6 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
     scale_m >>= zeros;
     scale_e += zeros;
     const int_vector *rn = &ws->attention_rows[i];
-    ug_xsum *acc = &f->acc;
     place_row_factors(ws, a->mode, i);
     row_magnitudes(ws, a->mode, i);
     for (size_t g = 0; g < f->n_groups && f->simd_windows; g++) {
@@ -941,25 +1017,12 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
         const int64_t dot =
             ug_gdn_int_dot(f->q_int + i * ws->kdim, f->h_int + col * ws->kdim, ws->kdim, &magnitude, f->simd);
         const int state_lo = f->q_lo[i] + f->h_lo[col];
-        ug_xsum_clear(acc);
-        if (dot != 0) add_wide(acc, dot < 0, dot < 0 ? -(ug_u128)dot : (ug_u128)dot, e_t.m, state_lo + e_t.e);
-        for (size_t g = 0; g < f->n_groups; g++) {
-            const row_group *grp = &f->group[g];
-            uint64_t scalar[UG_XWIN_LIMBS];
-            const uint64_t *window = f->simd_windows ? f->win[g * s->v + col] : scalar;
-            if (!f->simd_windows && grp->nc == 1)
-                group_dot(f, ws->bt, 1, grp, col, scalar);
-            else if (!f->simd_windows)
-                group_dot(f, ws->bt, 3, grp, col, scalar);
-            ug_xsum_add_xwin(acc, window, f->simd_windows ? UG_XWIN_LIMBS : grp->nc + 2, grp->grid + f->v_grid[col]);
-            if (f->v_off[col]) /* values off the column's grid: their window products were 0 */
-                for (size_t k = grp->begin; k < grp->end; k++)
-                    if (!f->v_on[col * ws->bt + f->row_j[k]]) add_attention_term(ws, a->mode, i, f->row_j[k], col, acc);
+        ug_xval exact;
+        if (!(f->n_groups <= 1 && f->n_rest == 0 && !f->v_off[col] &&
+              read_one_window(ws, col, dot, e_t, state_lo + e_t.e, (uint32_t)scale_m, &exact))) {
+            if (!accumulate_element(ws, a->mode, i, col, dot, e_t, state_lo + e_t.e, (uint32_t)scale_m)) return false;
+            exact = ug_xsum_read(&f->acc);
         }
-        for (size_t k = 0; k < f->n_rest; k++) add_attention_term(ws, a->mode, i, f->row_rest[k], col, acc);
-        ug_xsum_mul_small(acc, (uint32_t)scale_m);
-        if (!ug_xsum_in_range(acc)) return false;
-        ug_xval exact = ug_xsum_read(acc);
         exact.e += scale_e;
         exact.neg = exact.zero ? zero_element_negative(ws, a->mode, i, col, dot, scale_neg) : exact.neg != scale_neg;
         const attention_magnitudes m = {f->row_abs[col], f->row_mag[col], f->row_err[col], f->row_flagged[col]};
