@@ -32,16 +32,37 @@ enum {
 
 double gdn_chunk_o_exp_up(double x) { return exp(x) * UG_F32_SLACK + 0x1p-1074; }
 
-double gdn_chunk_o_product_error(const ug_f32_model *m, double e_up, ug_f32_error exp, double abs_dot,
-                                 double abs_terms, size_t n)
+/* What gdn_chunk_o_product_error's terms share for one exponential and one
+ * length: the same products, computed once (a row's state terms). */
+typedef struct {
+    double dot_gamma, dot_underflow, exp_err, e_up, u_e_up, underflow_half;
+} product_constants;
+
+static product_constants product_constants_of(const ug_f32_model *m, double e_up, ug_f32_error exp, size_t n)
+{
+    return (product_constants){.dot_gamma = ug_f32_gamma(n) * UG_F32_SLACK,
+                               .dot_underflow = (double)n * ug_f32_underflow(m),
+                               .exp_err = exp.rel == 0 && exp.abs == 0 ? 0 : e_up * exp.rel + exp.abs,
+                               .e_up = e_up,
+                               .u_e_up = UG_F32_U * e_up,
+                               .underflow_half = ug_f32_underflow_half(m)};
+}
+
+static double product_error_of(const product_constants *c, double abs_dot, double abs_terms)
 {
     /* Dot product: gamma_n relative to the magnitudes, plus one subnormal
      * rounding per term (bf16 x bf16 products are exact in f32 and tf32). */
-    double dot_err = ug_f32_gamma(n) * UG_F32_SLACK * abs_terms + (double)n * ug_f32_underflow(m);
-    double exp_err = exp.rel == 0 && exp.abs == 0 ? 0 : e_up * exp.rel + exp.abs;
+    const double dot_err = c->dot_gamma * abs_terms + c->dot_underflow;
     /* |e^ D^ - e D| <= |e^ - e| |D^| + e |D^ - D|; the product rounds once. */
-    double unrounded = exp_err * (abs_dot + dot_err) + e_up * dot_err;
-    return (unrounded * (1 + UG_F32_U) + UG_F32_U * e_up * abs_dot + ug_f32_underflow_half(m)) * UG_F32_SLACK;
+    const double unrounded = c->exp_err * (abs_dot + dot_err) + c->e_up * dot_err;
+    return (unrounded * (1 + UG_F32_U) + c->u_e_up * abs_dot + c->underflow_half) * UG_F32_SLACK;
+}
+
+double gdn_chunk_o_product_error(const ug_f32_model *m, double e_up, ug_f32_error exp, double abs_dot,
+                                 double abs_terms, size_t n)
+{
+    const product_constants c = product_constants_of(m, e_up, exp, n);
+    return product_error_of(&c, abs_dot, abs_terms);
 }
 
 /* ---- exact dot products of bf16 vectors ---------------------------------- */
@@ -182,6 +203,8 @@ typedef struct {
     ug_gdn_exp256 *gate_exp, *gate_inv; /* [bt]: exp(g_t), exp(-g_t) */
     pair_operand *pair;             /* [bt][bt], j <= i */
     bool *row_mpfr;                 /* [bt]: the row goes through the MPFR path */
+    bool *exp_failed;               /* [bt]: exp(g_t) or exp(-g_t) not a regular number */
+    int *q_spread, *k_spread, *h_spread; /* [bt], [bt], [width]: max_e - min_e of each vector */
     bool scaled_v_done;             /* the MPFR path's scaled_v is filled for this chunk */
     bool simd;                      /* the dot products on AVX-512 (ug_ref_simd_available) */
     bool simd_windows;              /* the attention windows from ug_xwin52_windows (bt terms at most) */
@@ -274,6 +297,7 @@ static void workspace_free(workspace *ws)
     free(ws->fast.gate_exp);
     free(ws->fast.pair);
     free(ws->fast.row_mpfr);
+    free(ws->fast.q_spread);
     free(ws->fast.v_s);
     free(ws->fast.v_on);
     free(ws->fast.v_grid);
@@ -321,7 +345,8 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.q_lo = calloc(2 * bt + width, sizeof *ws->fast.q_lo);
     ws->fast.gate_exp = calloc(2 * bt, sizeof *ws->fast.gate_exp);
     ws->fast.pair = calloc(bt * bt, sizeof *ws->fast.pair);
-    ws->fast.row_mpfr = calloc(bt, sizeof *ws->fast.row_mpfr);
+    ws->fast.row_mpfr = calloc(2 * bt, sizeof *ws->fast.row_mpfr);
+    ws->fast.q_spread = calloc(2 * bt + width, sizeof *ws->fast.q_spread);
     ws->fast.v_s = calloc(2 * width * bt + bt, sizeof *ws->fast.v_s);
     ws->fast.v_on = calloc(width * bt, sizeof *ws->fast.v_on);
     ws->fast.v_grid = calloc(width, sizeof *ws->fast.v_grid);
@@ -337,7 +362,7 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     if (!ws->fast.v_s || !ws->fast.v_on || !ws->fast.v_grid || !ws->fast.v_off || !ws->fast.row_c ||
         !ws->fast.row_j || !ws->fast.row_top || !ws->fast.row_abs || !ws->fast.row_flagged ||
         !ws->fast.col_digit || !ws->fast.col_neg || !ws->fast.win || !ws->abs_v || !ws->fast.q_int || !ws->fast.q_lo ||
-        !ws->fast.gate_exp || !ws->fast.pair || !ws->fast.row_mpfr ||
+        !ws->fast.gate_exp || !ws->fast.pair || !ws->fast.row_mpfr || !ws->fast.q_spread ||
         !ws->queries || !ws->m_store || !ws->e_store || !ws->rounded_row || !ws->x || !ws->staged ||
         !ws->scaled_v || !ws->terms || !ws->term_ptrs || !ws->dot_terms || !ws->dot_term_ptrs) {
         workspace_free(ws);
@@ -369,6 +394,9 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.k_lo = ws->fast.q_lo + bt;
     ws->fast.h_lo = ws->fast.k_lo + bt;
     ws->fast.gate_inv = ws->fast.gate_exp + bt;
+    ws->fast.exp_failed = ws->fast.row_mpfr + bt;
+    ws->fast.k_spread = ws->fast.q_spread + bt;
+    ws->fast.h_spread = ws->fast.k_spread + bt;
     ws->fast.v_mask = ws->fast.v_s + width * bt;
     ws->fast.row_mask = ws->fast.v_mask + width * bt;
     ws->fast.row_rest = ws->fast.row_j + bt;
@@ -489,18 +517,19 @@ static attention_magnitudes attention_sums(const workspace *ws, ug_ref_mode mode
 typedef struct {
     float g_t;
     size_t n_terms; /* the state term and the attention terms j <= i */
-    double abs_scale, gamma, e_up;
-    ug_f32_error exp_err;
+    double abs_scale, gamma, underflow;
+    product_constants state; /* the state term's product error */
 } row_constants;
 
 static row_constants row_constants_of(workspace *ws, const args *a, float g_t, size_t i)
 {
     row_constants r = {.g_t = g_t, .n_terms = i + 2, .abs_scale = fabs(a->scale)};
     r.gamma = ug_f32_gamma(r.n_terms) * UG_F32_SLACK;
+    r.underflow = (double)(r.n_terms + 2) * ug_f32_underflow(a->model);
     /* exp(g_t) is exact (1) at g_t == 0, where the profile may declare expf
      * exact too. */
-    r.e_up = g_t == 0 ? 1.0 : gdn_chunk_o_exp_up((double)g_t);
-    r.exp_err = ug_f32_op_error(a->model, UG_F32_EXP, g_t, g_t);
+    const double e_up = g_t == 0 ? 1.0 : gdn_chunk_o_exp_up((double)g_t);
+    r.state = product_constants_of(a->model, e_up, ug_f32_op_error(a->model, UG_F32_EXP, g_t, g_t), ws->kdim);
     if (a->mode == UG_REF_STAGED) {
         for (size_t j = 0; j < ws->bt; j++) ws->rounded_row[j] = j <= i ? ws->staged[i * ws->bt + j].rn : 0;
         int_vector_set(&ws->attention_rows[i], ws->rounded_row, 1, ws->bt);
@@ -514,14 +543,12 @@ typedef struct {
 
 /* An element's bound and magnitude sum from its state dot product's |q.h|
  * (rounded away) and sum |q_d h_d|, and its attention terms' magnitudes. */
-static element_bound bound_of(const args *a, const row_constants *row, double abs_dot, double abs_state_terms,
+static element_bound bound_of(const row_constants *row, double abs_dot, double abs_state_terms,
                               const attention_magnitudes *m)
 {
-    const double err_p = gdn_chunk_o_product_error(a->model, row->e_up, row->exp_err, abs_dot, abs_state_terms,
-                                                   a->s->k);
-    const double abs_sum = row->e_up * abs_state_terms + m->abs_sum, acc_mag = row->e_up * abs_dot + err_p + m->acc_mag;
-    const double bound = row->abs_scale * (row->gamma * acc_mag + err_p + m->cast_err) * UG_F32_SLACK +
-                         (double)(row->n_terms + 2) * ug_f32_underflow(a->model);
+    const double err_p = product_error_of(&row->state, abs_dot, abs_state_terms), e_up = row->state.e_up;
+    const double abs_sum = e_up * abs_state_terms + m->abs_sum, acc_mag = e_up * abs_dot + err_p + m->acc_mag;
+    const double bound = row->abs_scale * (row->gamma * acc_mag + err_p + m->cast_err) * UG_F32_SLACK + row->underflow;
     return (element_bound){bound, row->abs_scale * abs_sum * UG_F32_SLACK};
 }
 
@@ -555,7 +582,7 @@ static void output_row(workspace *ws, const args *a, size_t b, size_t head, size
             summed = 2;
         }
         mpfr_sum(ws->sum, ws->term_ptrs, summed, MPFR_RNDN);
-        const element_bound eb = bound_of(a, &row, abs_dot, abs_state_terms, &m);
+        const element_bound eb = bound_of(&row, abs_dot, abs_state_terms, &m);
         ug_ref_finish(&a->o[at4(s, b, t0 + i, s->h, head, s->v) + col], ws->sum, eb.bound, eb.abs_sum, m.flagged,
                       UG_BF16);
     }
@@ -565,48 +592,78 @@ static void output_row(workspace *ws, const args *a, size_t b, size_t head, size
 
 /* Whether the chunk lies in the fast path's domain: every input finite, the
  * scale nonzero, gates small enough that their exponentials keep to the
- * accumulator's range, and every dot product an int64 on its vectors' grids
- * (a product below 2^16 and K <= 2^8 terms over the two vectors' exponent
- * spreads); the MPFR path takes the rest. Sets the grids: each vector's own
- * (its least nonzero entry's), so a tiny entry in one query widens only that
- * query's dot products (on one grid per kind, 4 % of a realistic
- * production case's chunks exceeded the budget and went through MPFR). */
+ * accumulator's range; the MPFR path takes the rest. Sets the grids: each
+ * vector's own (its least nonzero entry's), and marks the rows whose dot
+ * products would not be an int64 on those grids (a product below 2^16 and
+ * K <= 2^8 terms over the two vectors' exponent spreads, with a key j <= i
+ * or any state row) for the MPFR path: a tiny entry in one vector sends
+ * only the rows that meet it there (one grid per kind sent 4 % of a
+ * realistic production case's chunks, per-vector grids with a whole chunk
+ * to MPFR 1.6 %). */
 static bool chunk_in_fast_domain(workspace *ws, const args *a, size_t b, size_t head, size_t t0)
 {
-    enum { GATE_MAX = 1400 }; /* e^1400 < 2^2020: the accumulator checks the rest */
+    /* e^1400 < 2^2020: the accumulator checks the rest */
+    enum { GATE_MAX = 1400, BUDGET = 63 - PRODUCT_BITS - CARRY_BITS };
     if (!isfinite(a->scale) || a->scale == 0) return false;
     const int_vector *sets[3] = {ws->queries, ws->keys, ws->state_rows};
     const size_t counts[3] = {ws->bt, ws->bt, ws->width};
     fast_chunk *f = &ws->fast;
-    int *lo[3] = {f->q_lo, f->k_lo, f->h_lo}, spread[3] = {0, 0, 0};
+    int *lo[3] = {f->q_lo, f->k_lo, f->h_lo}, *spread[3] = {f->q_spread, f->k_spread, f->h_spread};
     for (int k = 0; k < 3; k++)
         for (size_t i = 0; i < counts[k]; i++) {
             const int_vector *x = &sets[k][i];
             if (x->nonfinite) return false;
             const bool zero = x->min_e > x->max_e; /* every dot product with it is 0 */
             lo[k][i] = zero ? 0 : x->min_e;
-            if (!zero && x->max_e - x->min_e > spread[k]) spread[k] = x->max_e - x->min_e;
+            spread[k][i] = zero ? 0 : x->max_e - x->min_e;
         }
     for (size_t col = 0; col < ws->width; col++)
         if (ws->value_cols[col].nonfinite) return false;
     for (size_t i = 0; i < ws->bt; i++)
         if (!(fabsf(gate(a, b, t0 + i, head)) <= GATE_MAX)) return false;
-    const int budget = 63 - PRODUCT_BITS - CARRY_BITS;
-    if (spread[0] + spread[1] > budget || spread[0] + spread[2] > budget) return false;
+    int widest = 0; /* the widest state row, then key so far */
+    for (size_t col = 0; col < ws->width; col++) widest = f->h_spread[col] > widest ? f->h_spread[col] : widest;
+    for (size_t i = 0; i < ws->bt; i++) {
+        widest = f->k_spread[i] > widest ? f->k_spread[i] : widest;
+        f->row_mpfr[i] = f->q_spread[i] + widest > BUDGET;
+    }
+    /* a zero has no exponent on the grid; a vector too wide is never read */
     int64_t *dst[3] = {f->q_int, f->k_int, f->h_int};
     for (int k = 0; k < 3; k++)
         for (size_t i = 0; i < counts[k]; i++)
             for (size_t d = 0; d < ws->kdim; d++)
-                dst[k][i * ws->kdim + d] = sets[k][i].m[d] == 0 ? 0 /* a zero has no exponent on the grid */
+                dst[k][i * ws->kdim + d] = sets[k][i].m[d] == 0 || spread[k][i] > BUDGET ? 0
                                            : (int64_t)sets[k][i].m[d] * ((int64_t)1 << (sets[k][i].e[d] - lo[k][i]));
     return true;
 }
 
-/* |dot|·2^lo rounded away from zero to a double, as mpfr_get_d(RNDA). */
+/* 2^k, -1022 <= k <= 1023. */
+static double pow2(int k)
+{
+    const uint64_t bits = (uint64_t)(k + 1023) << 52;
+    double p;
+    memcpy(&p, &bits, sizeof p);
+    return p;
+}
+
+/* x·2^k for an integer x (|x| < 2^64), as ldexp gives it: where the result
+ * is normal, the product by 2^k (exact) instead of a libm call. */
+static double times_pow2(double x, int k)
+{
+    return k >= -1022 && k <= 1023 - 64 ? x * pow2(k) : ldexp(x, k);
+}
+
+/* |dot|·2^lo rounded away from zero to a double, as mpfr_get_d(RNDA): its
+ * leading 53 bits rounded up where the result is normal, else MPFR's
+ * rounding through ug_xval_to_double. */
 static double abs_away(int64_t dot, int lo)
 {
-    const ug_xval v = {.zero = dot == 0, .m = dot < 0 ? -(ug_u128)dot : (ug_u128)dot, .e = lo};
-    return dot == 0 ? 0.0 : ug_xval_to_double(&v, MPFR_RNDA);
+    const uint64_t a = dot < 0 ? -(uint64_t)dot : (uint64_t)dot;
+    const int drop = a >> 53 ? 11 - __builtin_clzll(a) : 0; /* bits below the leading 53 */
+    if (a != 0 && lo + drop >= -1022 && lo + drop <= 1023 - 64)
+        return (double)((a >> drop) + ((a & ((UINT64_C(1) << drop) - 1)) != 0)) * pow2(lo + drop);
+    const ug_xval v = {.zero = a == 0, .m = a, .e = lo};
+    return a == 0 ? 0.0 : ug_xval_to_double(&v, MPFR_RNDA);
 }
 
 /* y = a - b of two finite floats rounded up and away from zero to a double,
@@ -647,7 +704,7 @@ static bool fast_operand(workspace *ws, const args *a, size_t b, size_t head, si
     if (!unit_decay && !ug_gdn_pair_exp(&f->gate_exp[i], &f->gate_inv[j], &p->e)) return false;
     double diff_up, diff_away;
     difference_directed(g_t, g_s, &diff_up, &diff_away);
-    const double abs_terms = ldexp((double)magnitude, lo) * UG_F32_SLACK; /* as exact_dot's */
+    const double abs_terms = times_pow2((double)magnitude, lo) * UG_F32_SLACK; /* as exact_dot's */
     const double radius = operand_radius(ws, a, unit_decay, diff_up, diff_away, abs_away(p->dot, lo), abs_terms);
     ug_staged *st = &ws->staged[i * ws->bt + j];
     const uint64_t abs_dot = p->dot < 0 ? -(uint64_t)p->dot : (uint64_t)p->dot;
@@ -1027,7 +1084,7 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
         exact.neg = exact.zero ? zero_element_negative(ws, a->mode, i, col, dot, scale_neg) : exact.neg != scale_neg;
         const attention_magnitudes m = {f->row_abs[col], f->row_mag[col], f->row_err[col], f->row_flagged[col]};
         const element_bound eb =
-            bound_of(a, &row, abs_away(dot, state_lo), ldexp((double)magnitude, state_lo) * UG_F32_SLACK, &m);
+            bound_of(&row, abs_away(dot, state_lo), times_pow2((double)magnitude, state_lo) * UG_F32_SLACK, &m);
         ug_xval_finish(&exact, &a->o[at4(s, b, t0 + i, s->h, head, s->v) + col], eb.bound, eb.abs_sum, m.flagged,
                        UG_BF16);
     }
@@ -1065,14 +1122,13 @@ static ug_status fast_chunk_rows(workspace *ws, const args *a, size_t b, size_t 
     f->simd_windows = f->simd && bt <= UG_XWIN52_MAX_TERMS;
     for (size_t i = 0; i < bt; i++) {
         const float g = gate(a, b, t0 + i, head);
-        f->row_mpfr[i] = !ug_gdn_exp_wide(f->wide, g, &f->gate_exp[i], &f->gate_inv[i]);
+        f->exp_failed[i] = !ug_gdn_exp_wide(f->wide, g, &f->gate_exp[i], &f->gate_inv[i]);
     }
+    /* a row goes through MPFR where its own operands cannot be certified;
+     * an exponential that failed fails every row that needs it */
     for (size_t i = 0; i < bt; i++)
-        for (size_t j = 0; j <= i; j++)
-            if (f->row_mpfr[i] || f->row_mpfr[j] || !fast_operand(ws, a, b, head, t0, i, j)) {
-                f->row_mpfr[i] = true;
-                break;
-            }
+        for (size_t j = 0; j <= i && !f->row_mpfr[i]; j++)
+            f->row_mpfr[i] = f->exp_failed[i] || f->exp_failed[j] || !fast_operand(ws, a, b, head, t0, i, j);
     place_values(ws);
     for (size_t i = 0; i < bt; i++)
         if (f->row_mpfr[i] || !fast_row(ws, a, b, head, t0, i)) UG_TRY(mpfr_row(ws, a, b, head, t0, i));
@@ -1092,7 +1148,7 @@ static ug_status reference_chunk(workspace *ws, const args *a, size_t b, size_t 
         int_vector_set(&ws->state_rows[col], state + col * s->k, 1, s->k);
         int_vector_set(&ws->value_cols[col], a->v + at4(s, b, t0, s->h, head, s->v) + col, s->h * s->v, bt);
         for (size_t j = 0; j < bt; j++)
-            ws->abs_v[j * s->v + col] = fabs(ldexp((double)ws->value_cols[col].m[j], ws->value_cols[col].e[j]));
+            ws->abs_v[j * s->v + col] = fabs(times_pow2(ws->value_cols[col].m[j], ws->value_cols[col].e[j]));
     }
     ws->fast.scaled_v_done = false;
     if (ug_ref_fast() && chunk_in_fast_domain(ws, a, b, head, t0)) return fast_chunk_rows(ws, a, b, head, t0);
