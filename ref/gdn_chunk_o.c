@@ -205,6 +205,15 @@ typedef struct {
     bool *row_mpfr;                 /* [bt]: the row goes through the MPFR path */
     bool *exp_failed;               /* [bt]: exp(g_t) or exp(-g_t) not a regular number */
     int *q_spread, *k_spread, *h_spread; /* [bt], [bt], [width]: max_e - min_e of each vector */
+    int h_widest;                   /* the largest h_spread */
+    /* The state dot products: in doubles (simd) the state rows' entries
+     * and magnitudes by entry ([kdim][width] each) and the queries' ([bt][kdim]
+     * each); each row's dot products and magnitude sums ([bt][width] each),
+     * dots_done [bt] where they are already there. */
+    double *h_dbl, *h_abs, *q_dbl, *q_abs;
+    int64_t *state_dot, *state_mag;
+    bool *dots_done;
+    size_t *dot_rows; /* [bt] */
     bool scaled_v_done;             /* the MPFR path's scaled_v is filled for this chunk */
     bool simd;                      /* the dot products on AVX-512 (ug_ref_simd_available) */
     bool simd_windows;              /* the attention windows from ug_xwin52_windows (bt terms at most) */
@@ -298,6 +307,10 @@ static void workspace_free(workspace *ws)
     free(ws->fast.pair);
     free(ws->fast.row_mpfr);
     free(ws->fast.q_spread);
+    free(ws->fast.h_dbl);
+    free(ws->fast.state_dot);
+    free(ws->fast.dots_done);
+    free(ws->fast.dot_rows);
     free(ws->fast.v_s);
     free(ws->fast.v_on);
     free(ws->fast.v_grid);
@@ -347,6 +360,10 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.pair = calloc(bt * bt, sizeof *ws->fast.pair);
     ws->fast.row_mpfr = calloc(2 * bt, sizeof *ws->fast.row_mpfr);
     ws->fast.q_spread = calloc(2 * bt + width, sizeof *ws->fast.q_spread);
+    ws->fast.h_dbl = calloc(2 * kdim * width + 2 * bt * kdim, sizeof *ws->fast.h_dbl);
+    ws->fast.state_dot = calloc(2 * bt * width, sizeof *ws->fast.state_dot);
+    ws->fast.dots_done = calloc(bt, sizeof *ws->fast.dots_done);
+    ws->fast.dot_rows = calloc(bt, sizeof *ws->fast.dot_rows);
     ws->fast.v_s = calloc(2 * width * bt + bt, sizeof *ws->fast.v_s);
     ws->fast.v_on = calloc(width * bt, sizeof *ws->fast.v_on);
     ws->fast.v_grid = calloc(width, sizeof *ws->fast.v_grid);
@@ -363,6 +380,7 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
         !ws->fast.row_j || !ws->fast.row_top || !ws->fast.row_abs || !ws->fast.row_flagged ||
         !ws->fast.col_digit || !ws->fast.col_neg || !ws->fast.win || !ws->abs_v || !ws->fast.q_int || !ws->fast.q_lo ||
         !ws->fast.gate_exp || !ws->fast.pair || !ws->fast.row_mpfr || !ws->fast.q_spread ||
+        !ws->fast.h_dbl || !ws->fast.state_dot || !ws->fast.dots_done || !ws->fast.dot_rows ||
         !ws->queries || !ws->m_store || !ws->e_store || !ws->rounded_row || !ws->x || !ws->staged ||
         !ws->scaled_v || !ws->terms || !ws->term_ptrs || !ws->dot_terms || !ws->dot_term_ptrs) {
         workspace_free(ws);
@@ -397,6 +415,10 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.exp_failed = ws->fast.row_mpfr + bt;
     ws->fast.k_spread = ws->fast.q_spread + bt;
     ws->fast.h_spread = ws->fast.k_spread + bt;
+    ws->fast.h_abs = ws->fast.h_dbl + kdim * width;
+    ws->fast.q_dbl = ws->fast.h_abs + kdim * width;
+    ws->fast.q_abs = ws->fast.q_dbl + bt * kdim;
+    ws->fast.state_mag = ws->fast.state_dot + bt * width;
     ws->fast.v_mask = ws->fast.v_s + width * bt;
     ws->fast.row_mask = ws->fast.v_mask + width * bt;
     ws->fast.row_rest = ws->fast.row_j + bt;
@@ -623,6 +645,7 @@ static bool chunk_in_fast_domain(workspace *ws, const args *a, size_t b, size_t 
         if (!(fabsf(gate(a, b, t0 + i, head)) <= GATE_MAX)) return false;
     int widest = 0; /* the widest state row, then key so far */
     for (size_t col = 0; col < ws->width; col++) widest = f->h_spread[col] > widest ? f->h_spread[col] : widest;
+    f->h_widest = widest;
     for (size_t i = 0; i < ws->bt; i++) {
         widest = f->k_spread[i] > widest ? f->k_spread[i] : widest;
         f->row_mpfr[i] = f->q_spread[i] + widest > BUDGET;
@@ -1035,6 +1058,110 @@ static bool read_one_window(const workspace *ws, size_t col, int64_t dot, ug_gdn
            ug_xwin_read_plus_wide(scaled, UG_XWIN_LIMBS, e, dot < 0, state, 4, m_e, out);
 }
 
+enum { DOUBLE_BUDGET = 53 - PRODUCT_BITS - CARRY_BITS }; /* spreads whose dot products keep to 53 bits */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+enum { DOT_ROWS = 4 }; /* queries per pass of state_dots_avx512 */
+
+/* dot[r][col] = sum_d q[r][d] h[d][col] and mag[r][col] = sum_d
+ * q_abs[r][d] h_abs[d][col] for DOT_ROWS queries (h and h_abs
+ * [kdim][width]), integers whose every partial sum lies below 2^53: exact
+ * in any order, so fused multiply-adds over 16 columns of four queries at
+ * a time give the integers ug_gdn_int_dot gives, each state entry loaded
+ * once for the four. */
+__attribute__((target("avx512f,avx512dq"))) static void state_dots_avx512(const double *const q[DOT_ROWS],
+                                                                          const double *const q_abs[DOT_ROWS],
+                                                                          const double *h, const double *h_abs,
+                                                                          size_t kdim, size_t width,
+                                                                          int64_t *const dot[DOT_ROWS],
+                                                                          int64_t *const mag[DOT_ROWS])
+{
+    size_t col = 0;
+    for (; col + 16 <= width; col += 16) {
+        __m512d sum[DOT_ROWS][2], abs_sum[DOT_ROWS][2];
+        for (int r = 0; r < DOT_ROWS; r++) sum[r][0] = sum[r][1] = abs_sum[r][0] = abs_sum[r][1] = _mm512_setzero_pd();
+        for (size_t d = 0; d < kdim; d++) {
+            const double *row = h + d * width + col, *row_abs = h_abs + d * width + col;
+            const __m512d h0 = _mm512_loadu_pd(row), h1 = _mm512_loadu_pd(row + 8);
+            const __m512d a0 = _mm512_loadu_pd(row_abs), a1 = _mm512_loadu_pd(row_abs + 8);
+#pragma GCC unroll 4
+            for (int r = 0; r < DOT_ROWS; r++) {
+                const __m512d x = _mm512_set1_pd(q[r][d]), x_abs = _mm512_set1_pd(q_abs[r][d]);
+                sum[r][0] = _mm512_fmadd_pd(x, h0, sum[r][0]);
+                sum[r][1] = _mm512_fmadd_pd(x, h1, sum[r][1]);
+                abs_sum[r][0] = _mm512_fmadd_pd(x_abs, a0, abs_sum[r][0]);
+                abs_sum[r][1] = _mm512_fmadd_pd(x_abs, a1, abs_sum[r][1]);
+            }
+        }
+        for (int r = 0; r < DOT_ROWS; r++)
+            for (int k = 0; k < 2; k++) {
+                _mm512_storeu_si512(dot[r] + col + 8 * k, _mm512_cvtpd_epi64(sum[r][k]));
+                _mm512_storeu_si512(mag[r] + col + 8 * k, _mm512_cvtpd_epi64(abs_sum[r][k]));
+            }
+    }
+    for (; col < width; col++)
+        for (int r = 0; r < DOT_ROWS; r++) {
+            double sum = 0, abs_sum = 0;
+            for (size_t d = 0; d < kdim; d++) {
+                sum += q[r][d] * h[d * width + col];
+                abs_sum += q_abs[r][d] * h_abs[d * width + col];
+            }
+            dot[r][col] = (int64_t)sum;
+            mag[r][col] = (int64_t)abs_sum;
+        }
+}
+
+/* The chunk's state dot products of the fast rows whose spreads keep every
+ * sum below 2^53, four queries at a time (the last four repeat a row);
+ * false for the rest (state_dots does them). */
+static void state_dots_in_doubles(workspace *ws)
+{
+    fast_chunk *f = &ws->fast;
+    const size_t kdim = ws->kdim, width = ws->width;
+    for (size_t col = 0; col < width; col++)
+        for (size_t d = 0; d < kdim; d++) {
+            f->h_dbl[d * width + col] = (double)f->h_int[col * kdim + d];
+            f->h_abs[d * width + col] = fabs(f->h_dbl[d * width + col]);
+        }
+    size_t *rows = f->dot_rows, n = 0;
+    for (size_t i = 0; i < ws->bt; i++) {
+        f->dots_done[i] = !f->row_mpfr[i] && f->q_spread[i] + f->h_widest <= DOUBLE_BUDGET;
+        if (!f->dots_done[i]) continue;
+        for (size_t d = 0; d < kdim; d++) {
+            f->q_dbl[i * kdim + d] = (double)f->q_int[i * kdim + d];
+            f->q_abs[i * kdim + d] = fabs(f->q_dbl[i * kdim + d]);
+        }
+        rows[n++] = i;
+    }
+    for (size_t first = 0; first < n; first += DOT_ROWS) {
+        const double *q[DOT_ROWS], *q_abs[DOT_ROWS];
+        int64_t *dot[DOT_ROWS], *mag[DOT_ROWS];
+        for (size_t r = 0; r < DOT_ROWS; r++) {
+            const size_t i = rows[first + r < n ? first + r : n - 1];
+            q[r] = f->q_dbl + i * kdim;
+            q_abs[r] = f->q_abs + i * kdim;
+            dot[r] = f->state_dot + i * width;
+            mag[r] = f->state_mag + i * width;
+        }
+        state_dots_avx512(q, q_abs, f->h_dbl, f->h_abs, kdim, width, dot, mag);
+    }
+}
+#endif
+
+/* Row i's state dot products q_i.h[col] and their magnitudes sum |q_d h_d|
+ * in state_dot and state_mag ([bt][width]): on AVX-512 in doubles for the
+ * whole chunk at once where the spreads keep every sum below 2^53
+ * (state_dots_in_doubles), else here by ug_gdn_int_dot. */
+static void state_dots(workspace *ws, size_t i)
+{
+    fast_chunk *f = &ws->fast;
+    if (f->dots_done[i]) return;
+    const int64_t *q = f->q_int + i * ws->kdim;
+    int64_t *dot = f->state_dot + i * ws->width, *mag = f->state_mag + i * ws->width;
+    for (size_t col = 0; col < ws->width; col++)
+        dot[col] = ug_gdn_int_dot(q, f->h_int + col * ws->kdim, ws->kdim, &mag[col], f->simd);
+}
+
 /* Chunk row i on the fast path: every term exact (the state term and the
  * terms off the windows' grids in the accumulator), the scale (common to
  * all terms) applied once to the sum. False when a sum leaves the
@@ -1058,6 +1185,7 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
     const int_vector *rn = &ws->attention_rows[i];
     place_row_factors(ws, a->mode, i);
     row_magnitudes(ws, a->mode, i);
+    state_dots(ws, i);
     for (size_t g = 0; g < f->n_groups && f->simd_windows; g++) {
         const row_group *grp = &f->group[g];
         const ug_xwin52_row r = {grp->end - grp->begin, s->v, grp->nc, f->row_digits + grp->begin * UG_XWIN52_DIGITS,
@@ -1070,9 +1198,7 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
         if (a->mode == UG_REF_STAGED && rn->min_e <= rn->max_e && v->min_e <= v->max_e &&
             rn->max_e + v->max_e - rn->min_e - v->min_e + PRODUCT_BITS + CARRY_BITS > TERM_PREC - 24)
             return false;
-        int64_t magnitude;
-        const int64_t dot =
-            ug_gdn_int_dot(f->q_int + i * ws->kdim, f->h_int + col * ws->kdim, ws->kdim, &magnitude, f->simd);
+        const int64_t dot = f->state_dot[i * s->v + col], magnitude = f->state_mag[i * s->v + col];
         const int state_lo = f->q_lo[i] + f->h_lo[col];
         ug_xval exact;
         if (!(f->n_groups <= 1 && f->n_rest == 0 && !f->v_off[col] &&
@@ -1130,6 +1256,10 @@ static ug_status fast_chunk_rows(workspace *ws, const args *a, size_t b, size_t 
         for (size_t j = 0; j <= i && !f->row_mpfr[i]; j++)
             f->row_mpfr[i] = f->exp_failed[i] || f->exp_failed[j] || !fast_operand(ws, a, b, head, t0, i, j);
     place_values(ws);
+    memset(f->dots_done, 0, bt * sizeof *f->dots_done);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (f->simd) state_dots_in_doubles(ws);
+#endif
     for (size_t i = 0; i < bt; i++)
         if (f->row_mpfr[i] || !fast_row(ws, a, b, head, t0, i)) UG_TRY(mpfr_row(ws, a, b, head, t0, i));
     return ug_ok();

@@ -464,12 +464,14 @@ static size_t fast_path_differences(two_chunks *c)
     ug_ref_value *plain = calloc(n, sizeof *plain);
     CU_ASSERT_FATAL(plain != NULL);
     size_t differ = 0;
+    ug_ref_simd_set_enabled(true);
+    const int paths = ug_ref_simd_available() ? 2 : 1; /* portable, then AVX-512 */
     for (int mode = 0; mode < UG_REF_MODE_COUNT; mode++) {
         ug_ref_set_fast(false);
         run_reference(c, (ug_ref_mode)mode);
         memcpy(plain, c->o, n * sizeof *plain);
         ug_ref_set_fast(true);
-        for (int simd = 0; simd < (ug_ref_simd_available() ? 2 : 1); simd++) { /* portable, then AVX-512 */
+        for (int simd = 0; simd < paths; simd++) {
             ug_ref_simd_set_enabled(simd == 1);
             run_reference(c, (ug_ref_mode)mode);
             for (size_t i = 0; i < n; i++) {
@@ -493,25 +495,31 @@ static size_t fast_path_differences(two_chunks *c)
 static void widen(ug_bf16 *x, size_t d, int shift) { x[d] = bf(ldexp(f(x[d]), -shift)); }
 
 /* Queries, keys and a state row of each chunk with an entry far below the
- * others (spreads of 20 to 50 binades beside realistic ones of about 10): the rows whose dot products leave an int64 (and those that
- * leave a double's 53 bits) beside rows that keep to them, in one chunk. */
+ * others (spreads of 20 to 50 binades beside realistic ones of about 10):
+ * the rows whose dot products leave an int64 (and those that leave a
+ * double's 53 bits: one to three more before row 40, so that the rows
+ * left in doubles fall into groups of four every way) beside rows that
+ * keep to them, in one chunk. */
 static void fast_path_with_wide_vectors_equals_mpfr(void)
 {
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 17);
-    two_chunks *c = case_new(0.08838834764831845f);
-    fill_random(c, rng, false);
-    for (size_t chunk = 0; chunk < NT; chunk++) {
-        const size_t t0 = chunk * BT;
-        widen(c->q + (t0 + 5) * K, 3, 36);   /* row 5: past the int64 budget with any key */
-        widen(c->q + (t0 + 9) * K, 7, 18);   /* row 9: past a double's, within the int64 */
-        widen(c->k + (t0 + 20) * K, 11, 26); /* rows >= 20 whose queries spread wider than ~13 */
-        widen(c->k + (t0 + 40) * K, 1, 42);  /* rows >= 40 */
-        widen(c->h + at_h(chunk, 1, 4, 0), 2, 22);
+    for (size_t tail = 1; tail <= 3; tail++) {
+        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(rng, 17);
+        two_chunks *c = case_new(0.08838834764831845f);
+        fill_random(c, rng, false);
+        for (size_t chunk = 0; chunk < NT; chunk++) {
+            const size_t t0 = chunk * BT;
+            widen(c->q + (t0 + 5) * K, 3, 36);   /* row 5: past the int64 budget with any key */
+            widen(c->q + (t0 + 9) * K, 7, 18);   /* row 9: past a double's, within the int64 */
+            for (size_t t = t0 + 30; t < t0 + 30 + tail; t++) widen(c->q + t * K, 7, 18);
+            widen(c->k + (t0 + 20) * K, 11, 26); /* rows >= 20 whose queries spread wider than ~13 */
+            widen(c->k + (t0 + 40) * K, 1, 42);  /* rows >= 40 */
+            widen(c->h + at_h(chunk, 1, 4, 0), 2, 22);
+        }
+        CU_ASSERT_EQUAL(fast_path_differences(c), 0);
+        free(c);
+        gsl_rng_free(rng);
     }
-    CU_ASSERT_EQUAL(fast_path_differences(c), 0);
-    free(c);
-    gsl_rng_free(rng);
 }
 
 /* Realistic inputs (most rows' attention terms in one window, some in
