@@ -80,26 +80,76 @@ typedef struct {
     bool nonfinite;     /* a NaN or +-inf entry: no integer form */
 } int_vector;
 
-static void int_vector_set(int_vector *out, const ug_bf16 *x, size_t stride, size_t n)
+/* Entries [from, n) of x into out, min_e and max_e over them (branch-free:
+ * the compares are data). */
+static void int_entries(int_vector *out, const ug_bf16 *x, size_t stride, size_t from, size_t n)
+{
+    int min_e = out->min_e, max_e = out->max_e;
+    bool nonfinite = out->nonfinite;
+    for (size_t i = from; i < n; i++) {
+        const ug_bf16 bits = x[i * stride];
+        nonfinite |= (bits & 0x7F80) == 0x7F80;
+        const int biased = bits >> 7 & 0xFF, e = (biased ? biased : 1) - 127 - 7;
+        const int32_t m = (biased ? 0x80 : 0) | (bits & 0x7F);
+        out->m[i] = bits & 0x8000 ? -m : m;
+        out->e[i] = e;
+        const int lo = m ? e : INT_MAX, hi = m ? e : INT_MIN;
+        min_e = lo < min_e ? lo : min_e;
+        max_e = hi > max_e ? hi : max_e;
+    }
+    out->min_e = min_e;
+    out->max_e = max_e;
+    out->nonfinite = nonfinite;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* int_entries of x[0 .. 16 k) (stride 1), sixteen entries an instruction;
+ * returns 16 k, the entries done. */
+__attribute__((target("avx512f"))) static size_t int_entries_avx512(int_vector *out, const ug_bf16 *x, size_t n)
+{
+    const __m512i exp_mask = _mm512_set1_epi32(0xFF), frac_mask = _mm512_set1_epi32(0x7F);
+    const __m512i implicit = _mm512_set1_epi32(0x80), inf_bits = _mm512_set1_epi32(0x7F80);
+    const __m512i bias = _mm512_set1_epi32(127 + 7), one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
+    __m512i lo = _mm512_set1_epi32(INT_MAX), hi = _mm512_set1_epi32(INT_MIN);
+    __mmask16 nonfinite = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512i bits = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(x + i)));
+        const __m512i biased = _mm512_and_si512(_mm512_srli_epi32(bits, 7), exp_mask);
+        __m512i m = _mm512_and_si512(bits, frac_mask);
+        m = _mm512_mask_or_epi32(m, _mm512_test_epi32_mask(biased, biased), m, implicit);
+        const __mmask16 nonzero = _mm512_test_epi32_mask(m, m);
+        m = _mm512_mask_sub_epi32(m, _mm512_test_epi32_mask(bits, _mm512_set1_epi32(0x8000)), zero, m);
+        const __m512i e = _mm512_sub_epi32(_mm512_max_epi32(biased, one), bias);
+        _mm512_storeu_si512(out->m + i, m);
+        _mm512_storeu_si512(out->e + i, e);
+        lo = _mm512_mask_min_epi32(lo, nonzero, lo, e);
+        hi = _mm512_mask_max_epi32(hi, nonzero, hi, e);
+        nonfinite |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(bits, inf_bits), inf_bits);
+    }
+    const int min_e = _mm512_reduce_min_epi32(lo), max_e = _mm512_reduce_max_epi32(hi);
+    out->min_e = min_e < out->min_e ? min_e : out->min_e;
+    out->max_e = max_e > out->max_e ? max_e : out->max_e;
+    out->nonfinite |= nonfinite != 0;
+    return i;
+}
+#endif
+
+/* simd: the CPU has AVX-512 (ug_ref_simd_available). */
+static void int_vector_set(int_vector *out, const ug_bf16 *x, size_t stride, size_t n, bool simd)
 {
     out->min_e = INT_MAX;
     out->max_e = INT_MIN;
     out->src = x;
     out->stride = stride;
     out->nonfinite = false;
-    for (size_t i = 0; i < n; i++) {
-        ug_bf16 bits = x[i * stride];
-        out->nonfinite |= (bits & 0x7F80) == 0x7F80;
-        int biased = bits >> 7 & 0xFF;
-        int32_t m = (biased ? 0x80 : 0) | (bits & 0x7F);
-        out->m[i] = bits & 0x8000 ? -m : m;
-        out->e[i] = (biased ? biased : 1) - 127 - 7;
-        if (m == 0) continue;
-        if (out->e[i] < out->min_e) out->min_e = out->e[i];
-        if (out->e[i] > out->max_e) out->max_e = out->e[i];
-    }
-    for (size_t i = 0; i < n; i++)
-        if (out->m[i] == 0) out->e[i] = out->min_e;
+    size_t done = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (simd && stride == 1) done = int_entries_avx512(out, x, n);
+#endif
+    (void)simd;
+    int_entries(out, x, stride, done, n);
+    for (size_t i = 0; i < n; i++) out->e[i] = out->m[i] == 0 ? out->min_e : out->e[i];
 }
 
 typedef __int128 i128;
@@ -215,7 +265,7 @@ typedef struct {
     bool *dots_done;
     size_t *dot_rows; /* [bt] */
     bool scaled_v_done;             /* the MPFR path's scaled_v is filled for this chunk */
-    bool simd;                      /* the dot products on AVX-512 (ug_ref_simd_available) */
+    bool simd;                      /* AVX-512 (ug_ref_simd_available): the inputs' integer forms, dot products */
     bool simd_windows;              /* the attention windows from ug_xwin52_windows (bt terms at most) */
     /* The attention sums' windows (exact_sum.h): each column's values on the
      * column's grid ([width][bt], v_on false off it), and one row's operand
@@ -554,7 +604,7 @@ static row_constants row_constants_of(workspace *ws, const args *a, float g_t, s
     r.state = product_constants_of(a->model, e_up, ug_f32_op_error(a->model, UG_F32_EXP, g_t, g_t), ws->kdim);
     if (a->mode == UG_REF_STAGED) {
         for (size_t j = 0; j < ws->bt; j++) ws->rounded_row[j] = j <= i ? ws->staged[i * ws->bt + j].rn : 0;
-        int_vector_set(&ws->attention_rows[i], ws->rounded_row, 1, ws->bt);
+        int_vector_set(&ws->attention_rows[i], ws->rounded_row, 1, ws->bt, ws->fast.simd);
     }
     return r;
 }
@@ -1244,8 +1294,6 @@ static ug_status fast_chunk_rows(workspace *ws, const args *a, size_t b, size_t 
 {
     fast_chunk *f = &ws->fast;
     const size_t bt = ws->bt;
-    f->simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512dq");
-    f->simd_windows = f->simd && bt <= UG_XWIN52_MAX_TERMS;
     for (size_t i = 0; i < bt; i++) {
         const float g = gate(a, b, t0 + i, head);
         f->exp_failed[i] = !ug_gdn_exp_wide(f->wide, g, &f->gate_exp[i], &f->gate_inv[i]);
@@ -1270,13 +1318,14 @@ static ug_status reference_chunk(workspace *ws, const args *a, size_t b, size_t 
     const gdn_chunk_o_shape *s = a->s;
     const size_t bt = ws->bt, t0 = c * bt, kh = head / (s->h / s->hg);
     const ug_bf16 *state = a->h + ((b * (s->t / bt) + c) * s->h + head) * s->v * s->k;
+    const bool simd = ws->fast.simd;
     for (size_t i = 0; i < bt; i++) {
-        int_vector_set(&ws->queries[i], a->q + at4(s, b, t0 + i, s->hg, kh, s->k), 1, s->k);
-        int_vector_set(&ws->keys[i], a->k + at4(s, b, t0 + i, s->hg, kh, s->k), 1, s->k);
+        int_vector_set(&ws->queries[i], a->q + at4(s, b, t0 + i, s->hg, kh, s->k), 1, s->k, simd);
+        int_vector_set(&ws->keys[i], a->k + at4(s, b, t0 + i, s->hg, kh, s->k), 1, s->k, simd);
     }
     for (size_t col = 0; col < s->v; col++) {
-        int_vector_set(&ws->state_rows[col], state + col * s->k, 1, s->k);
-        int_vector_set(&ws->value_cols[col], a->v + at4(s, b, t0, s->h, head, s->v) + col, s->h * s->v, bt);
+        int_vector_set(&ws->state_rows[col], state + col * s->k, 1, s->k, simd);
+        int_vector_set(&ws->value_cols[col], a->v + at4(s, b, t0, s->h, head, s->v) + col, s->h * s->v, bt, simd);
         for (size_t j = 0; j < bt; j++)
             ws->abs_v[j * s->v + col] = fabs(times_pow2(ws->value_cols[col].m[j], ws->value_cols[col].e[j]));
     }
@@ -1299,6 +1348,8 @@ ug_status gdn_chunk_o_reference(const gdn_chunk_o_shape *s, float scale, const u
     const args a = {s, scale, q, k, v, h, g, model, mode, o};
     workspace ws;
     UG_TRY(workspace_init(&ws, s->bt, s->k, s->v));
+    ws.fast.simd = ug_ref_simd_available() && __builtin_cpu_supports("avx512dq");
+    ws.fast.simd_windows = ws.fast.simd && s->bt <= UG_XWIN52_MAX_TERMS;
     ug_status st = ug_ok();
     for (size_t b = 0; b < s->b && ug_is_ok(&st); b++)
         for (size_t head = 0; head < s->h && ug_is_ok(&st); head++)
