@@ -48,14 +48,28 @@ static product_constants product_constants_of(const ug_f32_model *m, double e_up
                                .underflow_half = ug_f32_underflow_half(m)};
 }
 
-static double product_error_of(const product_constants *c, double abs_dot, double abs_terms)
+/* Eight doubles (GCC's vector extensions): the bounds' arithmetic written
+ * once for one element or eight, lane by lane the same products and sums
+ * (no contraction: -ffp-contract=off). */
+typedef double lanes __attribute__((vector_size(8 * sizeof(double))));
+
+UG_XSUM_INLINE void product_error_lanes(const product_constants *c, const lanes *abs_dot, const lanes *abs_terms,
+                                        lanes *error)
 {
     /* Dot product: gamma_n relative to the magnitudes, plus one subnormal
      * rounding per term (bf16 x bf16 products are exact in f32 and tf32). */
-    const double dot_err = c->dot_gamma * abs_terms + c->dot_underflow;
+    const lanes dot_err = c->dot_gamma * *abs_terms + c->dot_underflow;
     /* |e^ D^ - e D| <= |e^ - e| |D^| + e |D^ - D|; the product rounds once. */
-    const double unrounded = c->exp_err * (abs_dot + dot_err) + c->e_up * dot_err;
-    return (unrounded * (1 + UG_F32_U) + c->u_e_up * abs_dot + c->underflow_half) * UG_F32_SLACK;
+    const lanes unrounded = c->exp_err * (*abs_dot + dot_err) + c->e_up * dot_err;
+    *error = (unrounded * (1 + UG_F32_U) + c->u_e_up * *abs_dot + c->underflow_half) * UG_F32_SLACK;
+}
+
+static double product_error_of(const product_constants *c, double abs_dot, double abs_terms)
+{
+    const lanes one_dot = {abs_dot}, one_terms = {abs_terms};
+    lanes error;
+    product_error_lanes(c, &one_dot, &one_terms, &error);
+    return error[0];
 }
 
 double gdn_chunk_o_product_error(const ug_f32_model *m, double e_up, ug_f32_error exp, double abs_dot,
@@ -290,6 +304,7 @@ typedef struct {
     uint64_t (*win)[UG_XWIN_LIMBS];
     /* One row's attention magnitudes, by column ([width] each). */
     double *row_abs, *row_mag, *row_err;
+    double *row_bound, *row_abs_sum; /* one row's elements' ([width] each) */
     uint32_t *row_flagged;
     mpfr_t wide;
     mpz_t scratch;
@@ -421,7 +436,7 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.row_c = calloc(bt, sizeof *ws->fast.row_c);
     ws->fast.row_j = calloc(2 * bt, sizeof *ws->fast.row_j);
     ws->fast.row_top = calloc(2 * bt, sizeof *ws->fast.row_top);
-    ws->fast.row_abs = calloc(3 * width, sizeof *ws->fast.row_abs);
+    ws->fast.row_abs = calloc(5 * width, sizeof *ws->fast.row_abs);
     ws->fast.row_flagged = calloc(width, sizeof *ws->fast.row_flagged);
     ws->fast.col_digit = calloc(bt * width + bt * UG_XWIN52_DIGITS, sizeof *ws->fast.col_digit);
     ws->fast.col_neg = calloc(bt * ((width + 7) / 8) + bt, sizeof *ws->fast.col_neg);
@@ -477,6 +492,8 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.row_digits = ws->fast.col_digit + bt * width;
     ws->fast.row_neg = ws->fast.col_neg + bt * ((width + 7) / 8);
     ws->fast.row_err = ws->fast.row_mag + width;
+    ws->fast.row_bound = ws->fast.row_err + width;
+    ws->fast.row_abs_sum = ws->fast.row_bound + width;
     return ug_ok();
 }
 
@@ -613,15 +630,31 @@ typedef struct {
     double bound, abs_sum;
 } element_bound;
 
-/* An element's bound and magnitude sum from its state dot product's |q.h|
- * (rounded away) and sum |q_d h_d|, and its attention terms' magnitudes. */
+/* Elements' bounds and magnitude sums from their state dot products' |q.h|
+ * (rounded away) and sum |q_d h_d|, and their attention terms' magnitudes,
+ * eight at a time. */
+typedef struct {
+    lanes abs_dot, abs_state_terms, m_abs, m_mag, m_err;
+} bound_inputs;
+
+UG_XSUM_INLINE void bound_lanes(const row_constants *row, const bound_inputs *in, lanes *bound, lanes *abs_sum)
+{
+    lanes err_p;
+    product_error_lanes(&row->state, &in->abs_dot, &in->abs_state_terms, &err_p);
+    const double e_up = row->state.e_up;
+    const lanes sum = e_up * in->abs_state_terms + in->m_abs, acc_mag = e_up * in->abs_dot + err_p + in->m_mag;
+    *bound = row->abs_scale * (row->gamma * acc_mag + err_p + in->m_err) * UG_F32_SLACK + row->underflow;
+    *abs_sum = row->abs_scale * sum * UG_F32_SLACK;
+}
+
+/* One element's. */
 static element_bound bound_of(const row_constants *row, double abs_dot, double abs_state_terms,
                               const attention_magnitudes *m)
 {
-    const double err_p = product_error_of(&row->state, abs_dot, abs_state_terms), e_up = row->state.e_up;
-    const double abs_sum = e_up * abs_state_terms + m->abs_sum, acc_mag = e_up * abs_dot + err_p + m->acc_mag;
-    const double bound = row->abs_scale * (row->gamma * acc_mag + err_p + m->cast_err) * UG_F32_SLACK + row->underflow;
-    return (element_bound){bound, row->abs_scale * abs_sum * UG_F32_SLACK};
+    const bound_inputs in = {{abs_dot}, {abs_state_terms}, {m->abs_sum}, {m->acc_mag}, {m->cast_err}};
+    lanes bound, abs_sum;
+    bound_lanes(row, &in, &bound, &abs_sum);
+    return (element_bound){bound[0], abs_sum[0]};
 }
 
 /* Every output element of chunk row i (token t0 + i):
@@ -1212,6 +1245,60 @@ static void state_dots(workspace *ws, size_t i)
         dot[col] = ug_gdn_int_dot(q, f->h_int + col * ws->kdim, ws->kdim, &mag[col], f->simd);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* row_bounds for blocks of eight columns while their grids 2^lo are normal
+ * with room for a 64-bit integer (then |q.h| rounded up and the magnitude
+ * rounded to nearest, times 2^lo, are abs_away's and times_pow2's, the
+ * conversions with the rounding in the instruction); returns the columns
+ * done. */
+__attribute__((target("avx512f,avx512dq"))) static size_t row_bounds_avx512(const row_constants *row, fast_chunk *f,
+                                                                            size_t i, size_t width)
+{
+    const int64_t *dot = f->state_dot + i * width, *mag = f->state_mag + i * width;
+    const __m512i q_lo = _mm512_set1_epi64(f->q_lo[i]), lowest = _mm512_set1_epi64(-1022);
+    const __m512i highest = _mm512_set1_epi64(1023 - 64), bias = _mm512_set1_epi64(1023);
+    size_t col = 0;
+    for (; col + 8 <= width; col += 8) {
+        const __m256i h_lo = _mm256_loadu_si256((const __m256i *)(const void *)(f->h_lo + col));
+        const __m512i lo = _mm512_add_epi64(q_lo, _mm512_cvtepi32_epi64(h_lo));
+        if (_mm512_cmplt_epi64_mask(lo, lowest) | _mm512_cmpgt_epi64_mask(lo, highest)) break;
+        const __m512d grid = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(lo, bias), 52));
+        const __m512i abs_dot = _mm512_abs_epi64(_mm512_loadu_si512(dot + col));
+        const __m512d magnitude = _mm512_cvtepi64_pd(_mm512_loadu_si512(mag + col));
+        const bound_inputs in = {
+            (lanes)_mm512_mul_pd(_mm512_cvt_roundepu64_pd(abs_dot, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC), grid),
+            (lanes)_mm512_mul_pd(_mm512_mul_pd(magnitude, grid), _mm512_set1_pd(UG_F32_SLACK)),
+            (lanes)_mm512_loadu_pd(f->row_abs + col), (lanes)_mm512_loadu_pd(f->row_mag + col),
+            (lanes)_mm512_loadu_pd(f->row_err + col)};
+        lanes bound, abs_sum;
+        bound_lanes(row, &in, &bound, &abs_sum);
+        _mm512_storeu_pd(f->row_bound + col, (__m512d)bound);
+        _mm512_storeu_pd(f->row_abs_sum + col, (__m512d)abs_sum);
+    }
+    return col;
+}
+#endif
+
+/* Row i's elements' bounds and magnitude sums (row_bound, row_abs_sum)
+ * from its state dot products and attention magnitudes. */
+static void row_bounds(workspace *ws, const row_constants *row, size_t i)
+{
+    fast_chunk *f = &ws->fast;
+    const int64_t *dot = f->state_dot + i * ws->width, *mag = f->state_mag + i * ws->width;
+    size_t col = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (f->simd) col = row_bounds_avx512(row, f, i, ws->width);
+#endif
+    for (; col < ws->width; col++) {
+        const int lo = f->q_lo[i] + f->h_lo[col];
+        const attention_magnitudes m = {f->row_abs[col], f->row_mag[col], f->row_err[col], f->row_flagged[col]};
+        const element_bound eb =
+            bound_of(row, abs_away(dot[col], lo), times_pow2((double)mag[col], lo) * UG_F32_SLACK, &m);
+        f->row_bound[col] = eb.bound;
+        f->row_abs_sum[col] = eb.abs_sum;
+    }
+}
+
 /* Chunk row i on the fast path: every term exact (the state term and the
  * terms off the windows' grids in the accumulator), the scale (common to
  * all terms) applied once to the sum. False when a sum leaves the
@@ -1236,6 +1323,7 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
     place_row_factors(ws, a->mode, i);
     row_magnitudes(ws, a->mode, i);
     state_dots(ws, i);
+    row_bounds(ws, &row, i);
     for (size_t g = 0; g < f->n_groups && f->simd_windows; g++) {
         const row_group *grp = &f->group[g];
         const ug_xwin52_row r = {grp->end - grp->begin, s->v, grp->nc, f->row_digits + grp->begin * UG_XWIN52_DIGITS,
@@ -1248,7 +1336,7 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
         if (a->mode == UG_REF_STAGED && rn->min_e <= rn->max_e && v->min_e <= v->max_e &&
             rn->max_e + v->max_e - rn->min_e - v->min_e + PRODUCT_BITS + CARRY_BITS > TERM_PREC - 24)
             return false;
-        const int64_t dot = f->state_dot[i * s->v + col], magnitude = f->state_mag[i * s->v + col];
+        const int64_t dot = f->state_dot[i * s->v + col];
         const int state_lo = f->q_lo[i] + f->h_lo[col];
         ug_xval exact;
         if (!(f->n_groups <= 1 && f->n_rest == 0 && !f->v_off[col] &&
@@ -1258,11 +1346,8 @@ static bool fast_row(workspace *ws, const args *a, size_t b, size_t head, size_t
         }
         exact.e += scale_e;
         exact.neg = exact.zero ? zero_element_negative(ws, a->mode, i, col, dot, scale_neg) : exact.neg != scale_neg;
-        const attention_magnitudes m = {f->row_abs[col], f->row_mag[col], f->row_err[col], f->row_flagged[col]};
-        const element_bound eb =
-            bound_of(&row, abs_away(dot, state_lo), times_pow2((double)magnitude, state_lo) * UG_F32_SLACK, &m);
-        ug_xval_finish(&exact, &a->o[at4(s, b, t0 + i, s->h, head, s->v) + col], eb.bound, eb.abs_sum, m.flagged,
-                       UG_BF16);
+        ug_xval_finish(&exact, &a->o[at4(s, b, t0 + i, s->h, head, s->v) + col], f->row_bound[col],
+                       f->row_abs_sum[col], f->row_flagged[col], UG_BF16);
     }
     return true;
 }

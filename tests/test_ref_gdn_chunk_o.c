@@ -490,16 +490,23 @@ static size_t fast_path_differences(two_chunks *c)
     return differ;
 }
 
-/* x[d] of a bf16 vector scaled by 2^-shift: the vector's exponent spread
- * grows by about shift. */
-static void widen(ug_bf16 *x, size_t d, int shift) { x[d] = bf(ldexp(f(x[d]), -shift)); }
+/* n bf16 entries +-[1, 2) (one binade: an exponent spread of 0), but
+ * x[n / 2] = 1.0234375 * 2^-spread (an odd significand, 131 * 2^-7: dot
+ * products with more bits than a double holds): the vector's spread is
+ * `spread`. */
+static void fill_spread(ug_bf16 *x, size_t n, gsl_rng *rng, int spread)
+{
+    for (size_t d = 0; d < n; d++) x[d] = bf((gsl_rng_uniform(rng) < 0.5 ? -1 : 1) * (1 + gsl_rng_uniform(rng)));
+    x[n / 2] = bf(ldexp(1.0234375, -spread));
+}
 
-/* Queries, keys and a state row of each chunk with an entry far below the
- * others (spreads of 20 to 50 binades beside realistic ones of about 10):
- * the rows whose dot products leave an int64 (and those that leave a
- * double's 53 bits: one to three more before row 40, so that the rows
- * left in doubles fall into groups of four every way) beside rows that
- * keep to them, in one chunk. */
+/* Queries, keys and state rows of chosen exponent spreads (the fast path
+ * puts each vector on its own grid): rows whose dot products leave an
+ * int64 (row 5; rows >= 60 by a key), rows whose state dot products leave
+ * a double's 53 bits but not an int64 (row 9, and one to three rows from
+ * 30, so that the rows left in doubles fall into groups of four every
+ * way; rows >= 50 by a key of spread 20), beside rows in doubles, in one
+ * chunk; state rows of spread 10. */
 static void fast_path_with_wide_vectors_equals_mpfr(void)
 {
     for (size_t tail = 1; tail <= 3; tail++) {
@@ -507,15 +514,15 @@ static void fast_path_with_wide_vectors_equals_mpfr(void)
         gsl_rng_set(rng, 17);
         two_chunks *c = case_new(0.08838834764831845f);
         fill_random(c, rng, false);
-        for (size_t chunk = 0; chunk < NT; chunk++) {
-            const size_t t0 = chunk * BT;
-            widen(c->q + (t0 + 5) * K, 3, 36);   /* row 5: past the int64 budget with any key */
-            widen(c->q + (t0 + 9) * K, 7, 18);   /* row 9: past a double's, within the int64 */
-            for (size_t t = t0 + 30; t < t0 + 30 + tail; t++) widen(c->q + t * K, 7, 18);
-            widen(c->k + (t0 + 20) * K, 11, 26); /* rows >= 20 whose queries spread wider than ~13 */
-            widen(c->k + (t0 + 40) * K, 1, 42);  /* rows >= 40 */
-            widen(c->h + at_h(chunk, 1, 4, 0), 2, 22);
+        for (size_t t = 0; t < T; t++) {
+            const size_t i = t % BT;
+            const bool narrow_row = i == 9 || (i >= 30 && i < 30 + tail);
+            fill_spread(c->q + t * K, K, rng, i == 5 ? 45 : narrow_row ? 25 : (int)(i % 4));
+            fill_spread(c->k + t * K, K, rng, i == 60 ? 45 : i == 50 ? 20 : 0);
         }
+        for (size_t r = 0; r < NT * H * V; r++) fill_spread(c->h + r * K, K, rng, 10);
+        for (size_t t = 0; t < T; t++) /* head 1: the state term alone, its |q.h|'s rounding seen in the bound */
+            for (size_t col = 0; col < V; col++) c->v[at_v(t, 1, col)] = 0;
         CU_ASSERT_EQUAL(fast_path_differences(c), 0);
         free(c);
         gsl_rng_free(rng);
