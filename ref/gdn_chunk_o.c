@@ -305,6 +305,8 @@ typedef struct {
     /* One row's attention magnitudes, by column ([width] each). */
     double *row_abs, *row_mag, *row_err;
     double *row_bound, *row_abs_sum; /* one row's elements' ([width] each) */
+    double *weight_abs, *weight_err, *weight_mag; /* one row's attention terms' ([bt] each) */
+    uint32_t *weight_flag;
     uint32_t *row_flagged;
     mpfr_t wide;
     mpz_t scratch;
@@ -376,6 +378,8 @@ static void workspace_free(workspace *ws)
     free(ws->fast.state_dot);
     free(ws->fast.dots_done);
     free(ws->fast.dot_rows);
+    free(ws->fast.weight_abs);
+    free(ws->fast.weight_flag);
     free(ws->fast.v_s);
     free(ws->fast.v_on);
     free(ws->fast.v_grid);
@@ -429,6 +433,8 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.state_dot = calloc(2 * bt * width, sizeof *ws->fast.state_dot);
     ws->fast.dots_done = calloc(bt, sizeof *ws->fast.dots_done);
     ws->fast.dot_rows = calloc(bt, sizeof *ws->fast.dot_rows);
+    ws->fast.weight_abs = calloc(3 * bt, sizeof *ws->fast.weight_abs);
+    ws->fast.weight_flag = calloc(bt, sizeof *ws->fast.weight_flag);
     ws->fast.v_s = calloc(2 * width * bt + bt, sizeof *ws->fast.v_s);
     ws->fast.v_on = calloc(width * bt, sizeof *ws->fast.v_on);
     ws->fast.v_grid = calloc(width, sizeof *ws->fast.v_grid);
@@ -446,6 +452,7 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
         !ws->fast.col_digit || !ws->fast.col_neg || !ws->fast.win || !ws->abs_v || !ws->fast.q_int || !ws->fast.q_lo ||
         !ws->fast.gate_exp || !ws->fast.pair || !ws->fast.row_mpfr || !ws->fast.q_spread ||
         !ws->fast.h_dbl || !ws->fast.state_dot || !ws->fast.dots_done || !ws->fast.dot_rows ||
+        !ws->fast.weight_abs || !ws->fast.weight_flag ||
         !ws->queries || !ws->m_store || !ws->e_store || !ws->rounded_row || !ws->x || !ws->staged ||
         !ws->scaled_v || !ws->terms || !ws->term_ptrs || !ws->dot_terms || !ws->dot_term_ptrs) {
         workspace_free(ws);
@@ -494,6 +501,8 @@ static ug_status workspace_init(workspace *ws, size_t bt, size_t kdim, size_t wi
     ws->fast.row_err = ws->fast.row_mag + width;
     ws->fast.row_bound = ws->fast.row_err + width;
     ws->fast.row_abs_sum = ws->fast.row_bound + width;
+    ws->fast.weight_err = ws->fast.weight_abs + bt;
+    ws->fast.weight_mag = ws->fast.weight_err + bt;
     return ug_ok();
 }
 
@@ -962,72 +971,95 @@ static void place_row_factors(workspace *ws, ug_ref_mode mode, size_t i)
     f->n_rest = n_left; /* left is row_rest */
 }
 
-/* sums[col] += a_k · v[col] for the three sums (abs, err, mag) of a row,
- * one product and one sum each, and flagged[col] += flag. */
+/* One row's attention terms' weights by j (abs, err, mag, flag: the
+ * mode's |operand|, its cast error, its accumulated magnitude, whether it
+ * is flagged), and the row's sums by column (attention_sums of each). */
 typedef struct {
+    const double *abs_x, *err, *mag;
+    const uint32_t *flag;
+    size_t n;          /* terms j < n */
+    const double *v;   /* |v| [n][width] */
+    size_t width;
     double *abs_sum, *cast_err, *acc_mag;
     uint32_t *flagged;
 } magnitude_row;
 
-static void add_magnitudes_portable(size_t width, double abs_x, double err, double mag, uint32_t flag,
-                                    const double *restrict v, const magnitude_row *m)
+/* Columns [from, width): each sum over j = 0, 1, ... in order, one
+ * product and one sum a term. */
+static void magnitudes_portable(const magnitude_row *m, size_t from)
 {
-    double *restrict abs_sum = m->abs_sum, *restrict cast_err = m->cast_err, *restrict acc_mag = m->acc_mag;
-    uint32_t *restrict flagged = m->flagged;
-    for (size_t col = 0; col < width; col++) {
-        abs_sum[col] += abs_x * v[col];
-        cast_err[col] += err * v[col];
-        acc_mag[col] += mag * v[col];
-        flagged[col] += flag;
+    for (size_t col = from; col < m->width; col++) {
+        double abs_sum = 0, cast_err = 0, acc_mag = 0;
+        uint32_t flagged = 0;
+        for (size_t j = 0; j < m->n; j++) {
+            const double v = m->v[j * m->width + col];
+            abs_sum += m->abs_x[j] * v;
+            cast_err += m->err[j] * v;
+            acc_mag += m->mag[j] * v;
+            flagged += m->flag[j];
+        }
+        m->abs_sum[col] = abs_sum;
+        m->cast_err[col] = cast_err;
+        m->acc_mag[col] = acc_mag;
+        m->flagged[col] = flagged;
     }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* The same eight columns an instruction (no fused multiply-add: the same
- * two roundings per element). */
-__attribute__((target("avx512f"))) static void add_magnitudes_avx512(size_t width, double abs_x, double err,
-                                                                     double mag, uint32_t flag, const double *v,
-                                                                     const magnitude_row *m)
+/* The same 32 columns at a time, the sums in registers across the terms
+ * (four vectors of eight columns: twelve independent chains of adds; no
+ * fused multiply-add: the same two roundings a term); returns the columns
+ * done. */
+__attribute__((target("avx512f"))) static size_t magnitudes_avx512(const magnitude_row *m)
 {
-    const __m512d a = _mm512_set1_pd(abs_x), e = _mm512_set1_pd(err), g = _mm512_set1_pd(mag);
-    const __m256i f = _mm256_set1_epi32((int)flag);
+    enum { BLOCKS = 4 };
     size_t col = 0;
-    for (; col + 8 <= width; col += 8) {
-        const __m512d x = _mm512_loadu_pd(v + col);
-        _mm512_storeu_pd(m->abs_sum + col, _mm512_add_pd(_mm512_loadu_pd(m->abs_sum + col), _mm512_mul_pd(a, x)));
-        _mm512_storeu_pd(m->cast_err + col, _mm512_add_pd(_mm512_loadu_pd(m->cast_err + col), _mm512_mul_pd(e, x)));
-        _mm512_storeu_pd(m->acc_mag + col, _mm512_add_pd(_mm512_loadu_pd(m->acc_mag + col), _mm512_mul_pd(g, x)));
-        __m256i *fl = (__m256i *)(void *)(m->flagged + col);
-        _mm256_storeu_si256(fl, _mm256_add_epi32(_mm256_loadu_si256(fl), f));
+    for (; col + 8 * BLOCKS <= m->width; col += 8 * BLOCKS) {
+        __m512d abs_sum[BLOCKS], cast_err[BLOCKS], acc_mag[BLOCKS];
+        for (int k = 0; k < BLOCKS; k++) abs_sum[k] = cast_err[k] = acc_mag[k] = _mm512_setzero_pd();
+        __m256i flagged = _mm256_setzero_si256();
+        for (size_t j = 0; j < m->n; j++) {
+            const __m512d a = _mm512_set1_pd(m->abs_x[j]), e = _mm512_set1_pd(m->err[j]), g = _mm512_set1_pd(m->mag[j]);
+            const double *v = m->v + j * m->width + col;
+#pragma GCC unroll 4
+            for (int k = 0; k < BLOCKS; k++) {
+                const __m512d x = _mm512_loadu_pd(v + 8 * k);
+                abs_sum[k] = _mm512_add_pd(abs_sum[k], _mm512_mul_pd(a, x));
+                cast_err[k] = _mm512_add_pd(cast_err[k], _mm512_mul_pd(e, x));
+                acc_mag[k] = _mm512_add_pd(acc_mag[k], _mm512_mul_pd(g, x));
+            }
+            flagged = _mm256_add_epi32(flagged, _mm256_set1_epi32((int)m->flag[j]));
+        }
+        for (int k = 0; k < BLOCKS; k++) {
+            _mm512_storeu_pd(m->abs_sum + col + 8 * k, abs_sum[k]);
+            _mm512_storeu_pd(m->cast_err + col + 8 * k, cast_err[k]);
+            _mm512_storeu_pd(m->acc_mag + col + 8 * k, acc_mag[k]);
+            _mm256_storeu_si256((__m256i *)(void *)(m->flagged + col + 8 * k), flagged);
+        }
     }
-    const magnitude_row rest = {m->abs_sum + col, m->cast_err + col, m->acc_mag + col, m->flagged + col};
-    add_magnitudes_portable(width - col, abs_x, err, mag, flag, v + col, &rest);
+    return col;
 }
 #endif
 
-/* Row i's attention magnitudes, a column vector at a time: attention_sums
- * of every column, each in its order j = 0, 1, ... */
+/* Row i's attention magnitudes, every column: attention_sums of each, in
+ * its order j = 0, 1, ... */
 static void row_magnitudes(workspace *ws, ug_ref_mode mode, size_t i)
 {
     fast_chunk *f = &ws->fast;
-    const magnitude_row m = {f->row_abs, f->row_err, f->row_mag, f->row_flagged};
-    for (size_t col = 0; col < ws->width; col++) {
-        m.abs_sum[col] = m.acc_mag[col] = m.cast_err[col] = 0;
-        m.flagged[col] = 0;
-    }
     for (size_t j = 0; j <= i; j++) {
         const ug_staged *st = &ws->staged[i * ws->bt + j];
-        const double abs_x = mode == UG_REF_EXACT ? st->abs_x : fabs((double)ug_bf16_to_f32(st->rn));
-        const double err = mode == UG_REF_EXACT ? st->dev : st->gap;
-        const double *v = ws->abs_v + j * ws->width;
-#if defined(__x86_64__) && defined(__GNUC__)
-        if (f->simd) {
-            add_magnitudes_avx512(ws->width, abs_x, err, st->mag, st->flagged, v, &m);
-            continue;
-        }
-#endif
-        add_magnitudes_portable(ws->width, abs_x, err, st->mag, st->flagged, v, &m);
+        f->weight_abs[j] = mode == UG_REF_EXACT ? st->abs_x : fabs((double)ug_bf16_to_f32(st->rn));
+        f->weight_err[j] = mode == UG_REF_EXACT ? st->dev : st->gap;
+        f->weight_mag[j] = st->mag;
+        f->weight_flag[j] = st->flagged;
     }
+    const magnitude_row m = {f->weight_abs, f->weight_err, f->weight_mag, f->weight_flag, i + 1, ws->abs_v,
+                             ws->width, f->row_abs, f->row_err, f->row_mag, f->row_flagged};
+    size_t col = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (f->simd) col = magnitudes_avx512(&m);
+#endif
+    magnitudes_portable(&m, col);
 }
 
 /* The window of group g with column col's values. The limb count is a
