@@ -1233,11 +1233,14 @@ static void state_dots_in_doubles(workspace *ws)
 {
     fast_chunk *f = &ws->fast;
     const size_t kdim = ws->kdim, width = ws->width;
-    for (size_t col = 0; col < width; col++)
-        for (size_t d = 0; d < kdim; d++) {
-            f->h_dbl[d * width + col] = (double)f->h_int[col * kdim + d];
-            f->h_abs[d * width + col] = fabs(f->h_dbl[d * width + col]);
-        }
+    for (size_t first = 0; first < width; first += 8) { /* eight rows at a time: whole cache lines written */
+        const size_t end = first + 8 < width ? first + 8 : width;
+        for (size_t d = 0; d < kdim; d++)
+            for (size_t col = first; col < end; col++) {
+                f->h_dbl[d * width + col] = (double)f->h_int[col * kdim + d];
+                f->h_abs[d * width + col] = fabs(f->h_dbl[d * width + col]);
+            }
+    }
     size_t *rows = f->dot_rows, n = 0;
     for (size_t i = 0; i < ws->bt; i++) {
         f->dots_done[i] = !f->row_mpfr[i] && f->q_spread[i] + f->h_widest <= DOUBLE_BUDGET;
@@ -1443,8 +1446,12 @@ static ug_status reference_chunk(workspace *ws, const args *a, size_t b, size_t 
     for (size_t col = 0; col < s->v; col++) {
         int_vector_set(&ws->state_rows[col], state + col * s->k, 1, s->k, simd);
         int_vector_set(&ws->value_cols[col], a->v + at4(s, b, t0, s->h, head, s->v) + col, s->h * s->v, bt, simd);
+    }
+    for (size_t first = 0; first < s->v; first += 8) { /* eight columns at a time: whole cache lines written */
+        const size_t end = first + 8 < s->v ? first + 8 : s->v;
         for (size_t j = 0; j < bt; j++)
-            ws->abs_v[j * s->v + col] = fabs(times_pow2(ws->value_cols[col].m[j], ws->value_cols[col].e[j]));
+            for (size_t col = first; col < end; col++)
+                ws->abs_v[j * s->v + col] = fabs(times_pow2(ws->value_cols[col].m[j], ws->value_cols[col].e[j]));
     }
     ws->fast.scaled_v_done = false;
     if (ug_ref_fast() && chunk_in_fast_domain(ws, a, b, head, t0)) return fast_chunk_rows(ws, a, b, head, t0);
