@@ -14,6 +14,7 @@
 #include "../harness/gen.h"
 #include "../harness/ulp.h"
 #include "../ref/gdn_chunk_o.h"
+#include "../ref/rowsimd.h"
 #include "tests.h"
 
 enum { BT = 64, K = 128, V = 32, T = 128, NT = T / BT, H = 2, PLAIN_PREC = 1000 };
@@ -450,6 +451,101 @@ static void midpoint_operand_is_flagged_and_admits_one_neighbour(void)
     free(c);
 }
 
+/* ---- the fast path against the MPFR path ---------------------------------------- */
+
+static bool same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* The elements where the fast path (portable, and AVX-512 where the CPU
+ * has it) and the MPFR path (ug_ref_set_fast(false)) differ in any field,
+ * both modes. */
+static size_t fast_path_differences(two_chunks *c)
+{
+    const size_t n = c->s.t * H * V;
+    ug_ref_value *plain = calloc(n, sizeof *plain);
+    CU_ASSERT_FATAL(plain != NULL);
+    size_t differ = 0;
+    ug_ref_simd_set_enabled(true);
+    const int paths = ug_ref_simd_available() ? 2 : 1; /* portable, then AVX-512 */
+    for (int mode = 0; mode < UG_REF_MODE_COUNT; mode++) {
+        ug_ref_set_fast(false);
+        run_reference(c, (ug_ref_mode)mode);
+        memcpy(plain, c->o, n * sizeof *plain);
+        ug_ref_set_fast(true);
+        for (int simd = 0; simd < paths; simd++) {
+            ug_ref_simd_set_enabled(simd == 1);
+            run_reference(c, (ug_ref_mode)mode);
+            for (size_t i = 0; i < n; i++) {
+                const ug_ref_value *a = &c->o[i], *b = &plain[i];
+                if (same_bits(a->r_hi, b->r_hi) && same_bits(a->r_lo, b->r_lo) && a->rn_bits == b->rn_bits &&
+                    a->flagged == b->flagged && same_bits(a->bound, b->bound) && same_bits(a->abs_sum, b->abs_sum))
+                    continue;
+                UG_TEST_MISMATCH(differ, "%s%s o[%zu]: fast r=%a+%a bound=%a abs=%a, mpfr r=%a+%a bound=%a abs=%a",
+                                 ug_ref_mode_name((ug_ref_mode)mode), simd ? " (AVX-512)" : "", i, a->r_hi, a->r_lo,
+                                 a->bound, a->abs_sum, b->r_hi, b->r_lo, b->bound, b->abs_sum);
+            }
+        }
+        ug_ref_simd_set_enabled(true);
+    }
+    free(plain);
+    return differ;
+}
+
+/* n bf16 entries +-[1, 2) (one binade: an exponent spread of 0), but
+ * x[n / 2] = 1.0234375 * 2^-spread (an odd significand, 131 * 2^-7: dot
+ * products with more bits than a double holds): the vector's spread is
+ * `spread`. */
+static void fill_spread(ug_bf16 *x, size_t n, gsl_rng *rng, int spread)
+{
+    for (size_t d = 0; d < n; d++) x[d] = bf((gsl_rng_uniform(rng) < 0.5 ? -1 : 1) * (1 + gsl_rng_uniform(rng)));
+    x[n / 2] = bf(ldexp(1.0234375, -spread));
+}
+
+/* Queries, keys and state rows of chosen exponent spreads (the fast path
+ * puts each vector on its own grid): rows whose dot products leave an
+ * int64 (row 5; rows >= 60 by a key), rows whose state dot products leave
+ * a double's 53 bits but not an int64 (row 9, and one to three rows from
+ * 30, so that the rows left in doubles fall into groups of four every
+ * way; rows >= 50 by a key of spread 20), beside rows in doubles, in one
+ * chunk; state rows of spread 10. */
+static void fast_path_with_wide_vectors_equals_mpfr(void)
+{
+    for (size_t tail = 1; tail <= 3; tail++) {
+        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(rng, 17);
+        two_chunks *c = case_new(0.08838834764831845f);
+        fill_random(c, rng, false);
+        for (size_t t = 0; t < T; t++) {
+            const size_t i = t % BT;
+            const bool narrow_row = i == 9 || (i >= 30 && i < 30 + tail);
+            fill_spread(c->q + t * K, K, rng, i == 5 ? 45 : narrow_row ? 25 : (int)(i % 4));
+            fill_spread(c->k + t * K, K, rng, i == 60 ? 45 : i == 50 ? 20 : 0);
+        }
+        for (size_t r = 0; r < NT * H * V; r++) fill_spread(c->h + r * K, K, rng, 10);
+        for (size_t t = 0; t < T; t++) /* head 1: the state term alone, its |q.h|'s rounding seen in the bound */
+            for (size_t col = 0; col < V; col++) c->v[at_v(t, 1, col)] = 0;
+        CU_ASSERT_EQUAL(fast_path_differences(c), 0);
+        free(c);
+        gsl_rng_free(rng);
+    }
+}
+
+/* Realistic inputs (most rows' attention terms in one window, some in
+ * two) and zero queries and values (rows without attention terms, zero
+ * sums), with a negative scale that is not a power of two. */
+static void fast_path_windows_equal_mpfr(void)
+{
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 19);
+    two_chunks *c = case_new(-0.3f);
+    fill_random(c, rng, false);
+    for (size_t t = 0; t < T; t += 7) memset(c->q + t * K, 0, K * sizeof *c->q);
+    for (size_t t = 0; t < T; t += 3)
+        for (size_t head = 0; head < H; head++) c->v[at_v(t, head, t % V)] = 0;
+    CU_ASSERT_EQUAL(fast_path_differences(c), 0);
+    free(c);
+    gsl_rng_free(rng);
+}
+
 UG_TEST_SUITE(ref_gdn_chunk_o_suite, "ref_gdn_chunk_o",
               UG_TEST(unit_attention_sums_the_values),
               UG_TEST(staged_mode_rounds_the_attention_operand),
@@ -459,4 +555,6 @@ UG_TEST_SUITE(ref_gdn_chunk_o_suite, "ref_gdn_chunk_o",
               UG_TEST(precast_error_within_the_flag_window),
               UG_TEST(staged_value_within_the_exact_bound),
               UG_TEST(far_neighbour_exceeds_bound),
-              UG_TEST(midpoint_operand_is_flagged_and_admits_one_neighbour));
+              UG_TEST(midpoint_operand_is_flagged_and_admits_one_neighbour),
+              UG_TEST(fast_path_with_wide_vectors_equals_mpfr),
+              UG_TEST(fast_path_windows_equal_mpfr));
