@@ -81,7 +81,8 @@ typedef struct {
     uint64_t *w_digit, (*op_digit)[UG_XWIN52_DIGITS], (*win)[UG_XWIN_LIMBS];
     uint8_t *w_neg, *op_neg;
     size_t *op_j;
-    /* Two rows' sums' bound parts ([2][V] each), as sum_bound's fields. */
+    /* UG_REF_BOUND_ROWS rows' sums' bound parts ([rows][V] each), as
+     * sum_bound's fields. */
     double *row_mag, *row_dev, *row_abs;
     uint32_t *row_flagged;
     ug_xsum acc, scratch;
@@ -237,8 +238,8 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.win = malloc(s->v * n_max * sizeof *ws->fast.win);
     ws->fast.w_neg = malloc(n_max * ((n_max + 7) / 8 + 1) * sizeof *ws->fast.w_neg);
     ws->fast.op_j = malloc(n_max * sizeof *ws->fast.op_j);
-    ws->fast.row_mag = malloc(6 * s->v * sizeof *ws->fast.row_mag); /* two rows */
-    ws->fast.row_flagged = malloc(2 * s->v * sizeof *ws->fast.row_flagged);
+    ws->fast.row_mag = malloc(3 * UG_REF_BOUND_ROWS * s->v * sizeof *ws->fast.row_mag);
+    ws->fast.row_flagged = malloc(UG_REF_BOUND_ROWS * s->v * sizeof *ws->fast.row_flagged);
     const size_t kk_work = s->k * (s->k > s->bt ? s->k : s->bt) + ug_spectral_norm_work(s->k);
     ws->norm.s_abs = malloc((5 * kv + 4 * btv + 2 * s->bt + 2 * s->v) * sizeof *ws->norm.s_abs);
     ws->norm.m = malloc(kk_work * sizeof *ws->norm.m);
@@ -273,8 +274,8 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.row_grid = ws->fast.col_nc + s->v;
     ws->fast.row_off = ws->fast.col_off + s->v;
     ws->fast.op_neg = ws->fast.w_neg + n_max * ((n_max + 7) / 8);
-    ws->fast.row_dev = ws->fast.row_mag + 2 * s->v;
-    ws->fast.row_abs = ws->fast.row_dev + 2 * s->v;
+    ws->fast.row_dev = ws->fast.row_mag + UG_REF_BOUND_ROWS * s->v;
+    ws->fast.row_abs = ws->fast.row_dev + UG_REF_BOUND_ROWS * s->v;
     norm_bound *n = &ws->norm;
     n->op_abs_state = n->s_abs + kv;
     n->cast = n->op_abs_state + kv;
@@ -295,12 +296,24 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
 
 static double abs_up(mpfr_srcptr x) { return fabs(mpfr_get_d(x, MPFR_RNDA)); }
 
+/* What the error of an f32 sum of n terms takes from n and the model,
+ * worked out once for the many sums of one length (gamma_n carries a
+ * division). */
+typedef struct {
+    double gamma;     /* gamma_n, with its slack */
+    double underflow; /* n times the model's underflow */
+} f32_sum_model;
+
+static f32_sum_model f32_sum_of(const ug_f32_model *m, size_t n)
+{
+    return (f32_sum_model){ug_f32_gamma(n) * UG_F32_SLACK, (double)n * ug_f32_underflow(m)};
+}
+
 /* Bound parts of an f32 sum of n terms whose own parts are b: gamma_n sum|terms|
  * plus the deviations of the operands plus underflow (error model §4). */
-static double f32_sum_error(const ug_f32_model *m, size_t n, const sum_bound *b)
+static double f32_sum_error(f32_sum_model sum, const sum_bound *b)
 {
-    return (ug_f32_gamma(n) * UG_F32_SLACK * b->mag * UG_F32_SLACK + b->dev * UG_F32_SLACK) * UG_F32_SLACK +
-           (double)n * ug_f32_underflow(m);
+    return (sum.gamma * b->mag * UG_F32_SLACK + b->dev * UG_F32_SLACK) * UG_F32_SLACK + sum.underflow;
 }
 
 /* out = terms[0] + sum_j weight_j op_j, one correct rounding of exact terms;
@@ -511,11 +524,12 @@ static void norm_end_chunk(workspace *ws, const io *a, size_t t0)
     column_norms_up(n->cast, dim_k, dim_v, cast_norm);
     /* v: W times the state operands' casts, plus the f32 sum's own error */
     magnitude_product(bt, dim_k, dim_v, ws->neg_w.abs, mag, wide);
+    const f32_sum_model v_model = f32_sum_of(ws->model, dim_k + 1), state_model = f32_sum_of(ws->model, bt + 1);
     for (size_t i = 0; i < bt; i++) {
         const ug_bf16 *u = a->u + token(ws, t0 + i, s->h, ws->h, dim_v);
         for (size_t col = 0; col < dim_v; col++) {
             const sum_bound v_sum = {fabs((double)ug_bf16_to_f32(u[col])) + wide[i * dim_v + col], 0, 0, 0};
-            n->v_dev[i * dim_v + col] = f32_sum_error(ws->model, dim_k + 1, &v_sum);
+            n->v_dev[i * dim_v + col] = f32_sum_error(v_model, &v_sum);
         }
     }
     column_norms_up(n->v_dev, bt, dim_v, v_norm);
@@ -548,7 +562,7 @@ static void norm_end_chunk(workspace *ws, const io *a, size_t t0)
     for (size_t x = 0; x < kv; x++) {
         const double terms = e_up * n->s_abs[x] + n->local[x] + key_sum[x / dim_v] * eta[x % dim_v];
         const sum_bound state_sum = {terms * UG_F32_SLACK, n->e_lead_err * n->s_abs[x], 0, 0};
-        n->local[x] = f32_sum_error(ws->model, bt + 1, &state_sum);
+        n->local[x] = f32_sum_error(state_model, &state_sum);
     }
     column_norms_up(n->local, dim_k, dim_v, n->local_norm);
     for (size_t col = 0; col < dim_v; col++)
@@ -649,6 +663,7 @@ static void corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, const u
     for (size_t i = 0; i < s->bt; i++)
         for (size_t kk = 0; kk < s->k; kk++)
             set_weight(&ws->neg_w, i * s->k + kk, w[token(ws, t0 + i, s->h, ws->h, s->k) + kk], true);
+    const f32_sum_model v_model = f32_sum_of(ws->model, s->k + 1);
     for (size_t i = 0; i < s->bt; i++) {
         const size_t row = token(ws, t0 + i, s->h, ws->h, s->v);
         const weights w_row = {ws->neg_w.value + i * s->k, ws->neg_w.abs + i * s->k};
@@ -659,7 +674,7 @@ static void corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, const u
             sum_bound acc = {fabs(u_val), 0, fabs(u_val), 0};
             mpfr_ptr v = ws->v[i * s->v + vv];
             weighted_sum(ws, s->k, &w_row, &column, v, &acc);
-            const double err = f32_sum_error(ws->model, s->k + 1, &acc);
+            const double err = f32_sum_error(v_model, &acc);
             ws->v_err[i * s->v + vv] = err;
             ws->v_mag[i * s->v + vv] = abs_up(v);
             ug_ref_finish(&v_new[row + vv], v, err, acc.abs * UG_F32_SLACK, acc.flagged, UG_BF16);
@@ -696,6 +711,7 @@ static void advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_la
     const gdn_chunk_state_shape *s = ws->s;
     double e_err;
     const double e = chunk_decay(ws, g_last, &e_err);
+    const f32_sum_model state_model = f32_sum_of(ws->model, s->bt + 1);
     for (size_t i = 0; i < s->bt; i++)
         for (size_t kk = 0; kk < s->k; kk++)
             set_weight(&ws->keys, kk * s->bt + i, k[token(ws, t0 + i, s->hg, ws->key_head, s->k) + kk], false);
@@ -708,7 +724,7 @@ static void advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_la
             mpfr_mul(ws->terms[0], ws->e, ws->state[x], MPFR_RNDN);   /* exact */
             sum_bound acc = {(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x], e * ws->state_mag[x], 0};
             weighted_sum(ws, s->bt, &key_column, &column, ws->next[x], &acc);
-            ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
+            ws->state_err[x] = f32_sum_error(state_model, &acc);
             ws->state_abs[x] = acc.abs * UG_F32_SLACK;
             ws->state_flagged[x] = acc.flagged;
         }
@@ -946,7 +962,7 @@ static void place_columns(fast_head *f, const weighted_sums *d)
     }
 }
 
-/* The bound parts of rows r0 .. r0 + rows - 1 (rows <= 2; row r0 + p's
+/* The bound parts of rows r0 .. r0 + rows - 1 (rows <= UG_REF_BOUND_ROWS; row r0 + p's
  * sums at p·width in fast_head's row_* arrays, holding the leading
  * terms'): += |w_j| times operand j's parts, over the nonzero weights in
  * the order j = 0, 1, ...: weighted_sum's sums, a column vector at a
@@ -956,10 +972,13 @@ static void row_bounds(fast_head *f, const weighted_sums *d, size_t r0, size_t r
     const double *mag = f->op_mag + d->parts, *dev = f->op_dev + d->parts, *abs = f->op_abs + d->parts;
     const uint32_t *flagged = f->op_flagged + d->parts;
     if (simd) { /* the same products and sums, eight columns an instruction, in registers across the terms */
-        const double *const weight[2] = {d->w_abs + r0 * d->n, d->w_abs + (r0 + rows - 1) * d->n};
-        const ug_ref_bound_row sums[2] = {
-            {f->row_abs, f->row_dev, f->row_mag, f->row_flagged},
-            {f->row_abs + d->width, f->row_dev + d->width, f->row_mag + d->width, f->row_flagged + d->width}};
+        const double *weight[UG_REF_BOUND_ROWS];
+        ug_ref_bound_row sums[UG_REF_BOUND_ROWS];
+        for (size_t p = 0; p < rows; p++) {
+            const size_t at = p * d->width;
+            weight[p] = d->w_abs + (r0 + p) * d->n;
+            sums[p] = (ug_ref_bound_row){f->row_abs + at, f->row_dev + at, f->row_mag + at, f->row_flagged + at};
+        }
         ug_ref_simd_bound_rows(d->n, d->width, rows, weight, abs, dev, mag, flagged, sums);
         return;
     }
@@ -1142,8 +1161,9 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
                              simd && s->k <= UG_XWIN52_MAX_TERMS};
     place_rows(f, &d);
     place_columns(f, &d);
-    for (size_t i0 = 0; i0 < s->bt; i0 += 2) { /* rows in pairs: row_bounds's */
-        const size_t rows = s->bt - i0 < 2 ? 1 : 2;
+    const f32_sum_model v_model = f32_sum_of(ws->model, s->k + 1);
+    for (size_t i0 = 0; i0 < s->bt; i0 += UG_REF_BOUND_ROWS) { /* rows in row_bounds's groups */
+        const size_t rows = s->bt - i0 < UG_REF_BOUND_ROWS ? s->bt - i0 : UG_REF_BOUND_ROWS;
         for (size_t p = 0; p < rows; p++) {
             const size_t row = token(ws, t0 + i0 + p, s->h, ws->h, s->v);
             for (size_t vv = 0; vv < s->v; vv++) {
@@ -1159,7 +1179,7 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
                 ug_xval *v = &f->v[i * s->v + vv];
                 if (!window_sum(f, &d, i, vv, &lead, v)) return false;
                 const sum_bound acc = row_sum(f, p * s->v + vv);
-                const double err = f32_sum_error(ws->model, s->k + 1, &acc);
+                const double err = f32_sum_error(v_model, &acc);
                 ws->v_err[i * s->v + vv] = err;
                 ws->v_mag[i * s->v + vv] = xval_abs_up(v);
                 ug_xval_finish(v, &v_new[row + vv], err, acc.abs * UG_F32_SLACK, acc.flagged, UG_BF16);
@@ -1217,8 +1237,9 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
                              simd && s->bt <= UG_XWIN52_MAX_TERMS};
     place_rows(f, &d);
     place_columns(f, &d);
-    for (size_t k0 = 0; k0 < s->k; k0 += 2) { /* rows in pairs: row_bounds's */
-        const size_t rows = s->k - k0 < 2 ? 1 : 2;
+    const f32_sum_model state_model = f32_sum_of(ws->model, s->bt + 1);
+    for (size_t k0 = 0; k0 < s->k; k0 += UG_REF_BOUND_ROWS) { /* rows in row_bounds's groups */
+        const size_t rows = s->k - k0 < UG_REF_BOUND_ROWS ? s->k - k0 : UG_REF_BOUND_ROWS;
         for (size_t p = 0; p < rows; p++)
             for (size_t vv = 0; vv < s->v; vv++) {
                 const size_t x = (k0 + p) * s->v + vv;
@@ -1236,7 +1257,7 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
                                                    : lead_of_product(state->neg, e_m, state->m, e_e + state->e);
                 if (!window_sum(f, &d, kk, vv, &lead, &f->next[x])) return false;
                 const sum_bound acc = row_sum(f, p * s->v + vv);
-                ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
+                ws->state_err[x] = f32_sum_error(state_model, &acc);
                 ws->state_abs[x] = acc.abs * UG_F32_SLACK;
                 ws->state_flagged[x] = acc.flagged;
             }

@@ -182,27 +182,51 @@ static inline __attribute__((always_inline)) void bound_add(bound_sums *b, doubl
     b->flagged = _mm256_add_epi32(b->flagged, flagged);
 }
 
-void ug_ref_simd_bound_rows(size_t n, size_t width, size_t rows, const double *const weight[2],
-                            const double *part_abs, const double *part_err, const double *part_mag,
-                            const uint32_t *part_flagged, const ug_ref_bound_row sums[2])
+/* Rows of eight columns from col on, as ug_ref_simd_bound_rows; rows a
+ * literal at each call, so that each row's sums stay in registers (named
+ * rather than an array, which GCC keeps in memory). A missing row's
+ * weights read as zero. */
+static inline __attribute__((always_inline)) void bound_rows_block(size_t n, size_t width, int rows, size_t col,
+                                                                   const double *const weight[UG_REF_BOUND_ROWS],
+                                                                   const double *part_abs, const double *part_err,
+                                                                   const double *part_mag,
+                                                                   const uint32_t *part_flagged,
+                                                                   const ug_ref_bound_row sums[UG_REF_BOUND_ROWS])
 {
-    for (size_t col = 0; col < width; col += 8) {
-        const __mmask8 lanes = width - col >= 8 ? 0xFF : (__mmask8)((1u << (width - col)) - 1);
-        bound_sums b0 = bound_load(&sums[0], col, lanes), b1 = rows > 1 ? bound_load(&sums[1], col, lanes) : b0;
-        for (size_t j = 0; j < n; j++) {
-            const double a0 = weight[0][j], a1 = rows > 1 ? weight[1][j] : 0.0;
-            if (a0 == 0 && a1 == 0) continue;
-            const size_t at = j * width + col;
-            const __m512d abs = _mm512_maskz_loadu_pd(lanes, part_abs + at),
-                          err = _mm512_maskz_loadu_pd(lanes, part_err + at),
-                          mag = _mm512_maskz_loadu_pd(lanes, part_mag + at);
-            const __m256i flagged = _mm256_maskz_loadu_epi32(lanes, part_flagged + at);
-            if (a0 != 0) bound_add(&b0, a0, abs, err, mag, flagged);
-            if (a1 != 0) bound_add(&b1, a1, abs, err, mag, flagged);
-        }
-        bound_store(&sums[0], col, lanes, b0);
-        if (rows > 1) bound_store(&sums[1], col, lanes, b1);
+    const __mmask8 lanes = width - col >= 8 ? 0xFF : (__mmask8)((1u << (width - col)) - 1);
+    bound_sums b0 = bound_load(&sums[0], col, lanes), b1 = rows > 1 ? bound_load(&sums[1], col, lanes) : b0,
+               b2 = rows > 2 ? bound_load(&sums[2], col, lanes) : b0,
+               b3 = rows > 3 ? bound_load(&sums[3], col, lanes) : b0;
+    for (size_t j = 0; j < n; j++) {
+        const double a0 = weight[0][j], a1 = rows > 1 ? weight[1][j] : 0.0, a2 = rows > 2 ? weight[2][j] : 0.0,
+                     a3 = rows > 3 ? weight[3][j] : 0.0;
+        if (a0 == 0 && a1 == 0 && a2 == 0 && a3 == 0) continue;
+        const size_t at = j * width + col;
+        const __m512d abs = _mm512_maskz_loadu_pd(lanes, part_abs + at),
+                      err = _mm512_maskz_loadu_pd(lanes, part_err + at),
+                      mag = _mm512_maskz_loadu_pd(lanes, part_mag + at);
+        const __m256i flagged = _mm256_maskz_loadu_epi32(lanes, part_flagged + at);
+        if (a0 != 0) bound_add(&b0, a0, abs, err, mag, flagged);
+        if (a1 != 0) bound_add(&b1, a1, abs, err, mag, flagged);
+        if (a2 != 0) bound_add(&b2, a2, abs, err, mag, flagged);
+        if (a3 != 0) bound_add(&b3, a3, abs, err, mag, flagged);
     }
+    bound_store(&sums[0], col, lanes, b0);
+    if (rows > 1) bound_store(&sums[1], col, lanes, b1);
+    if (rows > 2) bound_store(&sums[2], col, lanes, b2);
+    if (rows > 3) bound_store(&sums[3], col, lanes, b3);
+}
+
+void ug_ref_simd_bound_rows(size_t n, size_t width, size_t rows, const double *const weight[UG_REF_BOUND_ROWS],
+                            const double *part_abs, const double *part_err, const double *part_mag,
+                            const uint32_t *part_flagged, const ug_ref_bound_row sums[UG_REF_BOUND_ROWS])
+{
+    for (size_t col = 0; col < width; col += 8) switch (rows) {
+        case 1: bound_rows_block(n, width, 1, col, weight, part_abs, part_err, part_mag, part_flagged, sums); break;
+        case 2: bound_rows_block(n, width, 2, col, weight, part_abs, part_err, part_mag, part_flagged, sums); break;
+        case 3: bound_rows_block(n, width, 3, col, weight, part_abs, part_err, part_mag, part_flagged, sums); break;
+        default: bound_rows_block(n, width, 4, col, weight, part_abs, part_err, part_mag, part_flagged, sums); break;
+        }
 }
 
 void ug_ref_simd_axpy(size_t n, double a, const double *x, double *y)
