@@ -73,6 +73,9 @@ typedef struct {
     bool *op_on, *w_on;
     int *col_grid, *col_nc, *row_grid;
     size_t *col_off, *row_off;
+    /* The terms off the grids: each column's operands ([V][n]) and each row's
+     * weights ([rows][n]) that missed their grid, col_off / row_off of them. */
+    size_t *col_off_j, *row_off_j;
     /* The same in rowsimd.h's 52-bit digits, where ug_xwin52_windows gives
      * a column's windows for every row at once: the sum transposed, the
      * column's operands its row factors (op_digit, op_neg, op_j: [n]), the
@@ -182,6 +185,7 @@ static void workspace_free(workspace *ws)
     free(ws->fast.op_on);
     free(ws->fast.col_grid);
     free(ws->fast.col_off);
+    free(ws->fast.col_off_j);
     free(ws->fast.w_digit);
     free(ws->fast.op_digit);
     free(ws->fast.win);
@@ -233,6 +237,7 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.op_on = malloc((s->v + n_max) * n_max * sizeof *ws->fast.op_on);
     ws->fast.col_grid = malloc((2 * s->v + n_max) * sizeof *ws->fast.col_grid);
     ws->fast.col_off = malloc((s->v + n_max) * sizeof *ws->fast.col_off);
+    ws->fast.col_off_j = malloc((s->v + n_max) * n_max * sizeof *ws->fast.col_off_j);
     ws->fast.w_digit = malloc(n_max * n_max * sizeof *ws->fast.w_digit);
     ws->fast.op_digit = malloc(n_max * sizeof *ws->fast.op_digit);
     ws->fast.win = malloc(s->v * n_max * sizeof *ws->fast.win);
@@ -244,7 +249,7 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->norm.s_abs = malloc((5 * kv + 4 * btv + 2 * s->bt + 2 * s->v) * sizeof *ws->norm.s_abs);
     ws->norm.m = malloc(kk_work * sizeof *ws->norm.m);
     if (!ws->norm.s_abs || !ws->norm.m || !ws->fast.values || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
-        !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.row_mag ||
+        !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.col_off_j || !ws->fast.row_mag ||
         !ws->fast.row_flagged || !ws->fast.w_digit || !ws->fast.op_digit || !ws->fast.win || !ws->fast.w_neg ||
         !ws->fast.op_j ||
         !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
@@ -273,6 +278,7 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.col_nc = ws->fast.col_grid + s->v;
     ws->fast.row_grid = ws->fast.col_nc + s->v;
     ws->fast.row_off = ws->fast.col_off + s->v;
+    ws->fast.row_off_j = ws->fast.col_off_j + s->v * n_max;
     ws->fast.op_neg = ws->fast.w_neg + n_max * ((n_max + 7) / 8);
     ws->fast.row_dev = ws->fast.row_mag + UG_REF_BOUND_ROWS * s->v;
     ws->fast.row_abs = ws->fast.row_dev + UG_REF_BOUND_ROWS * s->v;
@@ -905,7 +911,7 @@ static void place_rows(fast_head *f, const weighted_sums *d)
             const size_t at = r * d->n + j;
             f->w_on[at] = ug_xwin_place(&w[j].m, 1, w[j].e, grid, &f->w_s[at], 1);
             f->w_mask[at] = w[j].neg ? ~UINT64_C(0) : 0;
-            off += !f->w_on[at];
+            if (!f->w_on[at]) f->row_off_j[r * d->n + off++] = j; /* a nonzero weight: zeros are placed */
             if (!d->simd) continue;
             f->w_digit[j * d->rows + r] = f->w_s[at];
             f->w_neg[j * blocks + r / 8] |= (uint8_t)(w[j].neg << (r % 8));
@@ -949,7 +955,7 @@ static void place_columns(fast_head *f, const weighted_sums *d)
                     f->op_j[terms++] = j;
                 }
             }
-            off += !f->op_on[at];
+            if (!f->op_on[at]) f->col_off_j[col * d->n + off++] = j; /* a nonzero operand */
         }
         f->col_grid[col] = grid;
         f->col_nc[col] = nc;
@@ -1079,6 +1085,12 @@ static void lead_add(ug_xsum *sum, const lead_term *t)
     if (high) ug_xsum_add(sum, t->neg, high, t->e + 128);
 }
 
+/* sum += w·op, both nonzero. */
+static void add_term(ug_xsum *sum, const small_factor *w, const ug_xval *op)
+{
+    ug_xsum_add_mul(sum, w->neg != op->neg, w->m, op->m, w->e + op->e);
+}
+
 /* Sum (r, col): the leading term plus the MPFR path's other terms (nonzero
  * weights times nonzero operands), exactly; out = RN_128 of the sum. The
  * window holds the terms on the grids; with the leading term where it fits
@@ -1097,7 +1109,7 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
     }
     const small_factor *w = d->w + r * d->n;
     const ug_xval *op = d->ops + col * d->n;
-    const bool *w_on = f->w_on + r * d->n, *op_on = f->op_on + col * d->n;
+    const bool *op_on = f->op_on + col * d->n;
     const bool all_on = !f->row_off[r] && !f->col_off[col];
     ug_xval exact;
     const int lead_e = lead->zero ? e : lead->e;
@@ -1107,9 +1119,12 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
         ug_xsum_clear(sum);
         lead_add(sum, lead);
         ug_xsum_add_xwin(sum, window, limbs, e);
-        for (size_t j = 0; j < d->n && !all_on; j++)
-            if (w[j].m && !op[j].zero && (!w_on[j] || !op_on[j]))
-                ug_xsum_add_mul(sum, w[j].neg != op[j].neg, w[j].m, op[j].m, w[j].e + op[j].e);
+        /* the terms off the grids: the column's, then the row's not among them */
+        const size_t *col_j = f->col_off_j + col * d->n, *row_j = f->row_off_j + r * d->n;
+        for (size_t k = 0; k < f->col_off[col]; k++)
+            if (w[col_j[k]].m) add_term(sum, &w[col_j[k]], &op[col_j[k]]);
+        for (size_t k = 0; k < f->row_off[r]; k++)
+            if (op_on[row_j[k]] && !op[row_j[k]].zero) add_term(sum, &w[row_j[k]], &op[row_j[k]]);
         if (!ug_xsum_in_range(sum)) return false;
         exact = ug_xsum_read(sum);
     }
