@@ -82,6 +82,11 @@ typedef struct {
      * weights of term j its column digits (w_digit [n][rows], w_neg
      * [n][(rows + 7) / 8]); win [rows][V]. */
     uint64_t *w_digit, (*op_digit)[UG_XWIN52_DIGITS], (*win)[UG_XWIN_LIMBS];
+    /* The windows of the operands below a column's grid, on the column's
+     * second grid (col_low_grid) where col_low: [rows][V]. */
+    uint64_t (*win_low)[UG_XWIN_LIMBS];
+    int *col_low_grid;
+    bool *col_low;
     uint8_t *w_neg, *op_neg;
     size_t *op_j;
     /* UG_REF_BOUND_ROWS rows' sums' bound parts ([rows][V] each), as
@@ -189,6 +194,7 @@ static void workspace_free(workspace *ws)
     free(ws->fast.w_digit);
     free(ws->fast.op_digit);
     free(ws->fast.win);
+    free(ws->fast.col_low);
     free(ws->fast.w_neg);
     free(ws->fast.op_j);
     free(ws->fast.row_mag);
@@ -235,12 +241,13 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.op_c = malloc(s->v * n_max * sizeof *ws->fast.op_c);
     ws->fast.op_mask = malloc((s->v + 2 * n_max) * n_max * sizeof *ws->fast.op_mask);
     ws->fast.op_on = malloc((s->v + n_max) * n_max * sizeof *ws->fast.op_on);
-    ws->fast.col_grid = malloc((2 * s->v + n_max) * sizeof *ws->fast.col_grid);
+    ws->fast.col_grid = malloc((3 * s->v + n_max) * sizeof *ws->fast.col_grid);
     ws->fast.col_off = malloc((s->v + n_max) * sizeof *ws->fast.col_off);
     ws->fast.col_off_j = malloc((s->v + n_max) * n_max * sizeof *ws->fast.col_off_j);
     ws->fast.w_digit = malloc(n_max * n_max * sizeof *ws->fast.w_digit);
     ws->fast.op_digit = malloc(n_max * sizeof *ws->fast.op_digit);
-    ws->fast.win = malloc(s->v * n_max * sizeof *ws->fast.win);
+    ws->fast.win = malloc(2 * s->v * n_max * sizeof *ws->fast.win);
+    ws->fast.col_low = malloc(s->v * sizeof *ws->fast.col_low);
     ws->fast.w_neg = malloc(n_max * ((n_max + 7) / 8 + 1) * sizeof *ws->fast.w_neg);
     ws->fast.op_j = malloc(n_max * sizeof *ws->fast.op_j);
     ws->fast.row_mag = malloc(3 * UG_REF_BOUND_ROWS * s->v * sizeof *ws->fast.row_mag);
@@ -250,7 +257,7 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->norm.m = malloc(kk_work * sizeof *ws->norm.m);
     if (!ws->norm.s_abs || !ws->norm.m || !ws->fast.values || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
         !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.col_off_j || !ws->fast.row_mag ||
-        !ws->fast.row_flagged || !ws->fast.w_digit || !ws->fast.op_digit || !ws->fast.win || !ws->fast.w_neg ||
+        !ws->fast.row_flagged || !ws->fast.w_digit || !ws->fast.op_digit || !ws->fast.win || !ws->fast.col_low || !ws->fast.w_neg ||
         !ws->fast.op_j ||
         !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
         !ws->decayed_ops.value || !ws->keys.value || !ws->terms || !ws->state_mag || !ws->state_flagged ||
@@ -277,6 +284,8 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.w_on = ws->fast.op_on + s->v * n_max;
     ws->fast.col_nc = ws->fast.col_grid + s->v;
     ws->fast.row_grid = ws->fast.col_nc + s->v;
+    ws->fast.col_low_grid = ws->fast.row_grid + n_max;
+    ws->fast.win_low = ws->fast.win + s->v * n_max;
     ws->fast.row_off = ws->fast.col_off + s->v;
     ws->fast.row_off_j = ws->fast.col_off_j + s->v * n_max;
     ws->fast.op_neg = ws->fast.w_neg + n_max * ((n_max + 7) / 8);
@@ -921,50 +930,101 @@ static void place_rows(fast_head *f, const weighted_sums *d)
     }
 }
 
+/* The grid of the nonzero operands op[js[k]], k < count (js NULL: op[k]):
+ * their top bit less digit_bits·nc, nc <= max_digits digits, the fewest
+ * that reach their lowest bit where that many exist. */
+static int operands_grid(const ug_xval *op, const size_t *js, size_t count, int digit_bits, int max_digits, int *nc)
+{
+    int top = INT_MIN, bottom = INT_MAX;
+    for (size_t k = 0; k < count; k++) {
+        const ug_xval *x = &op[js ? js[k] : k];
+        if (x->zero) continue;
+        const uint64_t m[2] = {(uint64_t)x->m, (uint64_t)(x->m >> 64)};
+        const int t = x->e + ug_xwin_bit_length(m, 2), b = x->e + trailing_zeros128(x->m);
+        top = t > top ? t : top;
+        bottom = b < bottom ? b : bottom;
+    }
+    const int digits = top == INT_MIN ? 1 : (top - bottom + digit_bits - 1) / digit_bits;
+    *nc = digits < 1 ? 1 : digits > max_digits ? max_digits : digits;
+    return top == INT_MIN ? 0 : top - digit_bits * *nc;
+}
+
+/* The nonzero x as m·2^e with m odd (two limbs): on a grid wherever its
+ * lowest set bit is, as operands_grid counts it (a 128-bit value read
+ * from a window may end in zeros below its grid). */
+static int odd_significand(const ug_xval *x, uint64_t m[2])
+{
+    const int zeros = x->zero ? 0 : trailing_zeros128(x->m);
+    const ug_u128 odd = x->m >> zeros;
+    m[0] = (uint64_t)odd;
+    m[1] = (uint64_t)(odd >> 64);
+    return x->e + zeros;
+}
+
+/* With rowsimd.h: column col's operands op[js[k]] (js NULL: every one) on
+ * the 52-bit grid `grid` of nd digits, and their windows with every row
+ * at win[row · width] (read a row at a time); the operands off the grid
+ * go to off_j (which may be js itself), their count returned. */
+static size_t place_band(fast_head *f, const weighted_sums *d, size_t col, const size_t *js, size_t count, int grid,
+                         int nd, uint64_t (*win)[UG_XWIN_LIMBS], size_t *off_j)
+{
+    const ug_xval *op = d->ops + col * d->n;
+    size_t off = 0, terms = 0;
+    for (size_t k = 0; k < count; k++) {
+        const size_t j = js ? js[k] : k, at = col * d->n + j;
+        uint64_t m[2], placed[4];
+        const int e = odd_significand(&op[j], m);
+        f->op_on[at] = ug_xwin_place(m, 2, e, grid, placed, 4); /* below 2^(52 nd) */
+        if (!f->op_on[at]) {
+            off_j[off++] = j; /* a nonzero operand */
+        } else if (!op[j].zero) {
+            ug_xwin52_digits(placed, f->op_digit[terms]);
+            f->op_neg[terms] = op[j].neg ? 0xFF : 0;
+            f->op_j[terms++] = j;
+        }
+    }
+    const ug_xwin52_row r = {terms, d->rows, nd, (const uint64_t *)f->op_digit, f->op_neg, f->op_j, f->w_digit, f->w_neg};
+    ug_xwin52_windows_strided(&r, win, d->width);
+    return off;
+}
+
 /* Every column's operands on the column's grid, and with rowsimd.h the
- * column's windows for every row (the rows placed first). */
+ * column's windows for every row (the rows placed first). There, the
+ * operands below the grid (a column of decayed values whose gates span
+ * more than the digits) go on a second grid of their own, with windows
+ * of their own (win_low): the accumulator then adds one window for them
+ * rather than a product for each. */
 static void place_columns(fast_head *f, const weighted_sums *d)
 {
     const int digit_bits = d->simd ? 52 : 64, max_digits = d->simd ? UG_XWIN52_DIGITS : UG_XWIN_MAX_C;
     for (size_t col = 0; col < d->width; col++) {
         const ug_xval *op = d->ops + col * d->n;
-        int top = INT_MIN, bottom = INT_MAX;
-        for (size_t j = 0; j < d->n; j++) {
-            if (op[j].zero) continue;
-            const uint64_t m[2] = {(uint64_t)op[j].m, (uint64_t)(op[j].m >> 64)};
-            const int t = op[j].e + ug_xwin_bit_length(m, 2), b = op[j].e + trailing_zeros128(op[j].m);
-            top = t > top ? t : top;
-            bottom = b < bottom ? b : bottom;
-        }
-        int nc = top == INT_MIN ? 1 : (top - bottom + digit_bits - 1) / digit_bits;
-        nc = nc < 1 ? 1 : nc > max_digits ? max_digits : nc;
-        const int grid = top == INT_MIN ? 0 : top - digit_bits * nc;
-        size_t off = 0, terms = 0;
-        for (size_t j = 0; j < d->n; j++) {
-            const size_t at = col * d->n + j;
-            const uint64_t m[2] = {(uint64_t)op[j].m, (uint64_t)(op[j].m >> 64)};
-            if (!d->simd) {
-                f->op_on[at] = ug_xwin_place(m, 2, op[j].e, grid, f->op_c[at], nc);
-                f->op_mask[at] = op[j].neg ? ~UINT64_C(0) : 0;
-            } else {
-                uint64_t placed[4];
-                f->op_on[at] = ug_xwin_place(m, 2, op[j].e, grid, placed, 4); /* below 2^(52 nd) */
-                if (f->op_on[at] && !op[j].zero) {
-                    ug_xwin52_digits(placed, f->op_digit[terms]);
-                    f->op_neg[terms] = op[j].neg ? 0xFF : 0;
-                    f->op_j[terms++] = j;
-                }
-            }
-            if (!f->op_on[at]) f->col_off_j[col * d->n + off++] = j; /* a nonzero operand */
-        }
+        size_t *off_j = f->col_off_j + col * d->n, off = 0;
+        int nc;
+        const int grid = operands_grid(op, NULL, d->n, digit_bits, max_digits, &nc);
         f->col_grid[col] = grid;
         f->col_nc[col] = nc;
-        f->col_off[col] = off;
+        f->col_low[col] = false;
         if (d->simd) {
-            const ug_xwin52_row r = {terms,    d->rows, nc, (const uint64_t *)f->op_digit, f->op_neg,
-                                     f->op_j, f->w_digit, f->w_neg};
-            ug_xwin52_windows_strided(&r, f->win + col, d->width); /* [rows][width]: read a row at a time */
+            off = place_band(f, d, col, NULL, d->n, grid, nc, f->win + col, off_j);
+            if (off) {
+                int low_nc;
+                const int low_grid = operands_grid(op, off_j, off, digit_bits, max_digits, &low_nc);
+                off = place_band(f, d, col, off_j, off, low_grid, low_nc, f->win_low + col, off_j);
+                f->col_low[col] = true;
+                f->col_low_grid[col] = low_grid;
+            }
+        } else {
+            for (size_t j = 0; j < d->n; j++) {
+                const size_t at = col * d->n + j;
+                uint64_t m[2];
+                const int e = odd_significand(&op[j], m);
+                f->op_on[at] = ug_xwin_place(m, 2, e, grid, f->op_c[at], nc);
+                f->op_mask[at] = op[j].neg ? ~UINT64_C(0) : 0;
+                if (!f->op_on[at]) off_j[off++] = j; /* a nonzero operand */
+            }
         }
+        f->col_off[col] = off;
     }
 }
 
@@ -1110,7 +1170,7 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
     const small_factor *w = d->w + r * d->n;
     const ug_xval *op = d->ops + col * d->n;
     const bool *op_on = f->op_on + col * d->n;
-    const bool all_on = !f->row_off[r] && !f->col_off[col];
+    const bool all_on = !f->row_off[r] && !f->col_off[col] && !f->col_low[col];
     ug_xval exact;
     const int lead_e = lead->zero ? e : lead->e;
     if (!all_on || !(ug_xwin_read_plus(window, limbs, e, lead->neg, lead->m, 4, lead_e, &exact) ||
@@ -1119,6 +1179,8 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
         ug_xsum_clear(sum);
         lead_add(sum, lead);
         ug_xsum_add_xwin(sum, window, limbs, e);
+        if (f->col_low[col])
+            ug_xsum_add_xwin(sum, f->win_low[r * d->width + col], UG_XWIN_LIMBS, f->col_low_grid[col] + f->row_grid[r]);
         /* the terms off the grids: the column's, then the row's not among them */
         const size_t *col_j = f->col_off_j + col * d->n, *row_j = f->row_off_j + r * d->n;
         for (size_t k = 0; k < f->col_off[col]; k++)
