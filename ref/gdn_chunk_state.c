@@ -949,16 +949,25 @@ static int operands_grid(const ug_xval *op, const size_t *js, size_t count, int 
     return top == INT_MIN ? 0 : top - digit_bits * *nc;
 }
 
-/* The nonzero x as m·2^e with m odd (two limbs): on a grid wherever its
- * lowest set bit is, as operands_grid counts it (a 128-bit value read
- * from a window may end in zeros below its grid). */
-static int odd_significand(const ug_xval *x, uint64_t m[2])
+/* The nonzero x as m·2^e with m odd: on a grid wherever its lowest set
+ * bit is, as operands_grid counts it (a 128-bit value read from a window
+ * may end in zeros below its grid). */
+static ug_u128 odd_significand(const ug_xval *x, int *e)
 {
     const int zeros = x->zero ? 0 : trailing_zeros128(x->m);
-    const ug_u128 odd = x->m >> zeros;
-    m[0] = (uint64_t)odd;
-    m[1] = (uint64_t)(odd >> 64);
-    return x->e + zeros;
+    *e = x->e + zeros;
+    return x->m >> zeros;
+}
+
+/* The 52-bit digits of m·2^d (d >= 0, below 2^(52 UG_XWIN52_DIGITS)): as
+ * ug_xwin52_digits of ug_xwin_place's limbs, without them. */
+static void digits_at(ug_u128 m, int d, uint64_t digit[UG_XWIN52_DIGITS])
+{
+    for (int k = 0; k < UG_XWIN52_DIGITS; k++) {
+        const int shift = 52 * k - d; /* digit k holds bits shift .. shift + 51 of m */
+        const ug_u128 part = shift >= 128 ? 0 : shift >= 0 ? m >> shift : shift > -52 ? m << -shift : 0;
+        digit[k] = (uint64_t)part & ((UINT64_C(1) << 52) - 1);
+    }
 }
 
 /* With rowsimd.h: column col's operands op[js[k]] (js NULL: every one) on
@@ -972,13 +981,14 @@ static size_t place_band(fast_head *f, const weighted_sums *d, size_t col, const
     size_t off = 0, terms = 0;
     for (size_t k = 0; k < count; k++) {
         const size_t j = js ? js[k] : k, at = col * d->n + j;
-        uint64_t m[2], placed[4];
-        const int e = odd_significand(&op[j], m);
-        f->op_on[at] = ug_xwin_place(m, 2, e, grid, placed, 4); /* below 2^(52 nd) */
+        int e;
+        const ug_u128 m = odd_significand(&op[j], &e);
+        /* the grid lies 52 nd below the top bit of every operand it takes */
+        f->op_on[at] = op[j].zero || e >= grid;
         if (!f->op_on[at]) {
-            off_j[off++] = j; /* a nonzero operand */
+            off_j[off++] = j;
         } else if (!op[j].zero) {
-            ug_xwin52_digits(placed, f->op_digit[terms]);
+            digits_at(m, e - grid, f->op_digit[terms]);
             f->op_neg[terms] = op[j].neg ? 0xFF : 0;
             f->op_j[terms++] = j;
         }
@@ -1017,8 +1027,9 @@ static void place_columns(fast_head *f, const weighted_sums *d)
         } else {
             for (size_t j = 0; j < d->n; j++) {
                 const size_t at = col * d->n + j;
-                uint64_t m[2];
-                const int e = odd_significand(&op[j], m);
+                int e;
+                const ug_u128 odd = odd_significand(&op[j], &e);
+                const uint64_t m[2] = {(uint64_t)odd, (uint64_t)(odd >> 64)};
                 f->op_on[at] = ug_xwin_place(m, 2, e, grid, f->op_c[at], nc);
                 f->op_mask[at] = op[j].neg ? ~UINT64_C(0) : 0;
                 if (!f->op_on[at]) off_j[off++] = j; /* a nonzero operand */
