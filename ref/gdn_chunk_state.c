@@ -918,7 +918,9 @@ static void place_rows(fast_head *f, const weighted_sums *d)
         size_t off = 0;
         for (size_t j = 0; j < d->n; j++) {
             const size_t at = r * d->n + j;
-            f->w_on[at] = ug_xwin_place(&w[j].m, 1, w[j].e, grid, &f->w_s[at], 1);
+            /* ug_xwin_place of one limb, inline: every weight's bits lie below its row's grid top */
+            f->w_on[at] = !w[j].m || w[j].e >= grid;
+            f->w_s[at] = w[j].m && f->w_on[at] ? w[j].m << (w[j].e - grid) : 0;
             f->w_mask[at] = w[j].neg ? ~UINT64_C(0) : 0;
             if (!f->w_on[at]) f->row_off_j[r * d->n + off++] = j; /* a nonzero weight: zeros are placed */
             if (!d->simd) continue;
