@@ -941,8 +941,7 @@ static int operands_grid(const ug_xval *op, const size_t *js, size_t count, int 
     for (size_t k = 0; k < count; k++) {
         const ug_xval *x = &op[js ? js[k] : k];
         if (x->zero) continue;
-        const uint64_t m[2] = {(uint64_t)x->m, (uint64_t)(x->m >> 64)};
-        const int t = x->e + ug_xwin_bit_length(m, 2), b = x->e + trailing_zeros128(x->m);
+        const int t = x->e + ug_u128_bit_length(x->m), b = x->e + trailing_zeros128(x->m);
         top = t > top ? t : top;
         bottom = b < bottom ? b : bottom;
     }
