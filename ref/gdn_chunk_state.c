@@ -89,6 +89,11 @@ typedef struct {
     bool *col_low;
     uint8_t *w_neg, *op_neg;
     size_t *op_j;
+    /* The weights' digits as a positive ([0]) or negative ([1]) operand's
+     * terms add them (ug_xwin52_sign_columns), in w_digit's and w_neg's
+     * layouts. */
+    uint64_t *w_signed[2];
+    uint8_t *w_signed_neg[2];
     /* UG_REF_BOUND_ROWS rows' sums' bound parts ([rows][V] each), as
      * sum_bound's fields. */
     double *row_mag, *row_dev, *row_abs;
@@ -196,6 +201,8 @@ static void workspace_free(workspace *ws)
     free(ws->fast.win);
     free(ws->fast.col_low);
     free(ws->fast.w_neg);
+    free(ws->fast.w_signed[0]);
+    free(ws->fast.w_signed_neg[0]);
     free(ws->fast.op_j);
     free(ws->fast.row_mag);
     free(ws->fast.row_flagged);
@@ -249,6 +256,8 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.win = malloc(2 * s->v * n_max * sizeof *ws->fast.win);
     ws->fast.col_low = malloc(s->v * sizeof *ws->fast.col_low);
     ws->fast.w_neg = malloc(n_max * ((n_max + 7) / 8 + 1) * sizeof *ws->fast.w_neg);
+    ws->fast.w_signed[0] = malloc(2 * n_max * n_max * sizeof *ws->fast.w_signed[0]);
+    ws->fast.w_signed_neg[0] = malloc(2 * n_max * ((n_max + 7) / 8) * sizeof *ws->fast.w_signed_neg[0]);
     ws->fast.op_j = malloc(n_max * sizeof *ws->fast.op_j);
     ws->fast.row_mag = malloc(3 * UG_REF_BOUND_ROWS * s->v * sizeof *ws->fast.row_mag);
     ws->fast.row_flagged = malloc(UG_REF_BOUND_ROWS * s->v * sizeof *ws->fast.row_flagged);
@@ -257,7 +266,7 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->norm.m = malloc(kk_work * sizeof *ws->norm.m);
     if (!ws->norm.s_abs || !ws->norm.m || !ws->fast.values || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
         !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.col_off_j || !ws->fast.row_mag ||
-        !ws->fast.row_flagged || !ws->fast.w_digit || !ws->fast.op_digit || !ws->fast.win || !ws->fast.col_low || !ws->fast.w_neg ||
+        !ws->fast.row_flagged || !ws->fast.w_digit || !ws->fast.op_digit || !ws->fast.win || !ws->fast.col_low || !ws->fast.w_neg || !ws->fast.w_signed[0] || !ws->fast.w_signed_neg[0] ||
         !ws->fast.op_j ||
         !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
         !ws->decayed_ops.value || !ws->keys.value || !ws->terms || !ws->state_mag || !ws->state_flagged ||
@@ -289,6 +298,8 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.row_off = ws->fast.col_off + s->v;
     ws->fast.row_off_j = ws->fast.col_off_j + s->v * n_max;
     ws->fast.op_neg = ws->fast.w_neg + n_max * ((n_max + 7) / 8);
+    ws->fast.w_signed[1] = ws->fast.w_signed[0] + n_max * n_max;
+    ws->fast.w_signed_neg[1] = ws->fast.w_signed_neg[0] + n_max * ((n_max + 7) / 8);
     ws->fast.row_dev = ws->fast.row_mag + UG_REF_BOUND_ROWS * s->v;
     ws->fast.row_abs = ws->fast.row_dev + UG_REF_BOUND_ROWS * s->v;
     norm_bound *n = &ws->norm;
@@ -930,6 +941,8 @@ static void place_rows(fast_head *f, const weighted_sums *d)
         f->row_grid[r] = grid;
         f->row_off[r] = off;
     }
+    if (d->simd) /* every term of every column's windows reads them: signed once here */
+        ug_xwin52_sign_columns(d->n, d->rows, f->w_digit, f->w_neg, f->w_signed, f->w_signed_neg);
 }
 
 /* The grid of the nonzero operands op[js[k]], k < count (js NULL: op[k]):
@@ -995,7 +1008,8 @@ static size_t place_band(fast_head *f, const weighted_sums *d, size_t col, const
         }
     }
     const ug_xwin52_row r = {terms, d->rows, nd, (const uint64_t *)f->op_digit, f->op_neg, f->op_j, f->w_digit, f->w_neg};
-    ug_xwin52_windows_strided(&r, win, d->width);
+    const ug_xwin52_signed signed_weights = {{f->w_signed[0], f->w_signed[1]}, {f->w_signed_neg[0], f->w_signed_neg[1]}};
+    ug_xwin52_windows_signed(&r, &signed_weights, win, d->width);
     return off;
 }
 

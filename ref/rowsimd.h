@@ -45,6 +45,14 @@ typedef struct {
     const uint8_t *col_neg;     /* [tokens][(width + 7) / 8] */
 } ug_xwin52_row;
 
+/* The column factors as a term with a positive ([0]) or negative ([1])
+ * row factor adds them (ug_xwin52_sign_columns), laid out as col_digit
+ * and col_neg. */
+typedef struct {
+    const uint64_t *digit[2];
+    const uint8_t *neg[2];
+} ug_xwin52_signed;
+
 /* The 52-bit digits of a 208-bit integer given as four limbs (as
  * row_digits holds a row factor). */
 static inline void ug_xwin52_digits(const uint64_t limbs[4], uint64_t digit[UG_XWIN52_DIGITS])
@@ -66,6 +74,20 @@ void ug_xwin52_windows(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS]);
 /* The same with column col's window at win[col * stride] (a caller that
  * reads the windows of one column of many rows together). */
 void ug_xwin52_windows_strided(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS], size_t stride);
+
+/* The column factors col_digit / col_neg of `tokens` tokens (the layout
+ * of ug_xwin52_row's) as terms with a positive (digit[0], neg[0]) or
+ * negative ([1]) row factor add them: a negative term (the
+ * row factor's sign xor the column factor's, s nonzero) as 2^52 - s, its
+ * bit set in the mask, the others as s. Requires ug_ref_simd_available(). */
+void ug_xwin52_sign_columns(size_t tokens, size_t width, const uint64_t *col_digit, const uint8_t *col_neg,
+                            uint64_t *const digit[2], uint8_t *const neg[2]);
+
+/* ug_xwin52_windows_strided with the column factors signed beforehand
+ * (the same windows, fewer instructions a term; for a caller whose column
+ * factors serve many rows of factors). */
+void ug_xwin52_windows_signed(const ug_xwin52_row *r, const ug_xwin52_signed *col, uint64_t (*win)[UG_XWIN_LIMBS],
+                              size_t stride);
 
 /* The bound's sums of one term over a row of width columns. */
 typedef struct {
