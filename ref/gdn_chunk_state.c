@@ -73,15 +73,29 @@ typedef struct {
     bool *op_on, *w_on;
     int *col_grid, *col_nc, *row_grid;
     size_t *col_off, *row_off;
+    /* The terms off the grids: each column's operands ([V][n]) and each row's
+     * weights ([rows][n]) that missed their grid, col_off / row_off of them. */
+    size_t *col_off_j, *row_off_j;
     /* The same in rowsimd.h's 52-bit digits, where ug_xwin52_windows gives
      * a column's windows for every row at once: the sum transposed, the
      * column's operands its row factors (op_digit, op_neg, op_j: [n]), the
      * weights of term j its column digits (w_digit [n][rows], w_neg
      * [n][(rows + 7) / 8]); win [rows][V]. */
     uint64_t *w_digit, (*op_digit)[UG_XWIN52_DIGITS], (*win)[UG_XWIN_LIMBS];
+    /* The windows of the operands below a column's grid, on the column's
+     * second grid (col_low_grid) where col_low: [rows][V]. */
+    uint64_t (*win_low)[UG_XWIN_LIMBS];
+    int *col_low_grid;
+    bool *col_low;
     uint8_t *w_neg, *op_neg;
     size_t *op_j;
-    /* Two rows' sums' bound parts ([2][V] each), as sum_bound's fields. */
+    /* The weights' digits as a positive ([0]) or negative ([1]) operand's
+     * terms add them (ug_xwin52_sign_columns), in w_digit's and w_neg's
+     * layouts. */
+    uint64_t *w_signed[2];
+    uint8_t *w_signed_neg[2];
+    /* UG_REF_BOUND_ROWS rows' sums' bound parts ([rows][V] each), as
+     * sum_bound's fields. */
     double *row_mag, *row_dev, *row_abs;
     uint32_t *row_flagged;
     ug_xsum acc, scratch;
@@ -181,10 +195,14 @@ static void workspace_free(workspace *ws)
     free(ws->fast.op_on);
     free(ws->fast.col_grid);
     free(ws->fast.col_off);
+    free(ws->fast.col_off_j);
     free(ws->fast.w_digit);
     free(ws->fast.op_digit);
     free(ws->fast.win);
+    free(ws->fast.col_low);
     free(ws->fast.w_neg);
+    free(ws->fast.w_signed[0]);
+    free(ws->fast.w_signed_neg[0]);
     free(ws->fast.op_j);
     free(ws->fast.row_mag);
     free(ws->fast.row_flagged);
@@ -230,21 +248,25 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.op_c = malloc(s->v * n_max * sizeof *ws->fast.op_c);
     ws->fast.op_mask = malloc((s->v + 2 * n_max) * n_max * sizeof *ws->fast.op_mask);
     ws->fast.op_on = malloc((s->v + n_max) * n_max * sizeof *ws->fast.op_on);
-    ws->fast.col_grid = malloc((2 * s->v + n_max) * sizeof *ws->fast.col_grid);
+    ws->fast.col_grid = malloc((3 * s->v + n_max) * sizeof *ws->fast.col_grid);
     ws->fast.col_off = malloc((s->v + n_max) * sizeof *ws->fast.col_off);
+    ws->fast.col_off_j = malloc((s->v + n_max) * n_max * sizeof *ws->fast.col_off_j);
     ws->fast.w_digit = malloc(n_max * n_max * sizeof *ws->fast.w_digit);
     ws->fast.op_digit = malloc(n_max * sizeof *ws->fast.op_digit);
-    ws->fast.win = malloc(s->v * n_max * sizeof *ws->fast.win);
+    ws->fast.win = malloc(2 * s->v * n_max * sizeof *ws->fast.win);
+    ws->fast.col_low = malloc(s->v * sizeof *ws->fast.col_low);
     ws->fast.w_neg = malloc(n_max * ((n_max + 7) / 8 + 1) * sizeof *ws->fast.w_neg);
+    ws->fast.w_signed[0] = malloc(2 * n_max * n_max * sizeof *ws->fast.w_signed[0]);
+    ws->fast.w_signed_neg[0] = malloc(2 * n_max * ((n_max + 7) / 8) * sizeof *ws->fast.w_signed_neg[0]);
     ws->fast.op_j = malloc(n_max * sizeof *ws->fast.op_j);
-    ws->fast.row_mag = malloc(6 * s->v * sizeof *ws->fast.row_mag); /* two rows */
-    ws->fast.row_flagged = malloc(2 * s->v * sizeof *ws->fast.row_flagged);
+    ws->fast.row_mag = malloc(3 * UG_REF_BOUND_ROWS * s->v * sizeof *ws->fast.row_mag);
+    ws->fast.row_flagged = malloc(UG_REF_BOUND_ROWS * s->v * sizeof *ws->fast.row_flagged);
     const size_t kk_work = s->k * (s->k > s->bt ? s->k : s->bt) + ug_spectral_norm_work(s->k);
     ws->norm.s_abs = malloc((5 * kv + 4 * btv + 2 * s->bt + 2 * s->v) * sizeof *ws->norm.s_abs);
     ws->norm.m = malloc(kk_work * sizeof *ws->norm.m);
     if (!ws->norm.s_abs || !ws->norm.m || !ws->fast.values || !ws->fast.neg_w || !ws->fast.op_mag || !ws->fast.op_flagged || !ws->fast.op_c ||
-        !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.row_mag ||
-        !ws->fast.row_flagged || !ws->fast.w_digit || !ws->fast.op_digit || !ws->fast.win || !ws->fast.w_neg ||
+        !ws->fast.op_mask || !ws->fast.op_on || !ws->fast.col_grid || !ws->fast.col_off || !ws->fast.col_off_j || !ws->fast.row_mag ||
+        !ws->fast.row_flagged || !ws->fast.w_digit || !ws->fast.op_digit || !ws->fast.win || !ws->fast.col_low || !ws->fast.w_neg || !ws->fast.w_signed[0] || !ws->fast.w_signed_neg[0] ||
         !ws->fast.op_j ||
         !ws->state || !ws->next || !ws->state_ops.value || !ws->neg_w.value || !ws->v ||
         !ws->decayed_ops.value || !ws->keys.value || !ws->terms || !ws->state_mag || !ws->state_flagged ||
@@ -271,10 +293,15 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
     ws->fast.w_on = ws->fast.op_on + s->v * n_max;
     ws->fast.col_nc = ws->fast.col_grid + s->v;
     ws->fast.row_grid = ws->fast.col_nc + s->v;
+    ws->fast.col_low_grid = ws->fast.row_grid + n_max;
+    ws->fast.win_low = ws->fast.win + s->v * n_max;
     ws->fast.row_off = ws->fast.col_off + s->v;
+    ws->fast.row_off_j = ws->fast.col_off_j + s->v * n_max;
     ws->fast.op_neg = ws->fast.w_neg + n_max * ((n_max + 7) / 8);
-    ws->fast.row_dev = ws->fast.row_mag + 2 * s->v;
-    ws->fast.row_abs = ws->fast.row_dev + 2 * s->v;
+    ws->fast.w_signed[1] = ws->fast.w_signed[0] + n_max * n_max;
+    ws->fast.w_signed_neg[1] = ws->fast.w_signed_neg[0] + n_max * ((n_max + 7) / 8);
+    ws->fast.row_dev = ws->fast.row_mag + UG_REF_BOUND_ROWS * s->v;
+    ws->fast.row_abs = ws->fast.row_dev + UG_REF_BOUND_ROWS * s->v;
     norm_bound *n = &ws->norm;
     n->op_abs_state = n->s_abs + kv;
     n->cast = n->op_abs_state + kv;
@@ -295,12 +322,24 @@ static ug_status workspace_init(workspace *ws, const gdn_chunk_state_shape *s, u
 
 static double abs_up(mpfr_srcptr x) { return fabs(mpfr_get_d(x, MPFR_RNDA)); }
 
+/* What the error of an f32 sum of n terms takes from n and the model,
+ * worked out once for the many sums of one length (gamma_n carries a
+ * division). */
+typedef struct {
+    double gamma;     /* gamma_n, with its slack */
+    double underflow; /* n times the model's underflow */
+} f32_sum_model;
+
+static f32_sum_model f32_sum_of(const ug_f32_model *m, size_t n)
+{
+    return (f32_sum_model){ug_f32_gamma(n) * UG_F32_SLACK, (double)n * ug_f32_underflow(m)};
+}
+
 /* Bound parts of an f32 sum of n terms whose own parts are b: gamma_n sum|terms|
  * plus the deviations of the operands plus underflow (error model §4). */
-static double f32_sum_error(const ug_f32_model *m, size_t n, const sum_bound *b)
+static double f32_sum_error(f32_sum_model sum, const sum_bound *b)
 {
-    return (ug_f32_gamma(n) * UG_F32_SLACK * b->mag * UG_F32_SLACK + b->dev * UG_F32_SLACK) * UG_F32_SLACK +
-           (double)n * ug_f32_underflow(m);
+    return (sum.gamma * b->mag * UG_F32_SLACK + b->dev * UG_F32_SLACK) * UG_F32_SLACK + sum.underflow;
 }
 
 /* out = terms[0] + sum_j weight_j op_j, one correct rounding of exact terms;
@@ -511,11 +550,12 @@ static void norm_end_chunk(workspace *ws, const io *a, size_t t0)
     column_norms_up(n->cast, dim_k, dim_v, cast_norm);
     /* v: W times the state operands' casts, plus the f32 sum's own error */
     magnitude_product(bt, dim_k, dim_v, ws->neg_w.abs, mag, wide);
+    const f32_sum_model v_model = f32_sum_of(ws->model, dim_k + 1), state_model = f32_sum_of(ws->model, bt + 1);
     for (size_t i = 0; i < bt; i++) {
         const ug_bf16 *u = a->u + token(ws, t0 + i, s->h, ws->h, dim_v);
         for (size_t col = 0; col < dim_v; col++) {
             const sum_bound v_sum = {fabs((double)ug_bf16_to_f32(u[col])) + wide[i * dim_v + col], 0, 0, 0};
-            n->v_dev[i * dim_v + col] = f32_sum_error(ws->model, dim_k + 1, &v_sum);
+            n->v_dev[i * dim_v + col] = f32_sum_error(v_model, &v_sum);
         }
     }
     column_norms_up(n->v_dev, bt, dim_v, v_norm);
@@ -548,7 +588,7 @@ static void norm_end_chunk(workspace *ws, const io *a, size_t t0)
     for (size_t x = 0; x < kv; x++) {
         const double terms = e_up * n->s_abs[x] + n->local[x] + key_sum[x / dim_v] * eta[x % dim_v];
         const sum_bound state_sum = {terms * UG_F32_SLACK, n->e_lead_err * n->s_abs[x], 0, 0};
-        n->local[x] = f32_sum_error(ws->model, bt + 1, &state_sum);
+        n->local[x] = f32_sum_error(state_model, &state_sum);
     }
     column_norms_up(n->local, dim_k, dim_v, n->local_norm);
     for (size_t col = 0; col < dim_v; col++)
@@ -649,6 +689,7 @@ static void corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, const u
     for (size_t i = 0; i < s->bt; i++)
         for (size_t kk = 0; kk < s->k; kk++)
             set_weight(&ws->neg_w, i * s->k + kk, w[token(ws, t0 + i, s->h, ws->h, s->k) + kk], true);
+    const f32_sum_model v_model = f32_sum_of(ws->model, s->k + 1);
     for (size_t i = 0; i < s->bt; i++) {
         const size_t row = token(ws, t0 + i, s->h, ws->h, s->v);
         const weights w_row = {ws->neg_w.value + i * s->k, ws->neg_w.abs + i * s->k};
@@ -659,7 +700,7 @@ static void corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, const u
             sum_bound acc = {fabs(u_val), 0, fabs(u_val), 0};
             mpfr_ptr v = ws->v[i * s->v + vv];
             weighted_sum(ws, s->k, &w_row, &column, v, &acc);
-            const double err = f32_sum_error(ws->model, s->k + 1, &acc);
+            const double err = f32_sum_error(v_model, &acc);
             ws->v_err[i * s->v + vv] = err;
             ws->v_mag[i * s->v + vv] = abs_up(v);
             ug_ref_finish(&v_new[row + vv], v, err, acc.abs * UG_F32_SLACK, acc.flagged, UG_BF16);
@@ -696,6 +737,7 @@ static void advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_la
     const gdn_chunk_state_shape *s = ws->s;
     double e_err;
     const double e = chunk_decay(ws, g_last, &e_err);
+    const f32_sum_model state_model = f32_sum_of(ws->model, s->bt + 1);
     for (size_t i = 0; i < s->bt; i++)
         for (size_t kk = 0; kk < s->k; kk++)
             set_weight(&ws->keys, kk * s->bt + i, k[token(ws, t0 + i, s->hg, ws->key_head, s->k) + kk], false);
@@ -708,7 +750,7 @@ static void advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float g_la
             mpfr_mul(ws->terms[0], ws->e, ws->state[x], MPFR_RNDN);   /* exact */
             sum_bound acc = {(e + e_err) * s_abs, e_err * s_abs + e * ws->state_err[x], e * ws->state_mag[x], 0};
             weighted_sum(ws, s->bt, &key_column, &column, ws->next[x], &acc);
-            ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
+            ws->state_err[x] = f32_sum_error(state_model, &acc);
             ws->state_abs[x] = acc.abs * UG_F32_SLACK;
             ws->state_flagged[x] = acc.flagged;
         }
@@ -887,9 +929,11 @@ static void place_rows(fast_head *f, const weighted_sums *d)
         size_t off = 0;
         for (size_t j = 0; j < d->n; j++) {
             const size_t at = r * d->n + j;
-            f->w_on[at] = ug_xwin_place(&w[j].m, 1, w[j].e, grid, &f->w_s[at], 1);
+            /* ug_xwin_place of one limb, inline: every weight's bits lie below its row's grid top */
+            f->w_on[at] = !w[j].m || w[j].e >= grid;
+            f->w_s[at] = w[j].m && f->w_on[at] ? w[j].m << (w[j].e - grid) : 0;
             f->w_mask[at] = w[j].neg ? ~UINT64_C(0) : 0;
-            off += !f->w_on[at];
+            if (!f->w_on[at]) f->row_off_j[r * d->n + off++] = j; /* a nonzero weight: zeros are placed */
             if (!d->simd) continue;
             f->w_digit[j * d->rows + r] = f->w_s[at];
             f->w_neg[j * blocks + r / 8] |= (uint8_t)(w[j].neg << (r % 8));
@@ -897,56 +941,120 @@ static void place_rows(fast_head *f, const weighted_sums *d)
         f->row_grid[r] = grid;
         f->row_off[r] = off;
     }
+    if (d->simd) /* every term of every column's windows reads them: signed once here */
+        ug_xwin52_sign_columns(d->n, d->rows, f->w_digit, f->w_neg, f->w_signed, f->w_signed_neg);
+}
+
+/* The grid of the nonzero operands op[js[k]], k < count (js NULL: op[k]):
+ * their top bit less digit_bits·nc, nc <= max_digits digits, the fewest
+ * that reach their lowest bit where that many exist. */
+static int operands_grid(const ug_xval *op, const size_t *js, size_t count, int digit_bits, int max_digits, int *nc)
+{
+    int top = INT_MIN, bottom = INT_MAX;
+    for (size_t k = 0; k < count; k++) {
+        const ug_xval *x = &op[js ? js[k] : k];
+        if (x->zero) continue;
+        const int t = x->e + ug_u128_bit_length(x->m), b = x->e + trailing_zeros128(x->m);
+        top = t > top ? t : top;
+        bottom = b < bottom ? b : bottom;
+    }
+    const int digits = top == INT_MIN ? 1 : (top - bottom + digit_bits - 1) / digit_bits;
+    *nc = digits < 1 ? 1 : digits > max_digits ? max_digits : digits;
+    return top == INT_MIN ? 0 : top - digit_bits * *nc;
+}
+
+/* The nonzero x as m·2^e with m odd: on a grid wherever its lowest set
+ * bit is, as operands_grid counts it (a 128-bit value read from a window
+ * may end in zeros below its grid). */
+static ug_u128 odd_significand(const ug_xval *x, int *e)
+{
+    const int zeros = x->zero ? 0 : trailing_zeros128(x->m);
+    *e = x->e + zeros;
+    return x->m >> zeros;
+}
+
+/* The 52-bit digits of m·2^d (d >= 0, below 2^(52 UG_XWIN52_DIGITS)): as
+ * ug_xwin52_digits of ug_xwin_place's limbs, without them. */
+static void digits_at(ug_u128 m, int d, uint64_t digit[UG_XWIN52_DIGITS])
+{
+    for (int k = 0; k < UG_XWIN52_DIGITS; k++) {
+        const int shift = 52 * k - d; /* digit k holds bits shift .. shift + 51 of m */
+        const ug_u128 part = shift >= 128 ? 0 : shift >= 0 ? m >> shift : shift > -52 ? m << -shift : 0;
+        digit[k] = (uint64_t)part & ((UINT64_C(1) << 52) - 1);
+    }
+}
+
+/* With rowsimd.h: column col's operands op[js[k]] (js NULL: every one) on
+ * the 52-bit grid `grid` of nd digits, and their windows with every row
+ * at win[row · width] (read a row at a time); the operands off the grid
+ * go to off_j (which may be js itself), their count returned. */
+static size_t place_band(fast_head *f, const weighted_sums *d, size_t col, const size_t *js, size_t count, int grid,
+                         int nd, uint64_t (*win)[UG_XWIN_LIMBS], size_t *off_j)
+{
+    const ug_xval *op = d->ops + col * d->n;
+    size_t off = 0, terms = 0;
+    for (size_t k = 0; k < count; k++) {
+        const size_t j = js ? js[k] : k, at = col * d->n + j;
+        int e;
+        const ug_u128 m = odd_significand(&op[j], &e);
+        /* the grid lies 52 nd below the top bit of every operand it takes */
+        f->op_on[at] = op[j].zero || e >= grid;
+        if (!f->op_on[at]) {
+            off_j[off++] = j;
+        } else if (!op[j].zero) {
+            digits_at(m, e - grid, f->op_digit[terms]);
+            f->op_neg[terms] = op[j].neg ? 0xFF : 0;
+            f->op_j[terms++] = j;
+        }
+    }
+    const ug_xwin52_row r = {terms, d->rows, nd, (const uint64_t *)f->op_digit, f->op_neg, f->op_j, f->w_digit, f->w_neg};
+    const ug_xwin52_signed signed_weights = {{f->w_signed[0], f->w_signed[1]}, {f->w_signed_neg[0], f->w_signed_neg[1]}};
+    ug_xwin52_windows_signed(&r, &signed_weights, win, d->width);
+    return off;
 }
 
 /* Every column's operands on the column's grid, and with rowsimd.h the
- * column's windows for every row (the rows placed first). */
+ * column's windows for every row (the rows placed first). There, the
+ * operands below the grid (a column of decayed values whose gates span
+ * more than the digits) go on a second grid of their own, with windows
+ * of their own (win_low): the accumulator then adds one window for them
+ * rather than a product for each. */
 static void place_columns(fast_head *f, const weighted_sums *d)
 {
     const int digit_bits = d->simd ? 52 : 64, max_digits = d->simd ? UG_XWIN52_DIGITS : UG_XWIN_MAX_C;
     for (size_t col = 0; col < d->width; col++) {
         const ug_xval *op = d->ops + col * d->n;
-        int top = INT_MIN, bottom = INT_MAX;
-        for (size_t j = 0; j < d->n; j++) {
-            if (op[j].zero) continue;
-            const uint64_t m[2] = {(uint64_t)op[j].m, (uint64_t)(op[j].m >> 64)};
-            const int t = op[j].e + ug_xwin_bit_length(m, 2), b = op[j].e + trailing_zeros128(op[j].m);
-            top = t > top ? t : top;
-            bottom = b < bottom ? b : bottom;
-        }
-        int nc = top == INT_MIN ? 1 : (top - bottom + digit_bits - 1) / digit_bits;
-        nc = nc < 1 ? 1 : nc > max_digits ? max_digits : nc;
-        const int grid = top == INT_MIN ? 0 : top - digit_bits * nc;
-        size_t off = 0, terms = 0;
-        for (size_t j = 0; j < d->n; j++) {
-            const size_t at = col * d->n + j;
-            const uint64_t m[2] = {(uint64_t)op[j].m, (uint64_t)(op[j].m >> 64)};
-            if (!d->simd) {
-                f->op_on[at] = ug_xwin_place(m, 2, op[j].e, grid, f->op_c[at], nc);
-                f->op_mask[at] = op[j].neg ? ~UINT64_C(0) : 0;
-            } else {
-                uint64_t placed[4];
-                f->op_on[at] = ug_xwin_place(m, 2, op[j].e, grid, placed, 4); /* below 2^(52 nd) */
-                if (f->op_on[at] && !op[j].zero) {
-                    ug_xwin52_digits(placed, f->op_digit[terms]);
-                    f->op_neg[terms] = op[j].neg ? 0xFF : 0;
-                    f->op_j[terms++] = j;
-                }
-            }
-            off += !f->op_on[at];
-        }
+        size_t *off_j = f->col_off_j + col * d->n, off = 0;
+        int nc;
+        const int grid = operands_grid(op, NULL, d->n, digit_bits, max_digits, &nc);
         f->col_grid[col] = grid;
         f->col_nc[col] = nc;
-        f->col_off[col] = off;
+        f->col_low[col] = false;
         if (d->simd) {
-            const ug_xwin52_row r = {terms,    d->rows, nc, (const uint64_t *)f->op_digit, f->op_neg,
-                                     f->op_j, f->w_digit, f->w_neg};
-            ug_xwin52_windows_strided(&r, f->win + col, d->width); /* [rows][width]: read a row at a time */
+            off = place_band(f, d, col, NULL, d->n, grid, nc, f->win + col, off_j);
+            if (off) {
+                int low_nc;
+                const int low_grid = operands_grid(op, off_j, off, digit_bits, max_digits, &low_nc);
+                off = place_band(f, d, col, off_j, off, low_grid, low_nc, f->win_low + col, off_j);
+                f->col_low[col] = true;
+                f->col_low_grid[col] = low_grid;
+            }
+        } else {
+            for (size_t j = 0; j < d->n; j++) {
+                const size_t at = col * d->n + j;
+                int e;
+                const ug_u128 odd = odd_significand(&op[j], &e);
+                const uint64_t m[2] = {(uint64_t)odd, (uint64_t)(odd >> 64)};
+                f->op_on[at] = ug_xwin_place(m, 2, e, grid, f->op_c[at], nc);
+                f->op_mask[at] = op[j].neg ? ~UINT64_C(0) : 0;
+                if (!f->op_on[at]) off_j[off++] = j; /* a nonzero operand */
+            }
         }
+        f->col_off[col] = off;
     }
 }
 
-/* The bound parts of rows r0 .. r0 + rows - 1 (rows <= 2; row r0 + p's
+/* The bound parts of rows r0 .. r0 + rows - 1 (rows <= UG_REF_BOUND_ROWS; row r0 + p's
  * sums at p·width in fast_head's row_* arrays, holding the leading
  * terms'): += |w_j| times operand j's parts, over the nonzero weights in
  * the order j = 0, 1, ...: weighted_sum's sums, a column vector at a
@@ -956,10 +1064,13 @@ static void row_bounds(fast_head *f, const weighted_sums *d, size_t r0, size_t r
     const double *mag = f->op_mag + d->parts, *dev = f->op_dev + d->parts, *abs = f->op_abs + d->parts;
     const uint32_t *flagged = f->op_flagged + d->parts;
     if (simd) { /* the same products and sums, eight columns an instruction, in registers across the terms */
-        const double *const weight[2] = {d->w_abs + r0 * d->n, d->w_abs + (r0 + rows - 1) * d->n};
-        const ug_ref_bound_row sums[2] = {
-            {f->row_abs, f->row_dev, f->row_mag, f->row_flagged},
-            {f->row_abs + d->width, f->row_dev + d->width, f->row_mag + d->width, f->row_flagged + d->width}};
+        const double *weight[UG_REF_BOUND_ROWS];
+        ug_ref_bound_row sums[UG_REF_BOUND_ROWS];
+        for (size_t p = 0; p < rows; p++) {
+            const size_t at = p * d->width;
+            weight[p] = d->w_abs + (r0 + p) * d->n;
+            sums[p] = (ug_ref_bound_row){f->row_abs + at, f->row_dev + at, f->row_mag + at, f->row_flagged + at};
+        }
         ug_ref_simd_bound_rows(d->n, d->width, rows, weight, abs, dev, mag, flagged, sums);
         return;
     }
@@ -1060,6 +1171,12 @@ static void lead_add(ug_xsum *sum, const lead_term *t)
     if (high) ug_xsum_add(sum, t->neg, high, t->e + 128);
 }
 
+/* sum += w·op, both nonzero. */
+static void add_term(ug_xsum *sum, const small_factor *w, const ug_xval *op)
+{
+    ug_xsum_add_mul(sum, w->neg != op->neg, w->m, op->m, w->e + op->e);
+}
+
 /* Sum (r, col): the leading term plus the MPFR path's other terms (nonzero
  * weights times nonzero operands), exactly; out = RN_128 of the sum. The
  * window holds the terms on the grids; with the leading term where it fits
@@ -1078,8 +1195,8 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
     }
     const small_factor *w = d->w + r * d->n;
     const ug_xval *op = d->ops + col * d->n;
-    const bool *w_on = f->w_on + r * d->n, *op_on = f->op_on + col * d->n;
-    const bool all_on = !f->row_off[r] && !f->col_off[col];
+    const bool *op_on = f->op_on + col * d->n;
+    const bool all_on = !f->row_off[r] && !f->col_off[col] && !f->col_low[col];
     ug_xval exact;
     const int lead_e = lead->zero ? e : lead->e;
     if (!all_on || !(ug_xwin_read_plus(window, limbs, e, lead->neg, lead->m, 4, lead_e, &exact) ||
@@ -1088,9 +1205,14 @@ static bool window_sum(fast_head *f, const weighted_sums *d, size_t r, size_t co
         ug_xsum_clear(sum);
         lead_add(sum, lead);
         ug_xsum_add_xwin(sum, window, limbs, e);
-        for (size_t j = 0; j < d->n && !all_on; j++)
-            if (w[j].m && !op[j].zero && (!w_on[j] || !op_on[j]))
-                ug_xsum_add_mul(sum, w[j].neg != op[j].neg, w[j].m, op[j].m, w[j].e + op[j].e);
+        if (f->col_low[col])
+            ug_xsum_add_xwin(sum, f->win_low[r * d->width + col], UG_XWIN_LIMBS, f->col_low_grid[col] + f->row_grid[r]);
+        /* the terms off the grids: the column's, then the row's not among them */
+        const size_t *col_j = f->col_off_j + col * d->n, *row_j = f->row_off_j + r * d->n;
+        for (size_t k = 0; k < f->col_off[col]; k++)
+            if (w[col_j[k]].m) add_term(sum, &w[col_j[k]], &op[col_j[k]]);
+        for (size_t k = 0; k < f->row_off[r]; k++)
+            if (op_on[row_j[k]] && !op[row_j[k]].zero) add_term(sum, &w[row_j[k]], &op[row_j[k]]);
         if (!ug_xsum_in_range(sum)) return false;
         exact = ug_xsum_read(sum);
     }
@@ -1142,8 +1264,9 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
                              simd && s->k <= UG_XWIN52_MAX_TERMS};
     place_rows(f, &d);
     place_columns(f, &d);
-    for (size_t i0 = 0; i0 < s->bt; i0 += 2) { /* rows in pairs: row_bounds's */
-        const size_t rows = s->bt - i0 < 2 ? 1 : 2;
+    const f32_sum_model v_model = f32_sum_of(ws->model, s->k + 1);
+    for (size_t i0 = 0; i0 < s->bt; i0 += UG_REF_BOUND_ROWS) { /* rows in row_bounds's groups */
+        const size_t rows = s->bt - i0 < UG_REF_BOUND_ROWS ? s->bt - i0 : UG_REF_BOUND_ROWS;
         for (size_t p = 0; p < rows; p++) {
             const size_t row = token(ws, t0 + i0 + p, s->h, ws->h, s->v);
             for (size_t vv = 0; vv < s->v; vv++) {
@@ -1159,7 +1282,7 @@ static bool fast_corrected_values(workspace *ws, size_t t0, const ug_bf16 *w, co
                 ug_xval *v = &f->v[i * s->v + vv];
                 if (!window_sum(f, &d, i, vv, &lead, v)) return false;
                 const sum_bound acc = row_sum(f, p * s->v + vv);
-                const double err = f32_sum_error(ws->model, s->k + 1, &acc);
+                const double err = f32_sum_error(v_model, &acc);
                 ws->v_err[i * s->v + vv] = err;
                 ws->v_mag[i * s->v + vv] = xval_abs_up(v);
                 ug_xval_finish(v, &v_new[row + vv], err, acc.abs * UG_F32_SLACK, acc.flagged, UG_BF16);
@@ -1217,8 +1340,9 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
                              simd && s->bt <= UG_XWIN52_MAX_TERMS};
     place_rows(f, &d);
     place_columns(f, &d);
-    for (size_t k0 = 0; k0 < s->k; k0 += 2) { /* rows in pairs: row_bounds's */
-        const size_t rows = s->k - k0 < 2 ? 1 : 2;
+    const f32_sum_model state_model = f32_sum_of(ws->model, s->bt + 1);
+    for (size_t k0 = 0; k0 < s->k; k0 += UG_REF_BOUND_ROWS) { /* rows in row_bounds's groups */
+        const size_t rows = s->k - k0 < UG_REF_BOUND_ROWS ? s->k - k0 : UG_REF_BOUND_ROWS;
         for (size_t p = 0; p < rows; p++)
             for (size_t vv = 0; vv < s->v; vv++) {
                 const size_t x = (k0 + p) * s->v + vv;
@@ -1236,7 +1360,7 @@ static bool fast_advance_state(workspace *ws, size_t t0, const ug_bf16 *k, float
                                                    : lead_of_product(state->neg, e_m, state->m, e_e + state->e);
                 if (!window_sum(f, &d, kk, vv, &lead, &f->next[x])) return false;
                 const sum_bound acc = row_sum(f, p * s->v + vv);
-                ws->state_err[x] = f32_sum_error(ws->model, s->bt + 1, &acc);
+                ws->state_err[x] = f32_sum_error(state_model, &acc);
                 ws->state_abs[x] = acc.abs * UG_F32_SLACK;
                 ws->state_flagged[x] = acc.flagged;
             }

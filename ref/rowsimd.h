@@ -45,6 +45,14 @@ typedef struct {
     const uint8_t *col_neg;     /* [tokens][(width + 7) / 8] */
 } ug_xwin52_row;
 
+/* The column factors as a term with a positive ([0]) or negative ([1])
+ * row factor adds them (ug_xwin52_sign_columns), laid out as col_digit
+ * and col_neg. */
+typedef struct {
+    const uint64_t *digit[2];
+    const uint8_t *neg[2];
+} ug_xwin52_signed;
+
 /* The 52-bit digits of a 208-bit integer given as four limbs (as
  * row_digits holds a row factor). */
 static inline void ug_xwin52_digits(const uint64_t limbs[4], uint64_t digit[UG_XWIN52_DIGITS])
@@ -67,6 +75,20 @@ void ug_xwin52_windows(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS]);
  * reads the windows of one column of many rows together). */
 void ug_xwin52_windows_strided(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS], size_t stride);
 
+/* The column factors col_digit / col_neg of `tokens` tokens (the layout
+ * of ug_xwin52_row's) as terms with a positive (digit[0], neg[0]) or
+ * negative ([1]) row factor add them: a negative term (the
+ * row factor's sign xor the column factor's, s nonzero) as 2^52 - s, its
+ * bit set in the mask, the others as s. Requires ug_ref_simd_available(). */
+void ug_xwin52_sign_columns(size_t tokens, size_t width, const uint64_t *col_digit, const uint8_t *col_neg,
+                            uint64_t *const digit[2], uint8_t *const neg[2]);
+
+/* ug_xwin52_windows_strided with the column factors signed beforehand
+ * (the same windows, fewer instructions a term; for a caller whose column
+ * factors serve many rows of factors). */
+void ug_xwin52_windows_signed(const ug_xwin52_row *r, const ug_xwin52_signed *col, uint64_t (*win)[UG_XWIN_LIMBS],
+                              size_t stride);
+
 /* The bound's sums of one term over a row of width columns. */
 typedef struct {
     double *abs_sum, *cast_err, *acc_mag; /* [width] += a · part */
@@ -78,15 +100,16 @@ typedef struct {
 void ug_ref_simd_bound_parts(size_t width, double a, const double *part_abs, const double *part_err,
                              const double *part_mag, const uint32_t *part_flagged, const ug_ref_bound_row *sums);
 
-/* Whole rows of such sums, one or two rows at once (rows <= 2): for each
- * row r and col < width, sums[r].X[col] += weight[r][j] * part_X[j * width
- * + col] over j = 0, 1, ..., n - 1 in order, a zero weight skipped (the
- * same sums as ug_ref_simd_bound_parts term by term, each held in a
- * register across the terms, the parts loaded once for both rows).
- * Requires ug_ref_simd_available(). */
-void ug_ref_simd_bound_rows(size_t n, size_t width, size_t rows, const double *const weight[2],
+/* Whole rows of such sums, up to UG_REF_BOUND_ROWS rows at once (1 <=
+ * rows <= 4): for each row r and col < width, sums[r].X[col] +=
+ * weight[r][j] * part_X[j * width + col] over j = 0, 1, ..., n - 1 in
+ * order, a zero weight skipped (the same sums as ug_ref_simd_bound_parts
+ * term by term, each held in a register across the terms, the parts
+ * loaded once for all the rows). Requires ug_ref_simd_available(). */
+enum { UG_REF_BOUND_ROWS = 4 };
+void ug_ref_simd_bound_rows(size_t n, size_t width, size_t rows, const double *const weight[UG_REF_BOUND_ROWS],
                             const double *part_abs, const double *part_err, const double *part_mag,
-                            const uint32_t *part_flagged, const ug_ref_bound_row sums[2]);
+                            const uint32_t *part_flagged, const ug_ref_bound_row sums[UG_REF_BOUND_ROWS]);
 
 /* y[i] += a * x[i] for i < n, the product rounded and then the sum (as
  * the plain loop under -ffp-contract=off). Requires

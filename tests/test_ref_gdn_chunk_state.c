@@ -15,6 +15,7 @@
 #include "../core/bf16.h"
 #include "../harness/gdn_inputs.h"
 #include "../harness/ulp.h"
+#include "../ref/f32_model.h"
 #include "../ref/gdn_chunk_state.h"
 #include "../ref/round.h"
 #include "tests.h"
@@ -97,6 +98,30 @@ static void one_by_one_state_by_hand(void)
         CU_ASSERT_EQUAL(p->ref[m][OUT_FINAL][0].r_hi, -1983.5);
         CU_ASSERT_EQUAL(p->ref[m][OUT_FINAL][0].r_lo, 0.0);
     }
+    problem_free(p);
+}
+
+/* From a zero state, v = u - w·0 = 1 in every row: its bound is that of
+ * an f32 sum of K + 1 = 2 terms of magnitude sum 1 (error model §4: gamma_2
+ * and two underflows, each with its slack), finished as ug_ref_fill
+ * finishes it: gamma_n's length is the sum's. */
+static void the_first_v_bound_by_hand(void)
+{
+    problem *p = problem_new((gdn_chunk_state_shape){1, 64, 1, 1, 1, 1, 64, false});
+    fill_bf16(p->k, p->n_k, 1.0f);
+    fill_bf16(p->w, p->n_w, 1.0f);
+    fill_bf16(p->u, p->n_u, 1.0f);
+    reference(p);
+    const ug_f32_model *model = ug_test_cpu_model();
+    const double err = (ug_f32_gamma(2) * UG_F32_SLACK * 1.0 * UG_F32_SLACK + 0.0 * UG_F32_SLACK) * UG_F32_SLACK +
+                       2.0 * ug_f32_underflow(model);
+    const double magnitude = (1.0 + 0.0 + err) * UG_F32_SLACK;
+    const double bound = (err + 0.5 * ug_ulp_bf16(magnitude)) * UG_F32_SLACK;
+    for (int m = 0; m < UG_REF_MODE_COUNT; m++)
+        for (size_t t = 0; t < 64; t++) {
+            CU_ASSERT_EQUAL(p->ref[m][OUT_V_NEW][t].r_hi, 1.0);
+            CU_ASSERT_EQUAL(p->ref[m][OUT_V_NEW][t].bound, bound);
+        }
     problem_free(p);
 }
 
@@ -366,6 +391,7 @@ static void far_neighbours_exceed_the_bound(void)
 UG_TEST_SUITE(ref_gdn_chunk_state_suite, "ref_gdn_chunk_state",
               UG_TEST(one_by_one_state_by_hand),
               UG_TEST(the_staged_cast_of_the_state_by_hand),
+              UG_TEST(the_first_v_bound_by_hand),
               UG_TEST(matches_plain_mpfr_recurrence),
               UG_TEST(bound_holds_for_a_reordered_kernel),
               UG_TEST(a_long_sequence_without_decay_keeps_its_bound),
