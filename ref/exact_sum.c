@@ -409,11 +409,12 @@ void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bo
                     uint32_t flagged, ug_dtype dtype)
 {
     const ug_xval r = ug_xval_round128(exact); /* r = RN_128(S), exactly as mpfr_sum at UG_REF_PREC bits */
-    ug_u128 m;
-    int top;
+    ug_u128 m = r.m;
+    int top = r.e + 127;
     double hi, lo;
     uint32_t bits;
-    if (!r.zero && normalized(&r, &m, &top) && finish_normal(r.neg, m, top, dtype, &hi, &lo, &bits)) {
+    const bool full = !r.zero && r.m >> 127; /* normalized already: the reads' common case */
+    if (!r.zero && (full || normalized(&r, &m, &top)) && finish_normal(r.neg, m, top, dtype, &hi, &lo, &bits)) {
         ug_ref_fill(out, hi, lo, dtype == UG_BF16 ? bits >> 16 : bits, pre_round_bound, abs_sum, flagged, dtype);
         return;
     }
@@ -895,7 +896,7 @@ bool ug_xwin_place(const uint64_t *m, int n, int e, int grid, uint64_t *out, int
 }
 
 /* |acc| of a two's complement window, and its sign. */
-static bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
+UG_XSUM_INLINE bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
 {
     const uint64_t flip = acc[limbs - 1] >> 63 ? ~UINT64_C(0) : 0;
     uint64_t carry = flip & 1;
@@ -920,7 +921,8 @@ UG_XSUM_INLINE void window_read(const uint64_t *acc, int limbs, int e, ug_xval *
      * top one down always exist: shifted to put the leading bit at 2^191,
      * their top 128 bits are m, the next the round bit, the rest (and every
      * limb below them) the sticky part. */
-    uint64_t mag[WIDE_LIMBS + 2] = {0};
+    uint64_t mag[WIDE_LIMBS + 2];
+    mag[0] = mag[1] = 0; /* the limbs above them are all written */
     const bool neg = window_magnitude(acc, limbs, mag + 2);
     int t = limbs + 1;
     while (t >= 2 && mag[t] == 0) t--;
