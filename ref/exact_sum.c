@@ -545,7 +545,7 @@ static bool shifted_on_grid(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm,
     return true;
 }
 
-UG_XSUM_INLINE void window_read(const uint64_t *acc, int limbs, int e, ug_xval *out);
+UG_XSUM_INLINE void magnitude_read(const uint64_t *mag, int limbs, int e, bool neg, ug_xval *out);
 
 /* The same where |d| reaches up to 2^250·2^e (a radius far above x):
  * x + d on x's grid in four limbs, read as a window. */
@@ -554,7 +554,7 @@ static bool shifted_wide(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm, in
     const int s = de - e;
     if (m == 0 || dm == 0 || s < 0 || 64 - __builtin_clzll(dm) + s > 250) return false;
     const uint64_t x[4] = {(uint64_t)m, (uint64_t)(m >> 64), 0, 0};
-    uint64_t r[4] = {0}, v[4];
+    uint64_t r[4] = {0}, v[6] = {0}; /* v: the sum above two zero limbs (magnitude_read) */
     const int q = s >> 6, b = s & 63;
     r[q] = dm << b;
     if (b && q < 3) r[q + 1] = dm >> (64 - b);
@@ -566,10 +566,10 @@ static bool shifted_wide(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm, in
     ug_u128 acc = d_neg == neg ? 0 : 1; /* |x| + |d|, or the larger less the smaller (+ ~small + 1) */
     for (int i = 0; i < 4; i++) {
         acc += (ug_u128)big[i] + (d_neg == neg ? small[i] : ~small[i]);
-        v[i] = (uint64_t)acc;
+        v[i + 2] = (uint64_t)acc;
         acc >>= 64;
     }
-    window_read(v, 4, e, out); /* below 2^251: a nonnegative window */
+    magnitude_read(v, 4, e, false, out); /* below 2^251: nonnegative */
     out->neg = r_above && d_neg != neg ? d_neg : neg;
     return true;
 }
@@ -912,18 +912,16 @@ UG_XSUM_INLINE bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *m
  * one's grid. */
 enum { WIDE_LIMBS = 8 };
 
-/* ug_xwin_read for up to WIDE_LIMBS limbs, into *out field by field (its
- * callers' values are read again at once: a returned struct is copied
- * through wide loads that wait for these stores). */
-UG_XSUM_INLINE void window_read(const uint64_t *acc, int limbs, int e, ug_xval *out)
+/* The magnitude mag[2 .. limbs + 2) (limbs <= WIDE_LIMBS) times 2^e with
+ * the sign neg, read into *out field by field (its callers' values are
+ * read again at once: a returned struct is copied through wide loads
+ * that wait for these stores); zero reads as +0. mag[0] and mag[1] are
+ * zero, so that the three limbs from the top one down always exist:
+ * shifted to put the leading bit at 2^191, their top 128 bits are m, the
+ * next the round bit, the rest (and every limb below them) the sticky
+ * part. */
+UG_XSUM_INLINE void magnitude_read(const uint64_t *mag, int limbs, int e, bool neg, ug_xval *out)
 {
-    /* Two zero limbs below the magnitude, so that the three limbs from the
-     * top one down always exist: shifted to put the leading bit at 2^191,
-     * their top 128 bits are m, the next the round bit, the rest (and every
-     * limb below them) the sticky part. */
-    uint64_t mag[WIDE_LIMBS + 2];
-    mag[0] = mag[1] = 0; /* the limbs above them are all written */
-    const bool neg = window_magnitude(acc, limbs, mag + 2);
     int t = limbs + 1;
     while (t >= 2 && mag[t] == 0) t--;
     if (t < 2) {
@@ -941,6 +939,15 @@ UG_XSUM_INLINE void window_read(const uint64_t *acc, int limbs, int e, ug_xval *
     out->e = e + 64 * (t - 2) + 63 - z - 127;
     out->round = w0 >> 63;
     out->sticky = sticky;
+}
+
+/* ug_xwin_read for up to WIDE_LIMBS limbs, into *out. */
+UG_XSUM_INLINE void window_read(const uint64_t *acc, int limbs, int e, ug_xval *out)
+{
+    uint64_t mag[WIDE_LIMBS + 2];
+    mag[0] = mag[1] = 0; /* the limbs above them are all written */
+    const bool neg = window_magnitude(acc, limbs, mag + 2);
+    magnitude_read(mag, limbs, e, neg, out);
 }
 
 ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
