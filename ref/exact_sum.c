@@ -287,7 +287,8 @@ UG_XSUM_INLINE bool normalized(const ug_xval *v, ug_u128 *m, int *top)
 /* RN_T of ±m·2^(top-127) (m's leading bit at 2^127; round and sticky the
  * bits below m) where it is a normal number or infinite: the leading 8
  * (bf16) or 24 (f32) bits, rounded, in the f32 encoding. */
-UG_XSUM_INLINE bool format_normalized(bool neg, ug_u128 m, int top, bool round_or_sticky, ug_dtype dtype, uint32_t *bits)
+UG_XSUM_INLINE bool format_normalized(bool neg, ug_u128 m, int top, bool round_or_sticky, ug_dtype dtype,
+                                     uint32_t *bits)
 {
     if (top < -126 || top > 127) return false;
     const int cut = dtype == UG_BF16 ? 120 : 104; /* bits below the kept ones */
@@ -359,7 +360,8 @@ UG_XSUM_INLINE double rn53_of_u76(ug_u128 x)
  * r_hi is m's leading 53 bits rounded, r - r_hi the 75 bits below them less
  * one unit of r_hi when it rounded up, RN_T the leading 8 (bf16) or 24
  * (f32) bits rounded, in the f32 encoding. */
-UG_XSUM_INLINE bool finish_normal(bool neg, ug_u128 m, int top, ug_dtype dtype, double *r_hi, double *r_lo, uint32_t *bits)
+UG_XSUM_INLINE bool finish_normal(bool neg, ug_u128 m, int top, ug_dtype dtype, double *r_hi, double *r_lo,
+                                 uint32_t *bits)
 {
     if (top < -126 || top > 127) return false;
     const uint64_t head = (uint64_t)(m >> 64), tail = (uint64_t)m;
@@ -654,9 +656,9 @@ static bool stage_zero(bool neg, double radius_rel, double radius_abs, ug_staged
  * whose doubles to nearest and away from zero are nearest and away;
  * out->dev (the deviations from x, its costliest part) only where
  * with_dev. */
-static bool stage_certified_read(bool neg, uint64_t m1, ug_u128 m2, int e, const ug_xval *x, uint16_t rn, double nearest,
-                                 double away, double radius_rel, double radius_abs, bool with_dev, ug_staged *out,
-                                 ug_xsum *scratch)
+static bool stage_certified_read(bool neg, uint64_t m1, ug_u128 m2, int e, const ug_xval *x, uint16_t rn,
+                                 double nearest, double away, double radius_rel, double radius_abs, bool with_dev,
+                                 ug_staged *out, ug_xsum *scratch)
 {
     const uint16_t mag_bits = rn & 0x7FFF;
     if (mag_bits >= 0x7F80) return false;

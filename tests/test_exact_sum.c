@@ -788,6 +788,33 @@ static void product_staging_equals_ug_stage_operand(void)
     CU_ASSERT(certified > samples / 4);
 }
 
+/* ug_ref_fill's bound against its definition with ug_ulp_bf16 / ug_ulp_f32
+ * (ug_ref_fill takes a normal magnitude's ulp from its exponent field):
+ * magnitudes across every binade, at powers of two and just below them,
+ * subnormal, zero, around the formats' least quanta and overflowing. */
+static void fill_bounds_use_the_formats_ulp(void)
+{
+    size_t mismatches = 0;
+    const double pre_round[] = {0.0, 0x1p-140, 0x1.8p-20, 3.0};
+    for (int q = -1074; q <= 1023; q++)
+        for (int shape = 0; shape < 3; shape++)
+            for (size_t p = 0; p < sizeof pre_round / sizeof pre_round[0]; p++)
+                for (int dtype = 0; dtype < 2; dtype++) {
+                    const double power = ldexp(1.0, q);
+                    const double r_hi = shape == 0 ? power : shape == 1 ? nextafter(power, 0) : -1.5 * power;
+                    const ug_dtype t = dtype ? UG_F32 : UG_BF16;
+                    ug_ref_value got;
+                    ug_ref_fill(&got, r_hi, 0.0, 0, pre_round[p], 0.0, 0, t);
+                    const double magnitude = (fabs(r_hi) + pre_round[p]) * UG_F32_SLACK;
+                    const double half_ulp = 0.5 * (t == UG_BF16 ? ug_ulp_bf16(magnitude) : ug_ulp_f32(magnitude));
+                    const double want = isfinite(magnitude) ? (pre_round[p] + half_ulp) * UG_F32_SLACK : INFINITY;
+                    if (bits_of(got.bound) != bits_of(want))
+                        UG_TEST_MISMATCH(mismatches, "r_hi %a pre %a %s: bound %a, want %a", r_hi, pre_round[p],
+                                         dtype ? "f32" : "bf16", got.bound, want);
+                }
+    CU_ASSERT_EQUAL(mismatches, 0);
+}
+
 static void mpfr_results_equal_mpfr_sum(void)
 {
     /* ug_xsum_get_mpfr at 8 to 128 bits, and ug_xsum_get_mpfr_wide at up
@@ -996,6 +1023,7 @@ UG_TEST_SUITE(exact_sum_suite, "exact_sum",
               UG_TEST(distances_round_like_mpfr),
               UG_TEST(staging_without_mpfr_equals_ug_stage_operand),
               UG_TEST(product_staging_equals_ug_stage_operand),
+              UG_TEST(fill_bounds_use_the_formats_ulp),
               UG_TEST(mpfr_results_equal_mpfr_sum),
               UG_TEST(reading_keeps_the_sum),
               UG_TEST(clear_resets_to_zero),
