@@ -306,7 +306,7 @@ UG_XSUM_INLINE bool format_normalized(bool neg, ug_u128 m, int top, bool round_o
 }
 
 /* format_bits where RN_T(|v|) is a normal number or infinite. */
-static bool format_bits_normal(const ug_xval *v, ug_dtype dtype, uint32_t *bits)
+UG_XSUM_INLINE bool format_bits_normal(const ug_xval *v, ug_dtype dtype, uint32_t *bits)
 {
     ug_u128 m;
     int top;
@@ -334,6 +334,15 @@ uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype)
 {
     const uint32_t bits = format_bits(v, dtype);
     return dtype == UG_BF16 ? bits >> 16 : bits;
+}
+
+/* ug_xval_rn_bits to bf16 with its common case inline (the stagings'
+ * window ends). */
+UG_XSUM_INLINE uint16_t rn_bf16(const ug_xval *v)
+{
+    uint32_t bits;
+    if (!v->zero && format_bits_normal(v, UG_BF16, &bits)) return (uint16_t)(bits >> 16);
+    return (uint16_t)ug_xval_rn_bits(v, UG_BF16);
 }
 
 void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, double abs_sum,
@@ -694,8 +703,8 @@ static bool stage_certified_read(bool neg, uint64_t m1, ug_u128 m2, int e, const
     ug_xval end[2]; /* RN_bf16(x - radius), RN_bf16(x + radius), as ug_mpfr_bf16_window */
     if (!shifted(neg, m1, m2, e, -radius_abs, scratch, &end[0]) || !shifted(neg, m1, m2, e, radius_abs, scratch, &end[1]))
         return false;
-    out->lo = (uint16_t)ug_xval_rn_bits(&end[0], UG_BF16);
-    out->hi = (uint16_t)ug_xval_rn_bits(&end[1], UG_BF16);
+    out->lo = rn_bf16(&end[0]);
+    out->hi = rn_bf16(&end[1]);
     if ((out->lo & 0x7F80) == 0x7F80 || (out->hi & 0x7F80) == 0x7F80) return false;
     out->flagged = out->lo != out->hi;
     const double lo = ug_bf16_to_f32(out->lo), hi = ug_bf16_to_f32(out->hi);
