@@ -127,7 +127,7 @@ ug_xval ug_xsum_read(ug_xsum *a)
 /* Whether a rounding that cut |v|'s bits at `half` (true: at least half a
  * unit below the cut) and `below` (something below that) goes up, in mode
  * rnd applied to the signed value; n the kept part (ties to even). */
-static bool rounds_up(bool half, bool below, uint64_t n, bool neg, mpfr_rnd_t rnd)
+UG_XSUM_INLINE bool rounds_up(bool half, bool below, uint64_t n, bool neg, mpfr_rnd_t rnd)
 {
     switch (rnd) {
     case MPFR_RNDN: return half && (below || (n & 1));
@@ -143,25 +143,26 @@ static bool rounds_up(bool half, bool below, uint64_t n, bool neg, mpfr_rnd_t rn
  * (n may equal 2^p after a carry; for p = 128 the carry renormalizes). */
 static void round_value(const ug_xval *w, int p, int qmin, mpfr_rnd_t rnd, ug_u128 *n_out, int *q_out)
 {
-    const int top = ug_u128_bit_length(w->m) + w->e; /* |w| in [2^(top-1), 2^top) */
+    const ug_u128 m = ug_xval_m(w);
+    const int top = ug_u128_bit_length(m) + w->e; /* |w| in [2^(top-1), 2^top) */
     int q = top - p > qmin ? top - p : qmin;
     const int d = q - w->e;
     ug_u128 n;
     bool half, below;
     if (d < 0) { /* then |w| has fewer than 128 bits: all of it is in m */
-        *n_out = w->m << -d;
+        *n_out = m << -d;
         *q_out = q;
         return;
     }
     if (d == 0) {
-        n = w->m;
+        n = m;
         half = w->round;
         below = w->sticky;
     } else {
-        n = d < 128 ? w->m >> d : 0;
-        half = d <= 128 ? (w->m >> (d - 1) & 1) != 0 : false;
-        const ug_u128 under_half = d - 1 >= 128 ? w->m : w->m & (((ug_u128)1 << (d - 1)) - 1);
-        below = under_half != 0 || w->round || w->sticky;
+        n = d < 128 ? m >> d : 0;
+        half = d <= 128 ? (m >> (d - 1) & 1) != 0 : false;
+        const ug_u128 under_half = d - 1 >= 128 ? m : m & (((ug_u128)1 << (d - 1)) - 1);
+        below = under_half != 0 || ug_xval_inexact(w);
     }
     const bool up = rounds_up(half, below, (uint64_t)n, w->neg, rnd);
     n += up;
@@ -174,7 +175,7 @@ static void round_value(const ug_xval *w, int p, int qmin, mpfr_rnd_t rnd, ug_u1
 }
 
 /* 2^q as a double, q in [-1074, 1023]. */
-static double pow2(int q)
+UG_XSUM_INLINE double pow2(int q)
 {
     const uint64_t bits = q >= -1022 ? (uint64_t)(q + 1023) << 52 : UINT64_C(1) << (q + 1074);
     double x;
@@ -193,35 +194,40 @@ static double to_double(bool neg, ug_u128 n, int q)
 /* |v|'s leading 53 bits where v rounds to a normal double: *n the bits
  * (truncated), *half and *below what the cut dropped, *q the exponent of
  * n's unit. False when the general case applies (fewer than 54 bits in m
- * with bits below them, or an exponent near the double range's ends). */
-static bool leading_53(const ug_xval *v, uint64_t *n, bool *half, bool *below, int *q)
+ * with bits below them, or an exponent near the double range's ends).
+ * Inline in the roundings to doubles; one shift puts m's leading bit at
+ * 2^127, and the cut then falls at fixed bits. */
+UG_XSUM_INLINE bool leading_53(const ug_xval *v, uint64_t *n, bool *half, bool *below, int *q)
 {
-    const int len = ug_u128_bit_length(v->m), top = v->e + len - 1; /* |v| in [2^top, 2^(top+1)) */
+    const ug_u128 m = ug_xval_m(v);
+    const int e = v->e, len = ug_u128_bit_length(m), top = e + len - 1; /* |v| in [2^top, 2^(top+1)) */
+    const bool inexact = ug_xval_inexact(v);
     if (top < -1021 || top > 1022) return false;
     if (len <= 53) {
-        if (v->round || v->sticky) return false;
-        *n = (uint64_t)v->m;
+        if (inexact) return false;
+        *n = (uint64_t)m;
         *half = *below = false;
-        *q = v->e;
+        *q = e;
         return true;
     }
-    const int d = len - 53;
-    *n = (uint64_t)(v->m >> d);
-    *half = (v->m >> (d - 1) & 1) != 0;
-    *below = (v->m & (((ug_u128)1 << (d - 1)) - 1)) != 0 || v->round || v->sticky;
-    *q = v->e + d;
+    const ug_u128 aligned = m << (128 - len);
+    const uint64_t head = (uint64_t)(aligned >> 64);
+    *n = head >> 11;
+    *half = head >> 10 & 1;
+    *below = (head & 0x3FF) != 0 || (uint64_t)aligned != 0 || inexact;
+    *q = top - 52;
     return true;
 }
 
 /* ±n·2^q for n <= 2^53 and a normal result: exact. */
-static double scaled(bool neg, uint64_t n, int q)
+UG_XSUM_INLINE double scaled(bool neg, uint64_t n, int q)
 {
     const double x = (double)n * pow2(q);
     return neg ? -x : x;
 }
 
 /* round_value to a double where the result is a normal double. */
-static bool to_double_normal(const ug_xval *v, mpfr_rnd_t rnd, double *out)
+UG_XSUM_INLINE bool to_double_normal(const ug_xval *v, mpfr_rnd_t rnd, double *out)
 {
     uint64_t n;
     bool half, below;
@@ -244,27 +250,36 @@ ug_xval_doubles ug_xval_to_doubles(const ug_xval *v)
                              v->neg ? truncated : away};
 }
 
-double ug_xval_to_double(const ug_xval *v, mpfr_rnd_t rnd)
+/* ug_xval_to_double of a nonzero v in the general case (out of line: rare). */
+static double to_double_general(const ug_xval *v, mpfr_rnd_t rnd)
 {
-    if (v->zero) return v->neg ? -0.0 : 0.0;
-    double x;
-    if (to_double_normal(v, rnd, &x)) return x;
     ug_u128 n;
     int q;
     round_value(v, 53, -1074, rnd, &n, &q);
     return to_double(v->neg, n, q);
 }
 
+/* ug_xval_to_double, inline in the stagings (their mode a constant). */
+UG_XSUM_INLINE double xval_to_double(const ug_xval *v, mpfr_rnd_t rnd)
+{
+    if (v->zero) return v->neg ? -0.0 : 0.0;
+    double x;
+    return to_double_normal(v, rnd, &x) ? x : to_double_general(v, rnd);
+}
+
+double ug_xval_to_double(const ug_xval *v, mpfr_rnd_t rnd) { return xval_to_double(v, rnd); }
+
 /* RN to the format of p bits and least quantum 2^qmin, as f32 bits; the
  * semantics of ref/round.c's round_to_format. */
 /* |v| with its leading bit at 2^127 of *m (the value unchanged) and that
  * bit's exponent; false when v has bits below a significand of fewer than
  * 128 bits (not a form the reads produce). */
-static bool normalized(const ug_xval *v, ug_u128 *m, int *top)
+UG_XSUM_INLINE bool normalized(const ug_xval *v, ug_u128 *m, int *top)
 {
-    const int len = ug_u128_bit_length(v->m);
-    if (len == 0 || (len < 128 && (v->round || v->sticky))) return false;
-    *m = v->m << (128 - len);
+    const ug_u128 value = ug_xval_m(v);
+    const int len = ug_u128_bit_length(value);
+    if (len == 0 || (len < 128 && ug_xval_inexact(v))) return false;
+    *m = value << (128 - len);
     *top = v->e + len - 1;
     return true;
 }
@@ -272,7 +287,8 @@ static bool normalized(const ug_xval *v, ug_u128 *m, int *top)
 /* RN_T of ±m·2^(top-127) (m's leading bit at 2^127; round and sticky the
  * bits below m) where it is a normal number or infinite: the leading 8
  * (bf16) or 24 (f32) bits, rounded, in the f32 encoding. */
-static bool format_normalized(bool neg, ug_u128 m, int top, bool round_or_sticky, ug_dtype dtype, uint32_t *bits)
+UG_XSUM_INLINE bool format_normalized(bool neg, ug_u128 m, int top, bool round_or_sticky, ug_dtype dtype,
+                                     uint32_t *bits)
 {
     if (top < -126 || top > 127) return false;
     const int cut = dtype == UG_BF16 ? 120 : 104; /* bits below the kept ones */
@@ -290,11 +306,11 @@ static bool format_normalized(bool neg, ug_u128 m, int top, bool round_or_sticky
 }
 
 /* format_bits where RN_T(|v|) is a normal number or infinite. */
-static bool format_bits_normal(const ug_xval *v, ug_dtype dtype, uint32_t *bits)
+UG_XSUM_INLINE bool format_bits_normal(const ug_xval *v, ug_dtype dtype, uint32_t *bits)
 {
     ug_u128 m;
     int top;
-    return normalized(v, &m, &top) && format_normalized(v->neg, m, top, v->round || v->sticky, dtype, bits);
+    return normalized(v, &m, &top) && format_normalized(v->neg, m, top, ug_xval_inexact(v), dtype, bits);
 }
 
 static uint32_t format_bits(const ug_xval *w, ug_dtype dtype)
@@ -320,6 +336,15 @@ uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype)
     return dtype == UG_BF16 ? bits >> 16 : bits;
 }
 
+/* ug_xval_rn_bits to bf16 with its common case inline (the stagings'
+ * window ends). */
+UG_XSUM_INLINE uint16_t rn_bf16(const ug_xval *v)
+{
+    uint32_t bits;
+    if (!v->zero && format_bits_normal(v, UG_BF16, &bits)) return (uint16_t)(bits >> 16);
+    return (uint16_t)ug_xval_rn_bits(v, UG_BF16);
+}
+
 void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, double abs_sum,
                     uint32_t flagged, ug_dtype dtype)
 {
@@ -330,7 +355,7 @@ void ug_xsum_finish(ug_xsum *a, ug_ref_value *out, double pre_round_bound, doubl
 /* RN_53 of an integer x < 2^76 as a double: its leading 64 bits, a sticky
  * bit or'ed into the lowest (below the rounding position: 11 bits are cut),
  * converted by the hardware's round to nearest. */
-static double rn53_of_u76(ug_u128 x)
+UG_XSUM_INLINE double rn53_of_u76(ug_u128 x)
 {
     const uint64_t high = (uint64_t)(x >> 64);
     if (!high) return (double)(uint64_t)x;
@@ -344,7 +369,8 @@ static double rn53_of_u76(ug_u128 x)
  * r_hi is m's leading 53 bits rounded, r - r_hi the 75 bits below them less
  * one unit of r_hi when it rounded up, RN_T the leading 8 (bf16) or 24
  * (f32) bits rounded, in the f32 encoding. */
-static bool finish_normal(bool neg, ug_u128 m, int top, ug_dtype dtype, double *r_hi, double *r_lo, uint32_t *bits)
+UG_XSUM_INLINE bool finish_normal(bool neg, ug_u128 m, int top, ug_dtype dtype, double *r_hi, double *r_lo,
+                                 uint32_t *bits)
 {
     if (top < -126 || top > 127) return false;
     const uint64_t head = (uint64_t)(m >> 64), tail = (uint64_t)m;
@@ -368,11 +394,25 @@ static bool finish_normal(bool neg, ug_u128 m, int top, ug_dtype dtype, double *
     return true;
 }
 
+/* *out = ±m·2^e (m != 0) with the given round bit and no sticky one,
+ * field by field (as ug_xval_set). */
+static void set_nonzero(ug_xval *out, bool neg, ug_u128 m, int e, bool round)
+{
+    out->neg = neg;
+    out->zero = false;
+    ug_xval_set_m(out, m);
+    out->e = e;
+    out->round = round;
+    out->sticky = false;
+}
+
 ug_xval ug_xval_round128_short(const ug_xval *exact)
 {
-    ug_xval r = *exact;
-    round_value(exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &r.m, &r.e);
-    r.round = r.sticky = false;
+    ug_u128 m;
+    int e;
+    round_value(exact, UG_REF_PREC, NO_QMIN, MPFR_RNDN, &m, &e);
+    ug_xval r;
+    set_nonzero(&r, exact->neg, m, e, false); /* no vector build of m: it would wait for m's stores */
     return r;
 }
 
@@ -380,11 +420,12 @@ void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bo
                     uint32_t flagged, ug_dtype dtype)
 {
     const ug_xval r = ug_xval_round128(exact); /* r = RN_128(S), exactly as mpfr_sum at UG_REF_PREC bits */
-    ug_u128 m;
-    int top;
+    ug_u128 m = r.m;
+    int top = r.e + 127;
     double hi, lo;
     uint32_t bits;
-    if (!r.zero && normalized(&r, &m, &top) && finish_normal(r.neg, m, top, dtype, &hi, &lo, &bits)) {
+    const bool full = !r.zero && r.m >> 127; /* normalized already: the reads' common case */
+    if (!r.zero && (full || normalized(&r, &m, &top)) && finish_normal(r.neg, m, top, dtype, &hi, &lo, &bits)) {
         ug_ref_fill(out, hi, lo, dtype == UG_BF16 ? bits >> 16 : bits, pre_round_bound, abs_sum, flagged, dtype);
         return;
     }
@@ -411,27 +452,38 @@ void ug_xval_finish(const ug_xval *exact, ug_ref_value *out, double pre_round_bo
     ug_ref_fill(out, r_hi, r_lo, ug_xval_rn_bits(&r, dtype), pre_round_bound, abs_sum, flagged, dtype);
 }
 
-ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e)
+/* ug_xval_product into *out, field by field (its callers read it at once). */
+UG_XSUM_INLINE void product_read(bool neg, uint64_t m1, ug_u128 m2, int e, ug_xval *out)
 {
-    ug_xval w = {.neg = neg, .e = e};
     const ug_u128 low = (ug_u128)m1 * (uint64_t)m2, high = (ug_u128)m1 * (uint64_t)(m2 >> 64);
     const ug_u128 mid = (low >> 64) + (uint64_t)high;
     const uint64_t p0 = (uint64_t)low, p2 = (uint64_t)(high >> 64) + (uint64_t)(mid >> 64);
     const ug_u128 p10 = mid << 64 | p0; /* the low 128 bits */
+    out->neg = neg;
     if (p2 == 0) { /* at most 128 bits: all of it */
-        w.m = p10;
-        w.zero = p10 == 0;
-        return w;
+        out->zero = p10 == 0;
+        out->m = p10;
+        out->e = e;
+        out->round = out->sticky = false;
+        return;
     }
     const int shift = 64 - __builtin_clzll(p2); /* 1..64: bits beyond the window */
-    w.m = (ug_u128)p2 << (128 - shift) | p10 >> shift;
-    w.e = e + shift;
-    w.round = (p10 >> (shift - 1) & 1) != 0;
-    w.sticky = shift > 1 && (p10 & (((ug_u128)1 << (shift - 1)) - 1)) != 0;
+    out->zero = false;
+    out->m = (ug_u128)p2 << (128 - shift) | p10 >> shift;
+    out->e = e + shift;
+    out->round = (p10 >> (shift - 1) & 1) != 0;
+    out->sticky = shift > 1 && (p10 & (((ug_u128)1 << (shift - 1)) - 1)) != 0;
+}
+
+ug_xval ug_xval_product(bool neg, uint64_t m1, ug_u128 m2, int e)
+{
+    ug_xval w;
+    product_read(neg, m1, m2, e, &w);
     return w;
 }
 
-bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
+/* ug_xval_distance, inline in the stagings. */
+UG_XSUM_INLINE bool distance(const ug_xval *v, double d, ug_xval *out)
 {
     bool d_neg;
     uint64_t dm;
@@ -444,24 +496,34 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out)
     const int up = de - v->e; /* d = dm·2^up in units of 2^e */
     if (up < 0 || up + (64 - __builtin_clzll(dm)) > 128) return false;
     const ug_u128 big = (ug_u128)dm << up;
-    const bool fraction = v->round || v->sticky;
-    *out = (ug_xval){.neg = false, .e = v->e};
-    if (v->m >= big) { /* |v| - |d| = (m - D) + f */
-        out->m = v->m - big;
-        out->round = v->round;
-        out->sticky = v->sticky;
+    const ug_u128 m = ug_xval_m(v);
+    const bool round = ug_bool_alone(&v->round), sticky = v->sticky, fraction = round || sticky;
+    ug_u128 diff;
+    bool diff_round = false, diff_sticky = false;
+    if (m >= big) { /* |v| - |d| = (m - D) + f */
+        diff = m - big;
+        diff_round = round;
+        diff_sticky = sticky;
     } else if (!fraction) { /* |d| - |v| = D - m exactly */
-        out->m = big - v->m;
+        diff = big - m;
     } else { /* |d| - |v| = (D - m - 1) + (1 - f) */
-        out->m = big - v->m - 1;
-        out->round = !(v->round && v->sticky);
-        out->sticky = v->sticky;
+        diff = big - m - 1;
+        diff_round = !(round && sticky);
+        diff_sticky = sticky;
     }
-    out->zero = out->m == 0 && !out->round && !out->sticky;
+    const bool zero = diff == 0 && !diff_round && !diff_sticky;
+    out->neg = false;
+    out->zero = zero;
+    out->m = diff;
+    out->e = v->e;
+    out->round = diff_round;
+    out->sticky = diff_sticky;
     /* the rounding of out to 53 bits must fall inside m (see round_value),
      * unless out is exact: nothing below m */
-    return out->zero || ug_u128_bit_length(out->m) >= 54 || (!out->round && !out->sticky);
+    return zero || ug_u128_bit_length(diff) >= 54 || (!diff_round && !diff_sticky);
 }
+
+bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out) { return distance(v, d, out); }
 
 /* The exact x + d (x = ±m1·m2·2^e, d a finite double) read out; false when
  * it leaves the accumulator's range or is exactly zero (whose sign MPFR's
@@ -476,21 +538,25 @@ static bool shifted_on_grid(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm,
 {
     if (m == 0) return false;
     if (dm == 0) {
-        *out = (ug_xval){.neg = neg, .m = m, .e = e};
+        set_nonzero(out, neg, m, e, false);
         return true;
     }
     if (de < e || 64 - __builtin_clzll(dm) + (de - e) > 128) return false;
     const ug_u128 r = (ug_u128)dm << (de - e);
     if (d_neg != neg) {
         if (r == m) return false; /* zero: the caller's rule for its sign */
-        *out = r < m ? (ug_xval){.neg = neg, .m = m - r, .e = e} : (ug_xval){.neg = !neg, .m = r - m, .e = e};
+        set_nonzero(out, r < m ? neg : !neg, r < m ? m - r : r - m, e, false);
         return true;
     }
     const ug_u128 sum = m + r;
-    *out = sum >= m ? (ug_xval){.neg = neg, .m = sum, .e = e}
-                    : (ug_xval){.neg = neg, .m = (ug_u128)1 << 127 | sum >> 1, .e = e + 1, .round = sum & 1};
+    if (sum >= m)
+        set_nonzero(out, neg, sum, e, false);
+    else
+        set_nonzero(out, neg, (ug_u128)1 << 127 | sum >> 1, e + 1, sum & 1);
     return true;
 }
+
+UG_XSUM_INLINE void magnitude_read(const uint64_t *mag, int limbs, int e, bool neg, ug_xval *out);
 
 /* The same where |d| reaches up to 2^250·2^e (a radius far above x):
  * x + d on x's grid in four limbs, read as a window. */
@@ -499,7 +565,7 @@ static bool shifted_wide(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm, in
     const int s = de - e;
     if (m == 0 || dm == 0 || s < 0 || 64 - __builtin_clzll(dm) + s > 250) return false;
     const uint64_t x[4] = {(uint64_t)m, (uint64_t)(m >> 64), 0, 0};
-    uint64_t r[4] = {0}, v[4];
+    uint64_t r[4] = {0}, v[6] = {0}; /* v: the sum above two zero limbs (magnitude_read) */
     const int q = s >> 6, b = s & 63;
     r[q] = dm << b;
     if (b && q < 3) r[q + 1] = dm >> (64 - b);
@@ -511,10 +577,10 @@ static bool shifted_wide(bool neg, ug_u128 m, int e, bool d_neg, uint64_t dm, in
     ug_u128 acc = d_neg == neg ? 0 : 1; /* |x| + |d|, or the larger less the smaller (+ ~small + 1) */
     for (int i = 0; i < 4; i++) {
         acc += (ug_u128)big[i] + (d_neg == neg ? small[i] : ~small[i]);
-        v[i] = (uint64_t)acc;
+        v[i + 2] = (uint64_t)acc;
         acc >>= 64;
     }
-    *out = ug_xwin_read(v, 4, e); /* below 2^251: a nonnegative window */
+    magnitude_read(v, 4, e, false, out); /* below 2^251: nonnegative */
     out->neg = r_above && d_neg != neg ? d_neg : neg;
     return true;
 }
@@ -560,8 +626,8 @@ static bool deviation_up(const ug_xval *x, bool neg, uint64_t m1, ug_u128 m2, in
         if (top + 1 - bottom > 288) return false;
     }
     ug_xval d;
-    if (!x->round && !x->sticky && ug_xval_distance(x, cd, &d)) { /* x exact, c of its sign: ||x| - |c|| */
-        *out = d.zero ? 0.0 : fabs(ug_xval_to_double(&d, MPFR_RNDA));
+    if (!ug_xval_inexact(x) && distance(x, cd, &d)) { /* x exact, c of its sign: ||x| - |c|| */
+        *out = d.zero ? 0.0 : fabs(xval_to_double(&d, MPFR_RNDA));
         return true;
     }
     if (!shifted(neg, m1, m2, e, -cd, scratch, &d)) { /* x == c: no deviation */
@@ -569,7 +635,7 @@ static bool deviation_up(const ug_xval *x, bool neg, uint64_t m1, ug_u128 m2, in
         *out = 0.0;
         return true;
     }
-    *out = fabs(ug_xval_to_double(&d, MPFR_RNDA));
+    *out = fabs(xval_to_double(&d, MPFR_RNDA));
     return true;
 }
 
@@ -599,9 +665,9 @@ static bool stage_zero(bool neg, double radius_rel, double radius_abs, ug_staged
  * whose doubles to nearest and away from zero are nearest and away;
  * out->dev (the deviations from x, its costliest part) only where
  * with_dev. */
-static bool stage_certified_read(bool neg, uint64_t m1, ug_u128 m2, int e, ug_xval x, uint16_t rn, double nearest,
-                                 double away, double radius_rel, double radius_abs, bool with_dev, ug_staged *out,
-                                 ug_xsum *scratch)
+static bool stage_certified_read(bool neg, uint64_t m1, ug_u128 m2, int e, const ug_xval *x, uint16_t rn,
+                                 double nearest, double away, double radius_rel, double radius_abs, bool with_dev,
+                                 ug_staged *out, ug_xsum *scratch)
 {
     const uint16_t mag_bits = rn & 0x7FFF;
     if (mag_bits >= 0x7F80) return false;
@@ -624,21 +690,21 @@ static bool stage_certified_read(bool neg, uint64_t m1, ug_u128 m2, int e, ug_xv
                        .abs_x = fabs(away)};
     ug_xval deviation; /* |x - RN(x)|, from x's leading bits or else from an accumulator */
     if (inside && !with_dev) return true;
-    if (inside && ug_xval_distance(&x, ug_bf16_to_f32(rn), &deviation)) {
-        out->dev = fabs(ug_xval_to_double(&deviation, MPFR_RNDA));
+    if (inside && distance(x, ug_bf16_to_f32(rn), &deviation)) {
+        out->dev = fabs(xval_to_double(&deviation, MPFR_RNDA));
         return true;
     }
     /* x's lowest bit, and its top (the product's leading 128 bits at 2^x.e) */
     const uint64_t m2_low = (uint64_t)m2;
     const int bottom_x = e + __builtin_ctzll(m1) + (m2_low ? __builtin_ctzll(m2_low) : 64 + __builtin_ctzll((uint64_t)(m2 >> 64)));
-    const int top_x = x.e + ug_u128_bit_length(x.m);
-    if (with_dev && !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
+    const int top_x = x->e + ug_u128_bit_length(ug_xval_m(x));
+    if (with_dev && !deviation_up(x, neg, m1, m2, e, bottom_x, top_x, rn, scratch, &out->dev)) return false;
     if (inside) return true;
     ug_xval end[2]; /* RN_bf16(x - radius), RN_bf16(x + radius), as ug_mpfr_bf16_window */
     if (!shifted(neg, m1, m2, e, -radius_abs, scratch, &end[0]) || !shifted(neg, m1, m2, e, radius_abs, scratch, &end[1]))
         return false;
-    out->lo = (uint16_t)ug_xval_rn_bits(&end[0], UG_BF16);
-    out->hi = (uint16_t)ug_xval_rn_bits(&end[1], UG_BF16);
+    out->lo = rn_bf16(&end[0]);
+    out->hi = rn_bf16(&end[1]);
     if ((out->lo & 0x7F80) == 0x7F80 || (out->hi & 0x7F80) == 0x7F80) return false;
     out->flagged = out->lo != out->hi;
     const double lo = ug_bf16_to_f32(out->lo), hi = ug_bf16_to_f32(out->hi);
@@ -646,21 +712,49 @@ static bool stage_certified_read(bool neg, uint64_t m1, ug_u128 m2, int e, ug_xv
     out->gap = out->flagged ? fabs(hi - lo) : 0.0;
     if (!out->flagged || !with_dev) return true;
     double dev_lo = out->dev, dev_hi = out->dev; /* an end that rounds to rn: rn's deviation, already there */
-    if ((out->lo != rn && !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo)) ||
-        (out->hi != rn && !deviation_up(&x, neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi)))
+    if ((out->lo != rn && !deviation_up(x, neg, m1, m2, e, bottom_x, top_x, out->lo, scratch, &dev_lo)) ||
+        (out->hi != rn && !deviation_up(x, neg, m1, m2, e, bottom_x, top_x, out->hi, scratch, &dev_hi)))
         return false;
     out->dev = fmax(out->dev, fmax(dev_lo, dev_hi));
+    return true;
+}
+
+/* RN_bf16(x) and x's doubles to nearest and away from zero, as
+ * ug_xval_rn_bits and ug_xval_to_doubles give them, from one normalization
+ * of the nonzero x, where |x| lies in bf16's normal binades [2^-126,
+ * 2^128) (then in the normal doubles' too); false otherwise. */
+static bool staging_roundings(const ug_xval *x, uint16_t *rn, double *nearest, double *away)
+{
+    ug_u128 m;
+    int top;
+    if (!normalized(x, &m, &top) || top < -126 || top > 127) return false;
+    const bool inexact = ug_xval_inexact(x);
+    const uint64_t head = (uint64_t)(m >> 64), n = head >> 11; /* the leading 53 bits, as leading_53 cuts them */
+    const bool half = head >> 10 & 1, below = (head & 0x3FF) != 0 || (uint64_t)m != 0 || inexact;
+    *nearest = scaled(x->neg, n + rounds_up(half, below, n, x->neg, MPFR_RNDN), top - 52);
+    *away = scaled(x->neg, n + (half || below), top - 52);
+    uint32_t bits;
+    format_normalized(x->neg, m, top, inexact, UG_BF16, &bits);
+    *rn = (uint16_t)(bits >> 16);
     return true;
 }
 
 static bool stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
                             bool with_dev, ug_staged *out, ug_xsum *scratch)
 {
-    const ug_xval x = ug_xval_product(neg, m1, m2, e);
+    ug_xval x;
+    product_read(neg, m1, m2, e, &x);
     if (x.zero) return stage_zero(neg, radius_rel, radius_abs, out);
-    const ug_xval_doubles xd = ug_xval_to_doubles(&x);
-    return stage_certified_read(neg, m1, m2, e, x, (uint16_t)ug_xval_rn_bits(&x, UG_BF16), xd.nearest, xd.away,
-                                radius_rel, radius_abs, with_dev, out, scratch);
+    uint16_t rn;
+    double nearest, away;
+    if (!staging_roundings(&x, &rn, &nearest, &away)) {
+        const ug_xval_doubles xd = ug_xval_to_doubles(&x);
+        rn = (uint16_t)ug_xval_rn_bits(&x, UG_BF16);
+        nearest = xd.nearest;
+        away = xd.away;
+    }
+    return stage_certified_read(neg, m1, m2, e, &x, rn, nearest, away, radius_rel, radius_abs, with_dev, out,
+                                scratch);
 }
 
 bool ug_stage_certified_finished(const ug_ref_value *finished, bool neg, ug_u128 m, int e, double radius_abs,
@@ -673,7 +767,8 @@ bool ug_stage_certified_finished(const ug_ref_value *finished, bool neg, ug_u128
     if (m == 0 || !(fabs(hi) >= 0x1p-1000 && fabs(hi) <= 0x1p1000))
         return stage_certified(neg, 1, m, e, 0, radius_abs, with_dev, out, scratch);
     const double away = lo != 0 && (lo < 0) == (hi < 0) ? nextafter(hi, hi < 0 ? -INFINITY : INFINITY) : hi;
-    return stage_certified_read(neg, 1, m, e, ug_xval_product(neg, 1, m, e), (uint16_t)finished->rn_bits, hi, away,
+    const ug_xval x = {.neg = neg, .m = m, .e = e}; /* ug_xval_product(neg, 1, m, e): m has at most 128 bits */
+    return stage_certified_read(neg, 1, m, e, &x, (uint16_t)finished->rn_bits, hi, away,
                                 0, radius_abs, with_dev, out, scratch);
 }
 
@@ -812,7 +907,7 @@ bool ug_xwin_place(const uint64_t *m, int n, int e, int grid, uint64_t *out, int
 }
 
 /* |acc| of a two's complement window, and its sign. */
-static bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
+UG_XSUM_INLINE bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
 {
     const uint64_t flip = acc[limbs - 1] >> 63 ? ~UINT64_C(0) : 0;
     uint64_t carry = flip & 1;
@@ -828,30 +923,50 @@ static bool window_magnitude(const uint64_t *acc, int limbs, uint64_t *mag)
  * one's grid. */
 enum { WIDE_LIMBS = 8 };
 
-/* ug_xwin_read for up to WIDE_LIMBS limbs. */
-static ug_xval window_read(const uint64_t *acc, int limbs, int e)
+/* The magnitude mag[2 .. limbs + 2) (limbs <= WIDE_LIMBS) times 2^e with
+ * the sign neg, read into *out field by field (its callers' values are
+ * read again at once: a returned struct is copied through wide loads
+ * that wait for these stores); zero reads as +0. mag[0] and mag[1] are
+ * zero, so that the three limbs from the top one down always exist:
+ * shifted to put the leading bit at 2^191, their top 128 bits are m, the
+ * next the round bit, the rest (and every limb below them) the sticky
+ * part. */
+UG_XSUM_INLINE void magnitude_read(const uint64_t *mag, int limbs, int e, bool neg, ug_xval *out)
 {
-    /* Two zero limbs below the magnitude, so that the three limbs from the
-     * top one down always exist: shifted to put the leading bit at 2^191,
-     * their top 128 bits are m, the next the round bit, the rest (and every
-     * limb below them) the sticky part. */
-    uint64_t mag[WIDE_LIMBS + 2] = {0};
-    ug_xval w = {.neg = window_magnitude(acc, limbs, mag + 2)};
     int t = limbs + 1;
     while (t >= 2 && mag[t] == 0) t--;
-    if (t < 2) return (ug_xval){.zero = true};
+    if (t < 2) {
+        *out = (ug_xval){.zero = true};
+        return;
+    }
     const int z = __builtin_clzll(mag[t]);
     const uint64_t hi = mag[t], mid = mag[t - 1], lo = mag[t - 2];
     const uint64_t w2 = z ? hi << z | mid >> (64 - z) : hi, w1 = z ? mid << z | lo >> (64 - z) : mid, w0 = lo << z;
-    w.m = (ug_u128)w2 << 64 | w1;
-    w.e = e + 64 * (t - 2) + 63 - z - 127;
-    w.round = w0 >> 63;
-    w.sticky = (w0 << 1) != 0;
-    for (int k = 2; k < t - 2; k++) w.sticky |= mag[k] != 0;
-    return w;
+    bool sticky = (w0 << 1) != 0;
+    for (int k = 2; k < t - 2; k++) sticky |= mag[k] != 0;
+    out->neg = neg;
+    out->zero = false;
+    out->m = (ug_u128)w2 << 64 | w1;
+    out->e = e + 64 * (t - 2) + 63 - z - 127;
+    out->round = w0 >> 63;
+    out->sticky = sticky;
 }
 
-ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e) { return window_read(acc, limbs, e); }
+/* ug_xwin_read for up to WIDE_LIMBS limbs, into *out. */
+UG_XSUM_INLINE void window_read(const uint64_t *acc, int limbs, int e, ug_xval *out)
+{
+    uint64_t mag[WIDE_LIMBS + 2];
+    mag[0] = mag[1] = 0; /* the limbs above them are all written */
+    const bool neg = window_magnitude(acc, limbs, mag + 2);
+    magnitude_read(mag, limbs, e, neg, out);
+}
+
+ug_xval ug_xwin_read(const uint64_t *acc, int limbs, int e)
+{
+    ug_xval w;
+    window_read(acc, limbs, e, &w);
+    return w;
+}
 
 /* v·2^d (v of n <= width limbs of two's complement, d >= 0) in out's
  * width <= WIDE_LIMBS limbs; false where |v·2^d| > 2^(64 width - 3) (two
@@ -895,7 +1010,7 @@ UG_XSUM_INLINE bool read_plus(const uint64_t *acc, int limbs, int e, bool neg, c
         a[k] = (uint64_t)sum;
         sum >>= 64;
     }
-    *out = window_read(a, width, grid);
+    window_read(a, width, grid, out);
     return true;
 }
 

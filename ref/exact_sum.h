@@ -198,16 +198,50 @@ ug_xval_doubles ug_xval_to_doubles(const ug_xval *v);
  * ug_mpfr_to_f32_bits of v. */
 uint32_t ug_xval_rn_bits(const ug_xval *v, ug_dtype dtype);
 
+/* v->m as two 64-bit loads, the width its producers store it with: GCC
+ * reads a whole ug_u128 through one 16-byte load where it keeps it in
+ * memory, and such a load waits until both stores have left (store
+ * forwarding fails), as it does after every read that writes m. */
+static inline ug_u128 ug_xval_m(const ug_xval *v)
+{
+    uint64_t lo, hi;
+    memcpy(&lo, (const char *)&v->m, sizeof lo);
+    memcpy(&hi, (const char *)&v->m + sizeof lo, sizeof hi);
+    return (ug_u128)hi << 64 | lo;
+}
+
+/* v->m = m as two 64-bit stores (for the loads above). */
+static inline void ug_xval_set_m(ug_xval *v, ug_u128 m)
+{
+    const uint64_t lo = (uint64_t)m, hi = (uint64_t)(m >> 64);
+    memcpy((char *)&v->m, &lo, sizeof lo);
+    memcpy((char *)&v->m + sizeof lo, &hi, sizeof hi);
+}
+
+/* *flag loaded alone: GCC folds loads of adjacent bools (a ug_xval's neg
+ * and zero, round and sticky) into one 16-bit load, which waits for the
+ * two byte stores that wrote them (store forwarding); the empty asm keeps
+ * the loads apart. */
+static inline bool ug_bool_alone(const bool *flag)
+{
+    bool value = *flag;
+    __asm__("" : "+r"(value));
+    return value;
+}
+
+/* v->round || v->sticky, as two byte loads. */
+static inline bool ug_xval_inexact(const ug_xval *v) { return ug_bool_alone(&v->round) || v->sticky; }
+
 /* *out = *v field by field: a whole copy goes through wide loads, which
  * wait where v was just written by narrower stores (store forwarding);
  * the fast paths' hot loops store their values with this. */
 static inline void ug_xval_set(ug_xval *out, const ug_xval *v)
 {
-    out->neg = v->neg;
+    out->neg = ug_bool_alone(&v->neg);
     out->zero = v->zero;
-    out->m = v->m;
+    out->m = ug_xval_m(v);
     out->e = v->e;
-    out->round = v->round;
+    out->round = ug_bool_alone(&v->round);
     out->sticky = v->sticky;
 }
 

@@ -714,6 +714,107 @@ static void staging_without_mpfr_equals_ug_stage_operand(void)
     CU_ASSERT(certified > 18 + ug_test_random_samples() / 4);
 }
 
+/* ug_stage_certified of x = (-1)^neg m1·m2·2^e (m1 of 64 bits: a product
+ * read with round and sticky bits) with radius |x| rel + r against
+ * ug_stage_operand of x at 192 bits (exact) and that radius rounded up;
+ * returns whether it certified. */
+static bool product_stage_matches_mpfr(bool neg, uint64_t m1, ug_u128 m2, int e, double rel, double r,
+                                       ug_xsum *scratch, size_t *mismatches)
+{
+    mpfr_t x, factor, radius;
+    mpfr_inits2(192, x, factor, (mpfr_ptr)0);
+    mpfr_init2(radius, 64);
+    mpfr_of_u128(x, neg, m2, e);
+    mpfr_set_uj(factor, (uintmax_t)m1, MPFR_RNDN);
+    mpfr_mul(x, x, factor, MPFR_RNDN); /* exact: 192 bits */
+    mpfr_abs(radius, x, MPFR_RNDU);
+    mpfr_mul_d(radius, radius, rel, MPFR_RNDU);
+    mpfr_add_d(radius, radius, r, MPFR_RNDU);
+    ug_staged want, got, cast;
+    ug_stage_operand(x, radius, &want);
+    const bool certified = ug_stage_certified(neg, m1, m2, e, rel, r, &got, scratch);
+    const bool cast_certified = ug_stage_certified_cast(neg, m1, m2, e, rel, r, &cast, scratch);
+    if ((certified && !same_staging(&got, &want, true)) || (cast_certified && !same_staging(&cast, &want, false)))
+        UG_TEST_MISMATCH(*mismatches, "x=%s%llx*%llx.%016llx*2^%d rel %a r %a: rn %#x abs_x %a dev %a, mpfr rn %#x "
+                         "abs_x %a dev %a", neg ? "-" : "", (unsigned long long)m1, (unsigned long long)(m2 >> 64),
+                         (unsigned long long)m2, e, rel, r, got.rn, got.abs_x, got.dev, want.rn, want.abs_x, want.dev);
+    mpfr_clears(x, factor, radius, (mpfr_ptr)0);
+    return certified;
+}
+
+static void product_staging_equals_ug_stage_operand(void)
+{
+    /* Products of 129 to 192 bits (their reads carry round and sticky
+     * bits): RN_bf16 and RN_53 ties (m1 = 2^63) and the same one unit
+     * of the product above (m1 = 2^63 + 1); 3 m2 = 4 T + s (s in 1..3)
+     * for a tie T, where only the round and sticky bits break it; each
+     * with |x| at the ends of bf16's normal binades; then random products
+     * across them. */
+    ug_xsum scratch;
+    ug_xsum_init(&scratch);
+    size_t mismatches = 0, certified = 0, samples = 0;
+    const ug_u128 one = 1;
+    const ug_u128 patterns[] = {one << 127 | one << 119, one << 127 | one << 120 | one << 119,
+                                one << 127 | one << 74, one << 127 | one << 75 | one << 74,
+                                (one << 127 | one << 119) - 1, ~(ug_u128)0};
+    const int tops[] = {-128, -127, -126, -125, 0, 126, 127, 128}; /* |x| in [2^top, 2^(top+1)) */
+    for (size_t p = 0; p < sizeof patterns / sizeof patterns[0]; p++)
+        for (size_t t = 0; t < sizeof tops / sizeof tops[0]; t++)
+            for (int lowest = 0; lowest < 2; lowest++, samples++) {
+                const uint64_t m1 = UINT64_C(1) << 63 | (uint64_t)lowest;
+                const int e = tops[t] - 190; /* m1·m2 in [2^190, 2^192): 2^190 at the top's place */
+                certified += product_stage_matches_mpfr(samples & 1, m1, patterns[p], e, 0, ldexp(1.0, e + 100),
+                                                        &scratch, &mismatches);
+            }
+    for (size_t p = 0; p < 4; p++) /* the ties: 3 m2 < 2^130 */
+        for (size_t t = 0; t < sizeof tops / sizeof tops[0]; t++, samples++) {
+            const ug_u128 tie = patterns[p];
+            const unsigned s = (unsigned)((3 - tie % 3) % 3), low = s ? s : 3; /* 4 tie + low = 0 mod 3 */
+            const int e = tops[t] - 129;                                        /* 3 m2 in [2^129, 2^130) */
+            certified += product_stage_matches_mpfr(samples & 1, 3, tie + (tie + low) / 3, e, 0, ldexp(1.0, e + 60),
+                                                    &scratch, &mismatches);
+        }
+    uint64_t state = 29;
+    for (unsigned long s = 0; s < ug_test_random_samples(); s++, samples++) {
+        uint64_t words[6];
+        for (size_t w = 0; w < 6; w++) words[w] = ug_test_next_u32(&state);
+        const uint64_t m1 = (words[0] << 32 | words[1]) >> (s % 32) | 1;
+        const ug_u128 m2 = (ug_u128)(words[2] << 32 | words[3]) << 64 | (words[4] << 32 | words[5]) | one << 127;
+        const int e = (int)(ug_test_next_u32(&state) % 300) - 150 - 190;
+        const double rel = s % 3 == 0 ? 0 : 0x1p-30, r = ldexp(1.0, e + 150 - (int)(s % 60));
+        certified += product_stage_matches_mpfr(s & 1, m1, m2, e, rel, r, &scratch, &mismatches);
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    CU_ASSERT(certified > samples / 4);
+}
+
+/* ug_ref_fill's bound against its definition with ug_ulp_bf16 / ug_ulp_f32
+ * (ug_ref_fill takes a normal magnitude's ulp from its exponent field):
+ * magnitudes across every binade, at powers of two and just below them,
+ * subnormal, zero, around the formats' least quanta and overflowing. */
+static void fill_bounds_use_the_formats_ulp(void)
+{
+    size_t mismatches = 0;
+    const double pre_round[] = {0.0, 0x1p-140, 0x1.8p-20, 3.0};
+    for (int q = -1074; q <= 1023; q++)
+        for (int shape = 0; shape < 3; shape++)
+            for (size_t p = 0; p < sizeof pre_round / sizeof pre_round[0]; p++)
+                for (int dtype = 0; dtype < 2; dtype++) {
+                    const double power = ldexp(1.0, q);
+                    const double r_hi = shape == 0 ? power : shape == 1 ? nextafter(power, 0) : -1.5 * power;
+                    const ug_dtype t = dtype ? UG_F32 : UG_BF16;
+                    ug_ref_value got;
+                    ug_ref_fill(&got, r_hi, 0.0, 0, pre_round[p], 0.0, 0, t);
+                    const double magnitude = (fabs(r_hi) + pre_round[p]) * UG_F32_SLACK;
+                    const double half_ulp = 0.5 * (t == UG_BF16 ? ug_ulp_bf16(magnitude) : ug_ulp_f32(magnitude));
+                    const double want = isfinite(magnitude) ? (pre_round[p] + half_ulp) * UG_F32_SLACK : INFINITY;
+                    if (bits_of(got.bound) != bits_of(want))
+                        UG_TEST_MISMATCH(mismatches, "r_hi %a pre %a %s: bound %a, want %a", r_hi, pre_round[p],
+                                         dtype ? "f32" : "bf16", got.bound, want);
+                }
+    CU_ASSERT_EQUAL(mismatches, 0);
+}
+
 static void mpfr_results_equal_mpfr_sum(void)
 {
     /* ug_xsum_get_mpfr at 8 to 128 bits, and ug_xsum_get_mpfr_wide at up
@@ -921,6 +1022,8 @@ UG_TEST_SUITE(exact_sum_suite, "exact_sum",
               UG_TEST(placing_on_a_grid),
               UG_TEST(distances_round_like_mpfr),
               UG_TEST(staging_without_mpfr_equals_ug_stage_operand),
+              UG_TEST(product_staging_equals_ug_stage_operand),
+              UG_TEST(fill_bounds_use_the_formats_ulp),
               UG_TEST(mpfr_results_equal_mpfr_sum),
               UG_TEST(reading_keeps_the_sum),
               UG_TEST(clear_resets_to_zero),
