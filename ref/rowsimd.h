@@ -105,11 +105,12 @@ void ug_ref_simd_bound_parts(size_t width, double a, const double *part_abs, con
  * weight[r][j] * part_X[j * width + col] over j = 0, 1, ..., n - 1 in
  * order, a zero weight skipped (the same sums as ug_ref_simd_bound_parts
  * term by term, each held in a register across the terms, the parts
- * loaded once for all the rows). Requires ug_ref_simd_available(). */
+ * loaded once for all the rows; weight and sums hold `rows` entries, only
+ * those are read). Requires ug_ref_simd_available(). */
 enum { UG_REF_BOUND_ROWS = 4 };
-void ug_ref_simd_bound_rows(size_t n, size_t width, size_t rows, const double *const weight[UG_REF_BOUND_ROWS],
+void ug_ref_simd_bound_rows(size_t n, size_t width, size_t rows, const double *const *weight,
                             const double *part_abs, const double *part_err, const double *part_mag,
-                            const uint32_t *part_flagged, const ug_ref_bound_row sums[UG_REF_BOUND_ROWS]);
+                            const uint32_t *part_flagged, const ug_ref_bound_row *sums);
 
 /* y[i] += a * x[i] for i < n, the product rounded and then the sum (as
  * the plain loop under -ffp-contract=off). Requires

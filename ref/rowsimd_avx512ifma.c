@@ -228,11 +228,11 @@ static inline __attribute__((always_inline)) void bound_add(bound_sums *b, doubl
  * rather than an array, which GCC keeps in memory). A missing row's
  * weights read as zero. */
 static inline __attribute__((always_inline)) void bound_rows_block(size_t n, size_t width, int rows, size_t col,
-                                                                   const double *const weight[UG_REF_BOUND_ROWS],
+                                                                   const double *const *weight,
                                                                    const double *part_abs, const double *part_err,
                                                                    const double *part_mag,
                                                                    const uint32_t *part_flagged,
-                                                                   const ug_ref_bound_row sums[UG_REF_BOUND_ROWS])
+                                                                   const ug_ref_bound_row *sums)
 {
     const __mmask8 lanes = width - col >= 8 ? 0xFF : (__mmask8)((1u << (width - col)) - 1);
     bound_sums b0 = bound_load(&sums[0], col, lanes), b1 = rows > 1 ? bound_load(&sums[1], col, lanes) : b0,
@@ -258,9 +258,9 @@ static inline __attribute__((always_inline)) void bound_rows_block(size_t n, siz
     if (rows > 3) bound_store(&sums[3], col, lanes, b3);
 }
 
-void ug_ref_simd_bound_rows(size_t n, size_t width, size_t rows, const double *const weight[UG_REF_BOUND_ROWS],
+void ug_ref_simd_bound_rows(size_t n, size_t width, size_t rows, const double *const *weight,
                             const double *part_abs, const double *part_err, const double *part_mag,
-                            const uint32_t *part_flagged, const ug_ref_bound_row sums[UG_REF_BOUND_ROWS])
+                            const uint32_t *part_flagged, const ug_ref_bound_row *sums)
 {
     for (size_t col = 0; col < width; col += 8) switch (rows) {
         case 1: bound_rows_block(n, width, 1, col, weight, part_abs, part_err, part_mag, part_flagged, sums); break;
