@@ -240,9 +240,26 @@ static ug_status compare_part(void *ctx, ug_ref_mode m, const bool measured[UG_M
     return ug_ok();
 }
 
-/* Streamed (the runner's way) as at once: every measured output once per
- * mode with ug_case_reference's values, holding one part at a time. */
-static void check_streamed(const ug_family *f, const ug_case *c, const buffers *b, size_t *compared, size_t *differ)
+/* The parts of the reference last to first, one call each (the runner
+ * spreads them over threads in any order): *peak the largest part's bytes. */
+static ug_status parts_backwards(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
+                                 ug_buf *bufs, const ug_reference_stream *stream, size_t *peak)
+{
+    size_t n_parts, part_peak;
+    UG_TRY(ug_case_reference_parts(f, present, &n_parts));
+    *peak = 0;
+    for (size_t part = n_parts; part-- > 0;) {
+        UG_TRY(ug_case_reference_part(f, p, present, part, bufs, ug_test_cpu_model(), stream, &part_peak));
+        if (part_peak > *peak) *peak = part_peak;
+    }
+    return ug_ok();
+}
+
+/* Streamed (the runner's way: all parts in order, or backwards) as at
+ * once: every measured output once per mode with ug_case_reference's
+ * values, holding one part at a time. */
+static void check_streamed(const ug_family *f, const ug_case *c, const buffers *b, bool backwards, size_t *compared,
+                           size_t *differ)
 {
     ug_ref_value *whole[UG_REF_MODE_COUNT][UG_MAX_BUFFERS];
     for (int m = 0; m < UG_REF_MODE_COUNT; m++) reference(f, &c->params, b, (ug_ref_mode)m, whole[m]);
@@ -253,8 +270,10 @@ static void check_streamed(const ug_family *f, const ug_case *c, const buffers *
     ug_buf bufs[UG_MAX_BUFFERS];
     memcpy(bufs, b->buf, sizeof bufs);
     const ug_reference_stream stream = {NULL, compare_part, &sc};
-    CU_ASSERT_EQUAL_FATAL(ug_case_reference_streamed(f, &c->params, present, bufs, ug_test_cpu_model(), &stream,
-                                                     &peak).code, UG_OK);
+    const ug_status st = backwards ? parts_backwards(f, &c->params, present, bufs, &stream, &peak)
+                                   : ug_case_reference_streamed(f, &c->params, present, bufs, ug_test_cpu_model(),
+                                                                &stream, &peak);
+    CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
     CU_ASSERT_EQUAL_FATAL(ug_case_reference_bytes(f, &c->params, &estimate).code, UG_OK);
     for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
         bool measured[UG_MAX_BUFFERS];
@@ -277,9 +296,10 @@ static void check_streamed(const ug_family *f, const ug_case *c, const buffers *
     *differ += sc.differ;
 }
 
-/* ug_case_reference_streamed equals ug_case_reference in both modes, for
- * every family: gdn_e2e's chain included, with every intermediate handed
- * over and without A (its solve stage, and the stages reading A, skipped). */
+/* ug_case_reference_streamed, and its parts run backwards, equal
+ * ug_case_reference in both modes, for every family: gdn_e2e's chain
+ * included, with every intermediate handed over and without A (its solve
+ * stage, and the stages reading A, skipped). */
 static void test_streamed_equals_the_reference_at_once(void)
 {
     ug_sweep sw;
@@ -293,12 +313,12 @@ static void test_streamed_equals_the_reference_at_once(void)
         buffers_alloc(f, &c->params, &b);
         CU_ASSERT_EQUAL_FATAL(ug_case_generate(c, b.buf).code, UG_OK);
         CU_ASSERT_EQUAL_FATAL(f->run(&c->params, b.buf).code, UG_OK);
-        check_streamed(f, c, &b, &compared, &differ);
+        for (int backwards = 0; backwards < 2; backwards++) check_streamed(f, c, &b, backwards, &compared, &differ);
         const int a = ug_family_buffer_index(f, "A");
         if (f->n_stages && a >= 0) {
             void *kept = b.buf[a].data;
             b.buf[a].data = NULL;
-            check_streamed(f, c, &b, &compared, &differ);
+            check_streamed(f, c, &b, false, &compared, &differ);
             b.buf[a].data = kept;
         }
         buffers_free(f, &b);
