@@ -230,6 +230,38 @@ static size_t first_poison_element(const ug_buf *b)
     }
 }
 
+/* The run's case workers that found no case left, or that wait for memory
+ * to start theirs: a case still running borrows them for its slices. A
+ * waiting worker that starts while its place is lent out is owed that
+ * place: the lent thread then hands it back to no one. */
+typedef struct {
+    pthread_mutex_t *lock;
+    size_t idle, owed;
+} worker_pool;
+
+/* Takes up to `most` idle places of the pool (none without a pool). */
+static size_t pool_borrow(worker_pool *pool, size_t most)
+{
+    if (!pool) return 0;
+    pthread_mutex_lock(pool->lock);
+    const size_t n = pool->idle < most ? pool->idle : most;
+    pool->idle -= n;
+    pthread_mutex_unlock(pool->lock);
+    return n;
+}
+
+/* Gives back n places taken from the pool, first to the workers owed one. */
+static void pool_return(worker_pool *pool, size_t n)
+{
+    if (n == 0) return;
+    pthread_mutex_lock(pool->lock);
+    for (; n > 0; n--) {
+        if (pool->owed > 0) pool->owed--;
+        else pool->idle++;
+    }
+    pthread_mutex_unlock(pool->lock);
+}
+
 /* One way of producing a case's outputs: an ISA path of the built-in kernel,
  * or the run's kernel source in place of all of them. */
 typedef struct {
@@ -253,15 +285,23 @@ static size_t kernel_paths(const ug_run_options *opt, kernel_path paths[UG_ISA_C
     return n;
 }
 
+/* A built-in kernel in this thread runs with the run's kernel threads
+ * plus one per idle case worker (kernels/parallel.h: the same bits at any
+ * count): the kernel of a sweep's last case is not one core's alone. */
 static ug_status run_kernel_on(const ug_case *c, case_buffers *cb, const kernel_path *path, uint64_t input_hash,
-                               ug_case_result *r, ug_status *kernel_status)
+                               worker_pool *pool, ug_case_result *r, ug_status *kernel_status)
 {
     if (!path->source) UG_TRY(ug_isa_select(path->isa));
     poison_outputs(cb);
-    double t0 = now_seconds();
     const ug_kernel_source *through = path->source ? path->source : path->isolated;
+    const unsigned threads = ug_kernel_threads();
+    const size_t lent = through ? 0 : pool_borrow(pool, UG_KERNEL_MAX_THREADS - threads);
+    (void)ug_kernel_threads_set(threads + (unsigned)lent); /* within 1 .. UG_KERNEL_MAX_THREADS: cannot fail */
+    double t0 = now_seconds();
     *kernel_status = through ? through->run(through->ctx, c, cb->buf) : c->family->run(&c->params, cb->buf);
     r->kernel_seconds += now_seconds() - t0;
+    (void)ug_kernel_threads_set(threads);
+    pool_return(pool, lent);
     /* A guard the kernel's worker process found overwritten (harness/isolate.c), named like ours. */
     if (kernel_status->code == UG_EGUARD) set_failure(r, "[%s] %s", path->label, kernel_status->msg);
     const char *broken = guard_broken(cb);
@@ -290,14 +330,6 @@ static void check_rejection(const ug_case *c, case_buffers *cb, const char *labe
 
 /* ---- measuring a set of outputs against the reference, slice by slice ---------- */
 
-/* The run's case workers that found no case left, or that wait for memory
- * to start theirs: a case still running borrows them for its slices. A
- * waiting worker that starts while its place is lent out is owed that
- * place: the lent thread then hands it back to no one. */
-typedef struct {
-    pthread_mutex_t *lock;
-    size_t idle, owed;
-} worker_pool;
 
 /* The elements with the largest ratios of one output and mode, largest
  * first, earlier index first on ties. */
@@ -352,6 +384,16 @@ typedef struct {
     slice_result *result;       /* while measured and not yet folded */
 } slice_state;
 
+/* The hash of the outputs measured (a case's bits hash), computed by a
+ * slice worker while the others measure (FNV-1a is one serial chain: 0.3
+ * s of the production gdn_e2e case's 300 MB of outputs, which held up its
+ * first slice), or by the caller when no worker took it. */
+typedef struct {
+    const case_buffers *cb;
+    bool taken;    /* under the slices' lock */
+    uint64_t bits; /* once taken and the slices' threads are joined */
+} outputs_hash;
+
 /* Everything the slices of one output set share (read-only while they run). */
 typedef struct {
     const ug_case *c;
@@ -373,6 +415,7 @@ typedef struct {
     worst_list worst[UG_MAX_BUFFERS][UG_REF_MODE_COUNT];
     ug_status fold_st;
     worker_pool *pool;            /* NULL: this thread alone */
+    outputs_hash *hash;           /* NULL: none; else taken by the first thread to ask for work */
 } slice_work;
 
 static void slice_failure(part_outcome *sr, size_t rank, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -578,6 +621,12 @@ static void *slice_worker(void *arg)
     slice_work *w = arg;
     for (;;) {
         pthread_mutex_lock(&w->lock);
+        if (w->hash && !w->hash->taken) {
+            w->hash->taken = true;
+            pthread_mutex_unlock(&w->lock);
+            w->hash->bits = hash_buffers(w->hash->cb, true);
+            continue;
+        }
         const size_t unit = w->next++, s = unit / w->n_parts, part = unit % w->n_parts;
         slice_state *state = s < w->sp.n ? &w->slices[s] : NULL;
         if (state && state->sampled && part == 0) /* the parts of a slice are taken in order */
@@ -607,10 +656,7 @@ static void *lent_slice_worker(void *arg)
     slice_work *w = arg;
     slice_worker(w);
     mpfr_free_cache(); /* MPFR's constant caches are per thread */
-    pthread_mutex_lock(w->pool->lock);
-    if (w->pool->owed > 0) w->pool->owed--;
-    else w->pool->idle++;
-    pthread_mutex_unlock(w->pool->lock);
+    pool_return(w->pool, 1);
     return NULL;
 }
 
@@ -622,7 +668,7 @@ static void run_slices(slice_work *w)
     size_t n_lent = 0;
     if (w->pool) {
         pthread_mutex_lock(w->pool->lock);
-        while (w->pool->idle > 0 && n_lent + 1 < w->sp.n && n_lent < sizeof lent / sizeof lent[0]) {
+        while (w->pool->idle > 0 && n_lent + 1 < w->sp.n * w->n_parts && n_lent < sizeof lent / sizeof lent[0]) {
             w->pool->idle--;
             if (pthread_create(&lent[n_lent], NULL, lent_slice_worker, w) != 0) {
                 w->pool->idle++;
@@ -725,9 +771,10 @@ static ug_status finish_slices(slice_work *w, ug_case_result *r)
  * reference (computed from the inputs and, for a pipeline's stages, these
  * outputs). */
 static ug_status measure(const ug_case *c, const case_buffers *cb, const char *label, const ug_run_options *opt,
-                         worker_pool *pool, ug_case_result *r)
+                         worker_pool *pool, outputs_hash *hash, ug_case_result *r)
 {
-    slice_work w = {.c = c, .cb = cb, .label = label, .opt = opt, .lock = PTHREAD_MUTEX_INITIALIZER, .pool = pool};
+    slice_work w = {.c = c, .cb = cb, .label = label, .opt = opt, .lock = PTHREAD_MUTEX_INITIALIZER, .pool = pool,
+                    .hash = hash};
     const ug_family *f = c->family;
     for (size_t i = 0; i < f->n_buffers; i++)
         if (f->buffers[i].is_output) w.out_buf[w.n_outputs++] = (int)i;
@@ -780,7 +827,7 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, worke
     for (size_t k = 0; k < n_paths && ug_is_ok(&st); k++) {
         const kernel_path *path = &paths[k];
         ug_status ks;
-        st = run_kernel_on(c, cb, path, input_hash, r, &ks);
+        st = run_kernel_on(c, cb, path, input_hash, pool, r, &ks);
         if (!ug_is_ok(&st)) break;
         if (c->family->release && !path->source && !path->isolated) c->family->release();
         if (ks.code != UG_OK) {
@@ -788,24 +835,27 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, worke
             r->kernel_status = ks;
             continue;
         }
-        const uint64_t bits = hash_buffers(cb, true);
+        /* The first path's bits are hashed while it is measured; a later path's decide whether it is. */
+        outputs_hash hash = {cb, n_measured > 0, 0};
+        if (hash.taken) hash.bits = hash_buffers(cb, true);
+        bool seen = false;
+        for (size_t j = 0; j < n_measured; j++) seen |= measured_bits[j] == hash.bits;
+        if (!seen) st = measure(c, cb, path->label, opt, pool, &hash, r); /* same bits, same figures */
+        if (!hash.taken) hash.bits = hash_buffers(cb, true); /* measuring stopped before a worker took it */
+        const uint64_t bits = hash.bits;
         if (path->source) {
             r->source_ran = true;
         } else {
             r->isa_ran[path->isa] = true;
             r->isa_bits[path->isa] = bits;
         }
-        bool seen = false;
-        for (size_t j = 0; j < n_measured; j++) seen |= measured_bits[j] == bits;
         if (n_measured == 0) {
             r->bits_hash = bits;
             r->kernel_status = ks;
         } else if (!seen) {
             r->isa_bits_agree = false;
         }
-        if (seen) continue; /* same bits, same figures */
-        measured_bits[n_measured++] = bits;
-        st = measure(c, cb, path->label, opt, pool, r);
+        if (!seen) measured_bits[n_measured++] = bits;
     }
     return st;
 }
@@ -817,7 +867,7 @@ static ug_status run_rejected(const ug_case *c, const ug_run_options *opt, case_
     size_t n_paths = kernel_paths(opt, paths);
     for (size_t k = 0; k < n_paths; k++) {
         ug_status ks;
-        UG_TRY(run_kernel_on(c, cb, &paths[k], input_hash, r, &ks));
+        UG_TRY(run_kernel_on(c, cb, &paths[k], input_hash, NULL, r, &ks));
         if (k == 0) r->kernel_status = ks;
         check_rejection(c, cb, paths[k].label, &ks, r);
     }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/hash.h"
 #include "../harness/chain.h"
 #include "../harness/runner.h"
 #include "../harness/slice.h"
@@ -413,6 +414,44 @@ static int most_concurrent_cases(size_t max_case_bytes, bool accepted)
     return most_concurrent_calls;
 }
 
+/* FNV-1a over the outputs of the kernel run on case c's inputs, in
+ * descriptor order: what a case's bits hash must be. */
+static uint64_t outputs_hash_of(const ug_case *c)
+{
+    const ug_family *f = c->family;
+    ug_buf bufs[UG_MAX_BUFFERS];
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        bufs[i].dtype = f->buffers[i].dtype;
+        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(f, &c->params, i, &bufs[i].count).code, UG_OK);
+        bufs[i].data = calloc(bufs[i].count + 1, ug_dtype_size(bufs[i].dtype));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(bufs[i].data);
+    }
+    CU_ASSERT_EQUAL_FATAL(ug_case_generate(c, bufs).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(f->run(&c->params, bufs).code, UG_OK);
+    uint64_t h = UG_FNV1A_OFFSET;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        if (f->buffers[i].is_output) h = ug_fnv1a(h, bufs[i].data, bufs[i].count * ug_dtype_size(bufs[i].dtype));
+        free(bufs[i].data);
+    }
+    return h;
+}
+
+/* The bits hash is the outputs' hash, whichever thread computes it while
+ * the slices are measured (with 2 jobs and one case, a lent one). */
+static void test_bits_hash_is_the_outputs_hash(void)
+{
+    ug_case c = accepted_case("hashed", 7);
+    const uint64_t expected = outputs_hash_of(&c);
+    for (int jobs = 1; jobs <= 2; jobs++) {
+        ug_sweep sw;
+        ug_run_result out;
+        run_with_jobs(&sw, &c, 1, jobs, &out);
+        CU_ASSERT_TRUE(out.cases[0].passed);
+        CU_ASSERT_EQUAL(out.cases[0].bits_hash, expected);
+        ug_run_result_free(&out);
+    }
+}
+
 static size_t buffer_bytes(const ug_case *c, const ug_params *p)
 {
     size_t bytes = 0;
@@ -506,4 +545,5 @@ UG_TEST_SUITE(runner_suite, "runner",
               UG_TEST(test_case_over_byte_cap_does_not_abort_run),
               UG_TEST(test_case_with_overflowing_counts_does_not_abort_run),
               UG_TEST(test_same_sweep_twice_same_bits),
-              UG_TEST(test_two_jobs_same_results_as_one));
+              UG_TEST(test_two_jobs_same_results_as_one),
+              UG_TEST(test_bits_hash_is_the_outputs_hash));
