@@ -19,6 +19,7 @@
 #include "../core/hash.h"
 #include "../kernels/parallel.h"
 #include "chain.h"
+#include "gen.h"
 #include "slice.h"
 
 /* Poison of unwritten outputs: the bytes A7 7F repeated read as the
@@ -139,18 +140,26 @@ static ug_status buffers_alloc(case_buffers *cb, const ug_case *c, size_t max_by
     return ug_ok();
 }
 
-ug_status ug_case_generate(const ug_case *c, ug_buf *bufs)
+/* ug_case_generate, with the random words drawn ahead on a thread of
+ * their own when `ahead` (harness/gen.h: the same draws). */
+static ug_status generate_inputs(const ug_case *c, ug_buf *bufs, bool ahead)
 {
     for (size_t i = 0; i < c->family->n_buffers; i++)
         if (!c->family->buffers[i].is_output) memset(bufs[i].data, input_fill_byte, buf_bytes(&bufs[i]));
     if (c->load_inputs) return c->load_inputs(c->inputs_ctx, c, bufs);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    ug_gen_ahead *drawn = NULL;
+    ug_status st = ahead ? ug_gen_ahead_start(c->seed, &drawn) : ug_ok();
+    if (!ug_is_ok(&st)) drawn = NULL; /* drawn in place instead */
+    gsl_rng *rng = drawn ? ug_gen_ahead_rng(drawn) : gsl_rng_alloc(gsl_rng_mt19937);
     if (!rng) return ug_fail(UG_ENOMEM, "cannot allocate a random generator");
-    gsl_rng_set(rng, c->seed);
-    ug_status st = c->family->generate(&c->params, c->regime, rng, bufs);
-    gsl_rng_free(rng);
+    if (!drawn) gsl_rng_set(rng, c->seed);
+    st = c->family->generate(&c->params, c->regime, rng, bufs);
+    if (drawn) ug_gen_ahead_stop(drawn);
+    else gsl_rng_free(rng);
     return st;
 }
+
+ug_status ug_case_generate(const ug_case *c, ug_buf *bufs) { return generate_inputs(c, bufs, false); }
 
 uint64_t ug_buf_hash(const ug_buf *b) { return ug_fnv1a(UG_FNV1A_OFFSET, b->data, buf_bytes(b)); }
 
@@ -816,7 +825,10 @@ static ug_status run_accepted(const ug_case *c, const ug_run_options *opt, worke
                               ug_case_result *r)
 {
     UG_TRY(audit_plan(c, r));
-    UG_TRY(ug_case_generate(c, cb->buf));
+    const size_t lent = pool_borrow(pool, 1); /* an idle core draws the random words */
+    const ug_status generated = generate_inputs(c, cb->buf, lent > 0);
+    pool_return(pool, lent);
+    UG_TRY(generated);
     const uint64_t input_hash = hash_buffers(cb, false);
     r->isa_bits_agree = true;
     kernel_path paths[UG_ISA_COUNT];
@@ -1136,9 +1148,13 @@ ug_status ug_run_sweep(const ug_sweep *sw, const ug_run_options *opt, ug_run_res
     work_queue q = {sw, opt, out, order, PTHREAD_MUTEX_INITIALIZER, 0, 0, ug_ok(), {NULL, 0, 0}, 0,
                     PTHREAD_COND_INITIALIZER};
     q.pool.lock = &q.lock;
+    /* Jobs beyond the cases would find none: their places are idle from the start (lent to the cases). */
+    const int jobs = opt->jobs > 1 ? opt->jobs : 1;
+    const int case_workers = sw->n_cases && (size_t)jobs > sw->n_cases ? (int)sw->n_cases : jobs;
+    q.pool.idle = (size_t)(jobs - case_workers);
     pthread_t threads[256];
     int started = 0;
-    for (; started < opt->jobs - 1; started++)
+    for (; started < case_workers - 1; started++)
         if (pthread_create(&threads[started], NULL, worker, &q) != 0) break;
     worker(&q); /* the calling thread works too */
     for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);

@@ -6,6 +6,7 @@
  * run, and cases run at once keep their buffers under it together; and a
  * run is deterministic. Shapes are the smallest the kernel takes
  * (one 64-token chunk), so the suite stays quick under valgrind. */
+#include <gsl/gsl_randist.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "../core/hash.h"
 #include "../harness/chain.h"
+#include "../harness/gen.h"
 #include "../harness/runner.h"
 #include "../harness/slice.h"
 #include "tests.h"
@@ -452,6 +454,50 @@ static void test_bits_hash_is_the_outputs_hash(void)
     }
 }
 
+/* Draws made ahead (harness/gen.h) are mt19937's, draw for draw, past
+ * many refills of the ring: words, doubles, positive doubles, bounded
+ * integers and gaussians (which take a varying number of words) mixed. */
+static void test_draws_made_ahead_are_mt19937s(void)
+{
+    const unsigned long seed = 20261126;
+    gsl_rng *mt = gsl_rng_alloc(gsl_rng_mt19937);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mt);
+    gsl_rng_set(mt, seed);
+    ug_gen_ahead *a;
+    CU_ASSERT_EQUAL_FATAL(ug_gen_ahead_start(seed, &a).code, UG_OK);
+    gsl_rng *ahead = ug_gen_ahead_rng(a);
+    size_t differ = 0;
+    for (size_t i = 0; i < 1500000; i++) {
+        double x, y;
+        switch (i % 5) {
+        case 0: x = (double)gsl_rng_get(mt), y = (double)gsl_rng_get(ahead); break;
+        case 1: x = gsl_rng_uniform(mt), y = gsl_rng_uniform(ahead); break;
+        case 2: x = gsl_rng_uniform_pos(mt), y = gsl_rng_uniform_pos(ahead); break;
+        case 3: x = (double)gsl_rng_uniform_int(mt, 1000 + i), y = (double)gsl_rng_uniform_int(ahead, 1000 + i); break;
+        default: x = gsl_ran_gaussian(mt, 1.0), y = gsl_ran_gaussian(ahead, 1.0);
+        }
+        if (memcmp(&x, &y, sizeof x) != 0 && differ++ < 3) printf("\n    draw %zu: %a made ahead, %a in place", i, y, x);
+    }
+    CU_ASSERT_EQUAL(differ, 0);
+    ug_gen_ahead_stop(a);
+    gsl_rng_free(mt);
+}
+
+/* The inputs of a case generated with the draws made ahead (a run with an
+ * idle worker) are those generated in place, byte for byte. */
+static void test_inputs_drawn_ahead_are_the_same(void)
+{
+    ug_case c = accepted_case("drawn", 11);
+    ug_sweep sw;
+    ug_run_result one, two;
+    run_with_jobs(&sw, &c, 1, 1, &one);
+    run_with_jobs(&sw, &c, 1, 2, &two); /* one case, two jobs: the other worker draws ahead */
+    CU_ASSERT_EQUAL(one.cases[0].bits_hash, two.cases[0].bits_hash);
+    CU_ASSERT_EQUAL(two.cases[0].bits_hash, outputs_hash_of(&c));
+    ug_run_result_free(&one);
+    ug_run_result_free(&two);
+}
+
 static size_t buffer_bytes(const ug_case *c, const ug_params *p)
 {
     size_t bytes = 0;
@@ -546,4 +592,6 @@ UG_TEST_SUITE(runner_suite, "runner",
               UG_TEST(test_case_with_overflowing_counts_does_not_abort_run),
               UG_TEST(test_same_sweep_twice_same_bits),
               UG_TEST(test_two_jobs_same_results_as_one),
-              UG_TEST(test_bits_hash_is_the_outputs_hash));
+              UG_TEST(test_bits_hash_is_the_outputs_hash),
+              UG_TEST(test_draws_made_ahead_are_mt19937s),
+              UG_TEST(test_inputs_drawn_ahead_are_the_same));
