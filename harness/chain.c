@@ -361,6 +361,27 @@ ug_status ug_case_reference_parts(const ug_family *f, const bool present[UG_MAX_
     return ug_ok();
 }
 
+ug_status ug_case_reference_part_order(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
+                                       size_t n_parts, size_t order[])
+{
+    parts_plan pp;
+    UG_TRY(parts_make(f, present, &pp));
+    if (n_parts != pp.n) return ug_fail(UG_EINVAL, "%s: an order of %zu parts asked for %zu", f->name, n_parts, pp.n);
+    size_t weight[MAX_PARTS] = {0}, count;
+    for (size_t part = 0; part < pp.n; part++)
+        for (size_t i = 0; i < f->n_buffers; i++)
+            if (pp.checks[part][i][UG_REF_EXACT] || pp.checks[part][i][UG_REF_STAGED]) {
+                UG_TRY(ug_family_buffer_count(f, p, i, &count));
+                weight[part] += count;
+            }
+    for (size_t k = 0; k < pp.n; k++) { /* insertion: stable, so ties stay in part order */
+        size_t at = k;
+        for (; at > 0 && weight[order[at - 1]] < weight[k]; at--) order[at] = order[at - 1];
+        order[at] = k;
+    }
+    return ug_ok();
+}
+
 ug_status ug_case_reference_part(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
                                  size_t part, ug_buf *bufs, const ug_f32_model *model,
                                  const ug_reference_stream *stream, size_t *peak_bytes)

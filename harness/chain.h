@@ -91,6 +91,13 @@ ug_status ug_case_reference_part(const ug_family *f, const ug_params *p, const b
                                  size_t part, ug_buf *bufs, const ug_f32_model *model,
                                  const ug_reference_stream *stream, size_t *peak_bytes);
 
+/* The n_parts parts largest first, by the elements of the outputs each
+ * measures (ties in part order), into order[0 .. n_parts): the order
+ * that leaves a case's smallest parts for last, when one thread may be
+ * left working alone. */
+ug_status ug_case_reference_part_order(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
+                                       size_t n_parts, size_t order[]);
+
 /* ug_case_reference_streamed keeps its references' memory (one mapping
  * of the largest part's bytes) on the calling thread for the next call,
  * the case's next slice; this gives it back. A thread calls it when it has

@@ -328,6 +328,30 @@ static void test_streamed_equals_the_reference_at_once(void)
     ug_sweep_free(&sw);
 }
 
+/* gdn_e2e's parts largest first: chunk_state's (h, v_new, final_state)
+ * first, the cumsum's (g) last, each part once. */
+static void test_parts_largest_first(void)
+{
+    ug_sweep sw;
+    CU_ASSERT_FATAL(ug_sweep_load("fixtures/sweeps/default", &sw).code == UG_OK);
+    const ug_family *f = ug_family_find("gdn_e2e");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const ug_case *c = case_with_slices(&sw, f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    bool present[UG_MAX_BUFFERS];
+    for (size_t i = 0; i < f->n_buffers; i++) present[i] = true;
+    size_t n_parts, order[UG_MAX_BUFFERS], seen = 0;
+    CU_ASSERT_EQUAL_FATAL(ug_case_reference_parts(f, present, &n_parts).code, UG_OK);
+    CU_ASSERT_FATAL(n_parts == 1 + f->n_stages && n_parts <= UG_MAX_BUFFERS);
+    CU_ASSERT_EQUAL_FATAL(ug_case_reference_part_order(f, &c->params, present, n_parts, order).code, UG_OK);
+    for (size_t k = 0; k < n_parts; k++) seen |= (size_t)1 << order[k];
+    CU_ASSERT_EQUAL(seen, ((size_t)1 << n_parts) - 1);
+    CU_ASSERT_FATAL(order[0] > 0 && order[n_parts - 1] > 0); /* stages, not the family's own part */
+    CU_ASSERT_STRING_EQUAL(f->stages[order[0] - 1].family, "gdn_chunk_state");
+    CU_ASSERT_STRING_EQUAL(f->stages[order[n_parts - 1] - 1].family, "gdn_chunk_cumsum");
+    ug_sweep_free(&sw);
+}
+
 /* A family without slicing is one slice: the case itself. */
 static void test_no_slicing_is_the_whole_case(void)
 {
@@ -348,4 +372,4 @@ static void test_no_slicing_is_the_whole_case(void)
 UG_TEST_SUITE(slice_suite, "slice", UG_TEST(test_slices_give_the_case_reference),
               UG_TEST(test_staged_is_exact_where_declared),
               UG_TEST(test_streamed_equals_the_reference_at_once),
-              UG_TEST(test_no_slicing_is_the_whole_case));
+              UG_TEST(test_parts_largest_first), UG_TEST(test_no_slicing_is_the_whole_case));
