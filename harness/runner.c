@@ -339,7 +339,6 @@ static void check_rejection(const ug_case *c, case_buffers *cb, const char *labe
 
 /* ---- measuring a set of outputs against the reference, slice by slice ---------- */
 
-
 /* The elements with the largest ratios of one output and mode, largest
  * first, earlier index first on ties. */
 typedef struct {
@@ -484,13 +483,13 @@ static ug_status measure_output(const slice_work *w, size_t s, size_t o, int m, 
             else keep_if_worse(&sr->worst[o][m], e.ratio, &x);
         }
         if (ref[j].no_bound && ref[j].wild == UG_WILD_NONE)
-            slice_failure(outcome, rank, "[%s] %s[%zu] %s: no bound: its a-priori bound is infinite (an operation it depends "
-                          "on has an argument outside the declared range of profile %s, or the bound itself "
+            slice_failure(outcome, rank, "[%s] %s[%zu] %s: no bound: its a-priori bound is infinite (an operation it "
+                          "depends on has an argument outside the declared range of profile %s, or the bound itself "
                           "overflowed), so the element cannot be certified", label, name, i,
                           ug_ref_mode_name((ug_ref_mode)m), model->id.name);
         if (!e.class_ok || e.ratio > 1.0)
-            slice_failure(outcome, rank, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label, name, i,
-                          ug_ref_mode_name((ug_ref_mode)m), bits_value(b->dtype, bits), ref[j].r_hi, ref[j].bound,
+            slice_failure(outcome, rank, "[%s] %s[%zu] %s: y=%a r=%a bound=%.3g ratio=%.3g ulp_err=%.3g%s", label, name,
+                          i, ug_ref_mode_name((ug_ref_mode)m), bits_value(b->dtype, bits), ref[j].r_hi, ref[j].bound,
                           e.ratio, e.ulp_err, e.class_ok ? "" : " (non-finite rule)");
     }
     ug_stats_batch_end(&st);

@@ -476,7 +476,8 @@ static void test_draws_made_ahead_are_mt19937s(void)
         case 3: x = (double)gsl_rng_uniform_int(mt, 1000 + i), y = (double)gsl_rng_uniform_int(ahead, 1000 + i); break;
         default: x = gsl_ran_gaussian(mt, 1.0), y = gsl_ran_gaussian(ahead, 1.0);
         }
-        if (memcmp(&x, &y, sizeof x) != 0 && differ++ < 3) printf("\n    draw %zu: %a made ahead, %a in place", i, y, x);
+        if (memcmp(&x, &y, sizeof x) != 0 && differ++ < 3)
+            printf("\n    draw %zu: %a made ahead, %a in place", i, y, x);
     }
     CU_ASSERT_EQUAL(differ, 0);
     ug_gen_ahead_stop(a);

@@ -425,7 +425,8 @@ static void test_ulp_err_is_the_quotient(void)
     const unsigned long n = 4 * ug_test_random_samples();
     for (unsigned long i = 0; i < n; i++) {
         const int bf = i & 1;
-        const uint32_t y_bits = bf ? (uint32_t)gsl_rng_uniform_int(rng, 0x7F80) : (uint32_t)(gsl_rng_get(rng) % 0x7F800000u);
+        const uint32_t y_bits = bf ? (uint32_t)gsl_rng_uniform_int(rng, 0x7F80)
+                                   : (uint32_t)(gsl_rng_get(rng) % 0x7F800000u);
         const double y = bf ? ug_bf16_to_f32((ug_bf16)y_bits) : ug_f32_from_bits(y_bits);
         double hi = ldexp(i % 3 ? 1 + gsl_rng_uniform(rng) : 1, (int)gsl_rng_uniform_int(rng, 2100) - 1074);
         if (gsl_rng_get(rng) & 1) hi = -hi;
@@ -444,7 +445,8 @@ static void test_ulp_err_is_the_quotient(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
-UG_TEST_SUITE(ulp_suite, "ulp", UG_TEST(test_ulp_err_is_the_quotient), UG_TEST(test_ulp_exact_equality), UG_TEST(test_ulp_one_ulp_above),
+UG_TEST_SUITE(ulp_suite, "ulp", UG_TEST(test_ulp_err_is_the_quotient),
+              UG_TEST(test_ulp_exact_equality), UG_TEST(test_ulp_one_ulp_above),
               UG_TEST(test_ulp_uses_low_part), UG_TEST(test_ulp_binade_boundary),
               UG_TEST(test_ulp_binade_below_every_power_of_two),
               UG_TEST(test_ulp_zero_reference), UG_TEST(test_ulp_subnormal_reference),
