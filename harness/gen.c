@@ -98,25 +98,31 @@ static void ahead_set(void *state, unsigned long seed)
     memset(state, 0, sizeof(ahead_reader));
 }
 
-static unsigned long ahead_get(void *state)
+/* Gives the block read back and waits for the next one. */
+static __attribute__((noinline)) void ahead_next_block(ahead_reader *r)
 {
-    ahead_reader *r = state;
-    if (r->word == r->end) {
-        ug_gen_ahead *a = r->a;
-        pthread_mutex_lock(&a->lock);
-        if (r->word) a->consumed++; /* gives the block read back */
-        pthread_cond_broadcast(&a->changed);
-        while (a->produced <= a->consumed) pthread_cond_wait(&a->changed, &a->lock);
-        pthread_mutex_unlock(&a->lock);
-        r->word = a->words[a->consumed % AHEAD_BLOCKS];
-        r->end = r->word + AHEAD_WORDS;
-    }
+    ug_gen_ahead *a = r->a;
+    pthread_mutex_lock(&a->lock);
+    if (r->word) a->consumed++;
+    pthread_cond_broadcast(&a->changed);
+    while (a->produced <= a->consumed) pthread_cond_wait(&a->changed, &a->lock);
+    pthread_mutex_unlock(&a->lock);
+    r->word = a->words[a->consumed % AHEAD_BLOCKS];
+    r->end = r->word + AHEAD_WORDS;
+}
+
+/* The next word, the refill out of line (a draw's own cost is a load). */
+static inline uint32_t ahead_word(ahead_reader *r)
+{
+    if (r->word == r->end) ahead_next_block(r);
     return *r->word++;
 }
 
+static unsigned long ahead_get(void *state) { return ahead_word(state); }
+
 /* mt19937's own double from the same word (GSL's mt.c: the word / 2^32;
  * tests/test_runner.c compares every kind of draw). */
-static double ahead_get_double(void *state) { return (double)ahead_get(state) / 4294967296.0; }
+static double ahead_get_double(void *state) { return (double)ahead_word(state) / 4294967296.0; }
 
 static const gsl_rng_type ahead_type = {"ug_ahead_mt19937", 0xffffffffUL, 0, sizeof(ahead_reader), ahead_set,
                                         ahead_get, ahead_get_double};
