@@ -499,6 +499,33 @@ static void test_inputs_drawn_ahead_are_the_same(void)
     ug_run_result_free(&two);
 }
 
+/* The built-in kernel, then w[5] and w[9] back to their poison (bf16
+ * 0x7FA7, the runner's): elements the kernel never wrote. */
+static ug_status unwriting_run(void *ctx, const ug_case *c, ug_buf *bufs)
+{
+    (void)ctx;
+    UG_TRY(c->family->run(&c->params, bufs));
+    uint16_t *w = bufs[ug_family_buffer_index(c->family, "w")].data;
+    w[5] = w[9] = 0x7FA7;
+    return ug_ok();
+}
+
+/* An element left at its poison fails the case, named by its first index
+ * (the scan goes a word at a time, harness/runner.c). */
+static void test_unwritten_element_named(void)
+{
+    ug_case c = accepted_case("unwritten", 3);
+    ug_sweep sw = {.n_cases = 1, .cases = &c};
+    const ug_kernel_source source = {"unwriting", unwriting_run, NULL};
+    ug_run_options opt = options(UG_MAX_CASE_BYTES_DEFAULT);
+    opt.source = &source;
+    ug_run_result out;
+    CU_ASSERT_EQUAL_FATAL(ug_run_sweep(&sw, &opt, &out).code, UG_OK);
+    CU_ASSERT_FALSE(out.cases[0].passed);
+    ASSERT_CONTAINS(out.cases[0].failure, "[unwriting] w[5] was never written");
+    ug_run_result_free(&out);
+}
+
 static size_t buffer_bytes(const ug_case *c, const ug_params *p)
 {
     size_t bytes = 0;
@@ -595,4 +622,5 @@ UG_TEST_SUITE(runner_suite, "runner",
               UG_TEST(test_two_jobs_same_results_as_one),
               UG_TEST(test_bits_hash_is_the_outputs_hash),
               UG_TEST(test_draws_made_ahead_are_mt19937s),
-              UG_TEST(test_inputs_drawn_ahead_are_the_same));
+              UG_TEST(test_inputs_drawn_ahead_are_the_same),
+              UG_TEST(test_unwritten_element_named));
