@@ -353,19 +353,61 @@ static ug_status part_streamed(const ug_family *f, const parts_plan *pp, size_t 
     return st;
 }
 
+ug_status ug_case_reference_parts(const ug_family *f, const bool present[UG_MAX_BUFFERS], size_t *n_parts)
+{
+    parts_plan pp;
+    UG_TRY(parts_make(f, present, &pp));
+    *n_parts = pp.n;
+    return ug_ok();
+}
+
+ug_status ug_case_reference_part_order(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
+                                       size_t n_parts, size_t order[])
+{
+    parts_plan pp;
+    UG_TRY(parts_make(f, present, &pp));
+    if (n_parts != pp.n) return ug_fail(UG_EINVAL, "%s: an order of %zu parts asked for %zu", f->name, n_parts, pp.n);
+    size_t weight[MAX_PARTS] = {0}, count;
+    for (size_t part = 0; part < pp.n; part++)
+        for (size_t i = 0; i < f->n_buffers; i++)
+            if (pp.checks[part][i][UG_REF_EXACT] || pp.checks[part][i][UG_REF_STAGED]) {
+                UG_TRY(ug_family_buffer_count(f, p, i, &count));
+                weight[part] += count;
+            }
+    for (size_t k = 0; k < pp.n; k++) { /* insertion: stable, so ties stay in part order */
+        size_t at = k;
+        for (; at > 0 && weight[order[at - 1]] < weight[k]; at--) order[at] = order[at - 1];
+        order[at] = k;
+    }
+    return ug_ok();
+}
+
+ug_status ug_case_reference_part(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
+                                 size_t part, ug_buf *bufs, const ug_f32_model *model,
+                                 const ug_reference_stream *stream, size_t *peak_bytes)
+{
+    parts_plan pp;
+    UG_TRY(parts_make(f, present, &pp));
+    if (part >= pp.n) return ug_fail(UG_EINVAL, "%s: reference part %zu of %zu parts", f->name, part, pp.n);
+    UG_TRY(arena_fit(f, &pp, p));
+    held_bytes held = {0, 0};
+    const ug_status st = part_streamed(f, &pp, part, p, bufs, model, stream, &held);
+    if (peak_bytes) *peak_bytes = held.peak;
+    return st;
+}
+
 ug_status ug_case_reference_streamed(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
                                      ug_buf *bufs, const ug_f32_model *model, const ug_reference_stream *stream,
                                      size_t *peak_bytes)
 {
-    parts_plan pp;
-    UG_TRY(parts_make(f, present, &pp));
-    UG_TRY(arena_fit(f, &pp, p));
-    held_bytes held = {0, 0};
-    ug_status st = ug_ok();
-    for (size_t part = 0; part < pp.n && ug_is_ok(&st); part++)
-        st = part_streamed(f, &pp, part, p, bufs, model, stream, &held);
-    if (peak_bytes) *peak_bytes = held.peak;
-    return st;
+    size_t n_parts, part_peak;
+    UG_TRY(ug_case_reference_parts(f, present, &n_parts));
+    if (peak_bytes) *peak_bytes = 0;
+    for (size_t part = 0; part < n_parts; part++) {
+        UG_TRY(ug_case_reference_part(f, p, present, part, bufs, model, stream, &part_peak));
+        if (peak_bytes && part_peak > *peak_bytes) *peak_bytes = part_peak;
+    }
+    return ug_ok();
 }
 
 ug_status ug_case_reference_bytes(const ug_family *f, const ug_params *p, size_t *bytes)

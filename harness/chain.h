@@ -80,6 +80,24 @@ ug_status ug_case_reference_streamed(const ug_family *f, const ug_params *p, con
                                      ug_buf *bufs, const ug_f32_model *model, const ug_reference_stream *stream,
                                      size_t *peak_bytes);
 
+/* The same work a part at a time, for a caller that spreads the parts of
+ * its slices over threads: *n_parts parts for these present buffers, and
+ * part `part` (< *n_parts) alone, as ug_case_reference_streamed runs it.
+ * The parts are independent (each gathers its own buffers) and each output
+ * is measured by one part per mode, so the parts may run in any order, on
+ * any threads (each with its own bufs and stream context). */
+ug_status ug_case_reference_parts(const ug_family *f, const bool present[UG_MAX_BUFFERS], size_t *n_parts);
+ug_status ug_case_reference_part(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
+                                 size_t part, ug_buf *bufs, const ug_f32_model *model,
+                                 const ug_reference_stream *stream, size_t *peak_bytes);
+
+/* The n_parts parts largest first, by the elements of the outputs each
+ * measures (ties in part order), into order[0 .. n_parts): the order
+ * that leaves a case's smallest parts for last, when one thread may be
+ * left working alone. */
+ug_status ug_case_reference_part_order(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
+                                       size_t n_parts, size_t order[]);
+
 /* ug_case_reference_streamed keeps its references' memory (one mapping
  * of the largest part's bytes) on the calling thread for the next call,
  * the case's next slice; this gives it back. A thread calls it when it has

@@ -34,6 +34,19 @@ static bool is_normal_power_of_two(double x)
     return exponent != 0 && exponent != 0x7FF && fraction == 0;
 }
 
+/* 1 / x for x a normal power of two whose reciprocal is normal too (an
+ * ulp: 2^-149 .. 2^1016), from the bits: d * (1 / ulp) is then d / ulp
+ * bit for bit (both round the same d 2^-q once), without a division per
+ * element. */
+static double reciprocal_of_power_of_two(double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    bits = (UINT64_C(2046) - (bits >> 52)) << 52;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
 ug_elem_error ug_measure(uint32_t y_bits, ug_dtype t, const ug_ref_value *r)
 {
     if (t != UG_BF16 && t != UG_F32) return class_fail;
@@ -72,7 +85,7 @@ ug_elem_error ug_measure(uint32_t y_bits, ug_dtype t, const ug_ref_value *r)
             double at = r->r_hi;
             if (r->r_lo != 0 && (r->r_lo < 0) != (at < 0) && is_normal_power_of_two(at))
                 at = nextafter(at, 0.0); /* |r| < |r_hi| = 2^k: the binade below */
-            e.ulp_err = d / (bf ? ug_ulp_bf16(at) : ug_ulp_f32(at));
+            e.ulp_err = d * reciprocal_of_power_of_two(bf ? ug_ulp_bf16(at) : ug_ulp_f32(at));
             e.ulp_dist = bf ? ug_ordered_dist_bf16((ug_bf16)y_bits, (ug_bf16)r->rn_bits)
                             : ug_ordered_dist_f32(y_bits, r->rn_bits);
             e.ratio = d == 0 || r->wild == UG_WILD_UNBOUNDED ? 0 : r->bound == 0 ? INFINITY : d / r->bound;

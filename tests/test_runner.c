@@ -6,6 +6,7 @@
  * run, and cases run at once keep their buffers under it together; and a
  * run is deterministic. Shapes are the smallest the kernel takes
  * (one 64-token chunk), so the suite stays quick under valgrind. */
+#include <gsl/gsl_randist.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,7 +14,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/hash.h"
 #include "../harness/chain.h"
+#include "../harness/gen.h"
 #include "../harness/runner.h"
 #include "../harness/slice.h"
 #include "tests.h"
@@ -413,6 +416,116 @@ static int most_concurrent_cases(size_t max_case_bytes, bool accepted)
     return most_concurrent_calls;
 }
 
+/* FNV-1a over the outputs of the kernel run on case c's inputs, in
+ * descriptor order: what a case's bits hash must be. */
+static uint64_t outputs_hash_of(const ug_case *c)
+{
+    const ug_family *f = c->family;
+    ug_buf bufs[UG_MAX_BUFFERS];
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        bufs[i].dtype = f->buffers[i].dtype;
+        CU_ASSERT_EQUAL_FATAL(ug_family_buffer_count(f, &c->params, i, &bufs[i].count).code, UG_OK);
+        bufs[i].data = calloc(bufs[i].count + 1, ug_dtype_size(bufs[i].dtype));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(bufs[i].data);
+    }
+    CU_ASSERT_EQUAL_FATAL(ug_case_generate(c, bufs).code, UG_OK);
+    CU_ASSERT_EQUAL_FATAL(f->run(&c->params, bufs).code, UG_OK);
+    uint64_t h = UG_FNV1A_OFFSET;
+    for (size_t i = 0; i < f->n_buffers; i++) {
+        if (f->buffers[i].is_output) h = ug_fnv1a(h, bufs[i].data, bufs[i].count * ug_dtype_size(bufs[i].dtype));
+        free(bufs[i].data);
+    }
+    return h;
+}
+
+/* The bits hash is the outputs' hash, whichever thread computes it while
+ * the slices are measured (with 2 jobs and one case, a lent one). */
+static void test_bits_hash_is_the_outputs_hash(void)
+{
+    ug_case c = accepted_case("hashed", 7);
+    const uint64_t expected = outputs_hash_of(&c);
+    for (int jobs = 1; jobs <= 2; jobs++) {
+        ug_sweep sw;
+        ug_run_result out;
+        run_with_jobs(&sw, &c, 1, jobs, &out);
+        CU_ASSERT_TRUE(out.cases[0].passed);
+        CU_ASSERT_EQUAL(out.cases[0].bits_hash, expected);
+        ug_run_result_free(&out);
+    }
+}
+
+/* Draws made ahead (harness/gen.h) are mt19937's, draw for draw, past
+ * many refills of the ring: words, doubles, positive doubles, bounded
+ * integers and gaussians (which take a varying number of words) mixed. */
+static void test_draws_made_ahead_are_mt19937s(void)
+{
+    const unsigned long seed = 20261126;
+    gsl_rng *mt = gsl_rng_alloc(gsl_rng_mt19937);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mt);
+    gsl_rng_set(mt, seed);
+    ug_gen_ahead *a;
+    CU_ASSERT_EQUAL_FATAL(ug_gen_ahead_start(seed, &a).code, UG_OK);
+    gsl_rng *ahead = ug_gen_ahead_rng(a);
+    size_t differ = 0;
+    for (size_t i = 0; i < 1500000; i++) {
+        double x, y;
+        switch (i % 5) {
+        case 0: x = (double)gsl_rng_get(mt), y = (double)gsl_rng_get(ahead); break;
+        case 1: x = gsl_rng_uniform(mt), y = gsl_rng_uniform(ahead); break;
+        case 2: x = gsl_rng_uniform_pos(mt), y = gsl_rng_uniform_pos(ahead); break;
+        case 3: x = (double)gsl_rng_uniform_int(mt, 1000 + i), y = (double)gsl_rng_uniform_int(ahead, 1000 + i); break;
+        default: x = gsl_ran_gaussian(mt, 1.0), y = gsl_ran_gaussian(ahead, 1.0);
+        }
+        if (memcmp(&x, &y, sizeof x) != 0 && differ++ < 3)
+            printf("\n    draw %zu: %a made ahead, %a in place", i, y, x);
+    }
+    CU_ASSERT_EQUAL(differ, 0);
+    ug_gen_ahead_stop(a);
+    gsl_rng_free(mt);
+}
+
+/* The inputs of a case generated with the draws made ahead (a run with an
+ * idle worker) are those generated in place, byte for byte. */
+static void test_inputs_drawn_ahead_are_the_same(void)
+{
+    ug_case c = accepted_case("drawn", 11);
+    ug_sweep sw;
+    ug_run_result one, two;
+    run_with_jobs(&sw, &c, 1, 1, &one);
+    run_with_jobs(&sw, &c, 1, 2, &two); /* one case, two jobs: the other worker draws ahead */
+    CU_ASSERT_EQUAL(one.cases[0].bits_hash, two.cases[0].bits_hash);
+    CU_ASSERT_EQUAL(two.cases[0].bits_hash, outputs_hash_of(&c));
+    ug_run_result_free(&one);
+    ug_run_result_free(&two);
+}
+
+/* The built-in kernel, then w[5] and w[9] back to their poison (bf16
+ * 0x7FA7, the runner's): elements the kernel never wrote. */
+static ug_status unwriting_run(void *ctx, const ug_case *c, ug_buf *bufs)
+{
+    (void)ctx;
+    UG_TRY(c->family->run(&c->params, bufs));
+    uint16_t *w = bufs[ug_family_buffer_index(c->family, "w")].data;
+    w[5] = w[9] = 0x7FA7;
+    return ug_ok();
+}
+
+/* An element left at its poison fails the case, named by its first index
+ * (the scan goes a word at a time, harness/runner.c). */
+static void test_unwritten_element_named(void)
+{
+    ug_case c = accepted_case("unwritten", 3);
+    ug_sweep sw = {.n_cases = 1, .cases = &c};
+    const ug_kernel_source source = {"unwriting", unwriting_run, NULL};
+    ug_run_options opt = options(UG_MAX_CASE_BYTES_DEFAULT);
+    opt.source = &source;
+    ug_run_result out;
+    CU_ASSERT_EQUAL_FATAL(ug_run_sweep(&sw, &opt, &out).code, UG_OK);
+    CU_ASSERT_FALSE(out.cases[0].passed);
+    ASSERT_CONTAINS(out.cases[0].failure, "[unwriting] w[5] was never written");
+    ug_run_result_free(&out);
+}
+
 static size_t buffer_bytes(const ug_case *c, const ug_params *p)
 {
     size_t bytes = 0;
@@ -506,4 +619,8 @@ UG_TEST_SUITE(runner_suite, "runner",
               UG_TEST(test_case_over_byte_cap_does_not_abort_run),
               UG_TEST(test_case_with_overflowing_counts_does_not_abort_run),
               UG_TEST(test_same_sweep_twice_same_bits),
-              UG_TEST(test_two_jobs_same_results_as_one));
+              UG_TEST(test_two_jobs_same_results_as_one),
+              UG_TEST(test_bits_hash_is_the_outputs_hash),
+              UG_TEST(test_draws_made_ahead_are_mt19937s),
+              UG_TEST(test_inputs_drawn_ahead_are_the_same),
+              UG_TEST(test_unwritten_element_named));

@@ -240,9 +240,26 @@ static ug_status compare_part(void *ctx, ug_ref_mode m, const bool measured[UG_M
     return ug_ok();
 }
 
-/* Streamed (the runner's way) as at once: every measured output once per
- * mode with ug_case_reference's values, holding one part at a time. */
-static void check_streamed(const ug_family *f, const ug_case *c, const buffers *b, size_t *compared, size_t *differ)
+/* The parts of the reference last to first, one call each (the runner
+ * spreads them over threads in any order): *peak the largest part's bytes. */
+static ug_status parts_backwards(const ug_family *f, const ug_params *p, const bool present[UG_MAX_BUFFERS],
+                                 ug_buf *bufs, const ug_reference_stream *stream, size_t *peak)
+{
+    size_t n_parts, part_peak;
+    UG_TRY(ug_case_reference_parts(f, present, &n_parts));
+    *peak = 0;
+    for (size_t part = n_parts; part-- > 0;) {
+        UG_TRY(ug_case_reference_part(f, p, present, part, bufs, ug_test_cpu_model(), stream, &part_peak));
+        if (part_peak > *peak) *peak = part_peak;
+    }
+    return ug_ok();
+}
+
+/* Streamed (the runner's way: all parts in order, or backwards) as at
+ * once: every measured output once per mode with ug_case_reference's
+ * values, holding one part at a time. */
+static void check_streamed(const ug_family *f, const ug_case *c, const buffers *b, bool backwards, size_t *compared,
+                           size_t *differ)
 {
     ug_ref_value *whole[UG_REF_MODE_COUNT][UG_MAX_BUFFERS];
     for (int m = 0; m < UG_REF_MODE_COUNT; m++) reference(f, &c->params, b, (ug_ref_mode)m, whole[m]);
@@ -253,8 +270,10 @@ static void check_streamed(const ug_family *f, const ug_case *c, const buffers *
     ug_buf bufs[UG_MAX_BUFFERS];
     memcpy(bufs, b->buf, sizeof bufs);
     const ug_reference_stream stream = {NULL, compare_part, &sc};
-    CU_ASSERT_EQUAL_FATAL(ug_case_reference_streamed(f, &c->params, present, bufs, ug_test_cpu_model(), &stream,
-                                                     &peak).code, UG_OK);
+    const ug_status st = backwards ? parts_backwards(f, &c->params, present, bufs, &stream, &peak)
+                                   : ug_case_reference_streamed(f, &c->params, present, bufs, ug_test_cpu_model(),
+                                                                &stream, &peak);
+    CU_ASSERT_EQUAL_FATAL(st.code, UG_OK);
     CU_ASSERT_EQUAL_FATAL(ug_case_reference_bytes(f, &c->params, &estimate).code, UG_OK);
     for (int m = 0; m < UG_REF_MODE_COUNT; m++) {
         bool measured[UG_MAX_BUFFERS];
@@ -277,9 +296,10 @@ static void check_streamed(const ug_family *f, const ug_case *c, const buffers *
     *differ += sc.differ;
 }
 
-/* ug_case_reference_streamed equals ug_case_reference in both modes, for
- * every family: gdn_e2e's chain included, with every intermediate handed
- * over and without A (its solve stage, and the stages reading A, skipped). */
+/* ug_case_reference_streamed, and its parts run backwards, equal
+ * ug_case_reference in both modes, for every family: gdn_e2e's chain
+ * included, with every intermediate handed over and without A (its solve
+ * stage, and the stages reading A, skipped). */
 static void test_streamed_equals_the_reference_at_once(void)
 {
     ug_sweep sw;
@@ -293,18 +313,42 @@ static void test_streamed_equals_the_reference_at_once(void)
         buffers_alloc(f, &c->params, &b);
         CU_ASSERT_EQUAL_FATAL(ug_case_generate(c, b.buf).code, UG_OK);
         CU_ASSERT_EQUAL_FATAL(f->run(&c->params, b.buf).code, UG_OK);
-        check_streamed(f, c, &b, &compared, &differ);
+        for (int backwards = 0; backwards < 2; backwards++) check_streamed(f, c, &b, backwards, &compared, &differ);
         const int a = ug_family_buffer_index(f, "A");
         if (f->n_stages && a >= 0) {
             void *kept = b.buf[a].data;
             b.buf[a].data = NULL;
-            check_streamed(f, c, &b, &compared, &differ);
+            check_streamed(f, c, &b, false, &compared, &differ);
             b.buf[a].data = kept;
         }
         buffers_free(f, &b);
     }
     CU_ASSERT(compared > 0);
     CU_ASSERT_EQUAL(differ, 0);
+    ug_sweep_free(&sw);
+}
+
+/* gdn_e2e's parts largest first: chunk_state's (h, v_new, final_state)
+ * first, the cumsum's (g) last, each part once. */
+static void test_parts_largest_first(void)
+{
+    ug_sweep sw;
+    CU_ASSERT_FATAL(ug_sweep_load("fixtures/sweeps/default", &sw).code == UG_OK);
+    const ug_family *f = ug_family_find("gdn_e2e");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    const ug_case *c = case_with_slices(&sw, f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    bool present[UG_MAX_BUFFERS];
+    for (size_t i = 0; i < f->n_buffers; i++) present[i] = true;
+    size_t n_parts, order[UG_MAX_BUFFERS], seen = 0;
+    CU_ASSERT_EQUAL_FATAL(ug_case_reference_parts(f, present, &n_parts).code, UG_OK);
+    CU_ASSERT_FATAL(n_parts == 1 + f->n_stages && n_parts <= UG_MAX_BUFFERS);
+    CU_ASSERT_EQUAL_FATAL(ug_case_reference_part_order(f, &c->params, present, n_parts, order).code, UG_OK);
+    for (size_t k = 0; k < n_parts; k++) seen |= (size_t)1 << order[k];
+    CU_ASSERT_EQUAL(seen, ((size_t)1 << n_parts) - 1);
+    CU_ASSERT_FATAL(order[0] > 0 && order[n_parts - 1] > 0); /* stages, not the family's own part */
+    CU_ASSERT_STRING_EQUAL(f->stages[order[0] - 1].family, "gdn_chunk_state");
+    CU_ASSERT_STRING_EQUAL(f->stages[order[n_parts - 1] - 1].family, "gdn_chunk_cumsum");
     ug_sweep_free(&sw);
 }
 
@@ -328,4 +372,4 @@ static void test_no_slicing_is_the_whole_case(void)
 UG_TEST_SUITE(slice_suite, "slice", UG_TEST(test_slices_give_the_case_reference),
               UG_TEST(test_staged_is_exact_where_declared),
               UG_TEST(test_streamed_equals_the_reference_at_once),
-              UG_TEST(test_no_slicing_is_the_whole_case));
+              UG_TEST(test_parts_largest_first), UG_TEST(test_no_slicing_is_the_whole_case));

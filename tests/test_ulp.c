@@ -7,6 +7,7 @@
 #include <math.h>
 #include <mpfr.h>
 #include <stdio.h>
+#include <string.h>
 #include <valgrind/valgrind.h>
 
 #include "../core/bf16.h"
@@ -411,7 +412,41 @@ static void test_ulp_random_correctly_rounded(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
-UG_TEST_SUITE(ulp_suite, "ulp", UG_TEST(test_ulp_exact_equality), UG_TEST(test_ulp_one_ulp_above),
+/* ulp_err is |y - r| / ulp_T(r) bit for bit (ug_measure multiplies by
+ * the ulp's reciprocal instead of dividing): random y over every finite
+ * value of both formats, r_hi over the exponents where ulp_T reaches from
+ * 2^-149 to 2^1016, r_lo from 0 down to the least subnormal, powers of two
+ * with a low part pulling r into the binade below among them. */
+static void test_ulp_err_is_the_quotient(void)
+{
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, SEED + 2);
+    unsigned bad = 0;
+    const unsigned long n = 4 * ug_test_random_samples();
+    for (unsigned long i = 0; i < n; i++) {
+        const int bf = i & 1;
+        const uint32_t y_bits = bf ? (uint32_t)gsl_rng_uniform_int(rng, 0x7F80)
+                                   : (uint32_t)(gsl_rng_get(rng) % 0x7F800000u);
+        const double y = bf ? ug_bf16_to_f32((ug_bf16)y_bits) : ug_f32_from_bits(y_bits);
+        double hi = ldexp(i % 3 ? 1 + gsl_rng_uniform(rng) : 1, (int)gsl_rng_uniform_int(rng, 2100) - 1074);
+        if (gsl_rng_get(rng) & 1) hi = -hi;
+        const double lo = ldexp(gsl_rng_uniform(rng) - 0.5, (int)gsl_rng_uniform_int(rng, 1100) - 1074 - 53) *
+                          fmin(1, ldexp(fabs(hi), -40));
+        const ug_ref_value r = ref(hi, lo, 0, 1, 1);
+        const ug_elem_error e = ug_measure(y_bits, bf ? UG_BF16 : UG_F32, &r);
+        double at = hi;
+        if (lo != 0 && (lo < 0) != (at < 0) && fabs(frexp(at, &(int){0})) == 0.5) at = nextafter(at, 0.0);
+        const double d = fabs((y - hi) - lo), want = d / (bf ? ug_ulp_bf16(at) : ug_ulp_f32(at));
+        if (e.class_ok && memcmp(&e.ulp_err, &want, sizeof want) != 0 && bad++ < 5)
+            printf("\n    %s y = %a, r = %a + %a: ulp_err %a, |y - r| / ulp %a", bf ? "bf16" : "f32", y, hi, lo,
+                   e.ulp_err, want);
+    }
+    gsl_rng_free(rng);
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+UG_TEST_SUITE(ulp_suite, "ulp", UG_TEST(test_ulp_err_is_the_quotient),
+              UG_TEST(test_ulp_exact_equality), UG_TEST(test_ulp_one_ulp_above),
               UG_TEST(test_ulp_uses_low_part), UG_TEST(test_ulp_binade_boundary),
               UG_TEST(test_ulp_binade_below_every_power_of_two),
               UG_TEST(test_ulp_zero_reference), UG_TEST(test_ulp_subnormal_reference),
