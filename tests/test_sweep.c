@@ -700,6 +700,7 @@ static void test_oversized_and_unreadable_refused(void)
 static void test_repo_default_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/default"); }
 static void test_repo_smoke_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/smoke"); }
 static void test_repo_mutants_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/mutants"); }
+static void test_repo_speed_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/speed"); }
 
 UG_TEST_SUITE(sweep_suite, "sweep",
               UG_TEST(test_grid_is_cartesian_product), UG_TEST(test_error_dimension_not_a_positive_integer),
@@ -755,4 +756,5 @@ UG_TEST_SUITE(sweep_suite, "sweep",
               UG_TEST(test_error_missing_file),
               UG_TEST(test_repo_default_sweep_loads),
               UG_TEST(test_repo_smoke_sweep_loads),
-              UG_TEST(test_repo_mutants_sweep_loads));
+              UG_TEST(test_repo_mutants_sweep_loads),
+              UG_TEST(test_repo_speed_sweep_loads));
