@@ -510,20 +510,27 @@ static ug_status unwriting_run(void *ctx, const ug_case *c, ug_buf *bufs)
     return ug_ok();
 }
 
+/* Case c run through a kernel source that writes its outputs with run:
+ * the case must fail, its failure naming `expected`. */
+static void assert_source_fails(ug_case *c, const ug_kernel_source *source, const char *expected)
+{
+    ug_sweep sw = {.n_cases = 1, .cases = c};
+    ug_run_options opt = options(UG_MAX_CASE_BYTES_DEFAULT);
+    opt.source = source;
+    ug_run_result out;
+    CU_ASSERT_EQUAL_FATAL(ug_run_sweep(&sw, &opt, &out).code, UG_OK);
+    CU_ASSERT_FALSE(out.cases[0].passed);
+    ASSERT_CONTAINS(out.cases[0].failure, expected);
+    ug_run_result_free(&out);
+}
+
 /* An element left at its poison fails the case, named by its first index
  * (the scan goes a word at a time, harness/runner.c). */
 static void test_unwritten_element_named(void)
 {
     ug_case c = accepted_case("unwritten", 3);
-    ug_sweep sw = {.n_cases = 1, .cases = &c};
     const ug_kernel_source source = {"unwriting", unwriting_run, NULL};
-    ug_run_options opt = options(UG_MAX_CASE_BYTES_DEFAULT);
-    opt.source = &source;
-    ug_run_result out;
-    CU_ASSERT_EQUAL_FATAL(ug_run_sweep(&sw, &opt, &out).code, UG_OK);
-    CU_ASSERT_FALSE(out.cases[0].passed);
-    ASSERT_CONTAINS(out.cases[0].failure, "[unwriting] w[5] was never written");
-    ug_run_result_free(&out);
+    assert_source_fails(&c, &source, "[unwriting] w[5] was never written");
 }
 
 static size_t buffer_bytes(const ug_case *c, const ug_params *p)
@@ -592,15 +599,8 @@ static void test_first_failure_in_mode_and_output_order(void)
     for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) set_param(&c, shape[i].name, shape[i].value);
     c.override.buffer = -1;
     c.override.dtype = UG_DTYPE_COUNT;
-    ug_sweep sw = {.n_cases = 1, .cases = &c};
     const ug_kernel_source source = {"corrupting", corrupting_run, NULL};
-    ug_run_options opt = options(UG_MAX_CASE_BYTES_DEFAULT);
-    opt.source = &source;
-    ug_run_result out;
-    CU_ASSERT_EQUAL_FATAL(ug_run_sweep(&sw, &opt, &out).code, UG_OK);
-    CU_ASSERT_FALSE(out.cases[0].passed);
-    ASSERT_CONTAINS(out.cases[0].failure, "] o[0] staged:");
-    ug_run_result_free(&out);
+    assert_source_fails(&c, &source, "] o[0] staged:");
 }
 
 UG_TEST_SUITE(runner_suite, "runner",
