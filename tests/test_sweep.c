@@ -700,7 +700,16 @@ static void test_oversized_and_unreadable_refused(void)
 static void test_repo_default_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/default"); }
 static void test_repo_smoke_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/smoke"); }
 static void test_repo_mutants_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/mutants"); }
-static void test_repo_speed_sweep_loads(void) { check_repo_sweep("fixtures/sweeps/speed"); }
+/* The speed sweep (docs/performance.md): four families, two regimes each, nothing rejected. */
+static void test_repo_speed_sweep_loads(void)
+{
+    ug_sweep s;
+    ug_status st = ug_sweep_load("fixtures/sweeps/speed", &s);
+    CU_assertImplementation(st.code == UG_OK, __LINE__, st.msg, __FILE__, "", CU_TRUE);
+    CU_ASSERT_EQUAL(s.n_cases, 8);
+    for (size_t i = 0; i < s.n_cases; i++) CU_ASSERT_FALSE(s.cases[i].expect_reject);
+    ug_sweep_free(&s);
+}
 
 UG_TEST_SUITE(sweep_suite, "sweep",
               UG_TEST(test_grid_is_cartesian_product), UG_TEST(test_error_dimension_not_a_positive_integer),
