@@ -2,6 +2,8 @@
 /* See gdn_e2e_divide.h. */
 #include "gdn_e2e_divide.h"
 
+uint64_t gdn_e2e_midpoint_margin = GDN_E2E_MIDPOINT_MARGIN;
+
 void gdn_e2e_divider_init(gdn_e2e_divider *dv, mpfr_prec_t prec)
 {
     mpfr_inits2(prec + GDN_E2E_RECIPROCAL_EXTRA, dv->inverse, dv->quotient, (mpfr_ptr)0);
@@ -29,7 +31,7 @@ static bool quotient_decides(const gdn_e2e_divider *dv, mpfr_prec_t prec)
      * error is below 4 of them, a midpoint is that limb at 2^63 */
     const mp_limb_t below = ((const mp_limb_t *)mpfr_custom_get_significand(dv->quotient))[0];
     const mp_limb_t half = (mp_limb_t)1 << (GMP_NUMB_BITS - 1);
-    return below < half - GDN_E2E_MIDPOINT_MARGIN || below > half + GDN_E2E_MIDPOINT_MARGIN;
+    return below < half - gdn_e2e_midpoint_margin || below > half + gdn_e2e_midpoint_margin;
 }
 
 bool gdn_e2e_divide(mpfr_ptr q, mpfr_srcptr d, mpfr_srcptr c, gdn_e2e_divider *dv)

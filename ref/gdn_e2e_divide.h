@@ -14,6 +14,7 @@
 #define UG_REF_GDN_E2E_DIVIDE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <gmp.h>
 #include <mpfr.h>
 
@@ -22,6 +23,13 @@
  * 2^63 (the error is below 4 units of that limb); other precisions ask
  * mpfr_can_round. */
 enum { GDN_E2E_RECIPROCAL_EXTRA = 64, GDN_E2E_MIDPOINT_MARGIN = 16 };
+
+/* The margin in use (here and in gdn_e2e_wide_divide): GDN_E2E_MIDPOINT_MARGIN.
+ * A test may widen it, up to 2^63 - 1 (then every quotient but an exact one
+ * goes to mpfr_div), so that the fallbacks run, which a quotient within 16
+ * units of a midpoint (~2^-58 of them) almost never makes happen; set it
+ * back before references run on other threads. */
+extern uint64_t gdn_e2e_midpoint_margin;
 
 typedef struct {
     mpfr_t inverse;  /* RN(1 / c) at prec + GDN_E2E_RECIPROCAL_EXTRA bits */

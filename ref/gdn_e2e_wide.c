@@ -173,7 +173,7 @@ bool gdn_e2e_wide_divide(gdn_e2e_wide *d, const uint64_t inverse[INVERSE], long 
     const long e = d->e + inverse_exp - 64 * INVERSE + round_nearest_even(q, INVERSE, p, WIDE + INVERSE);
     /* the lowest limb holds the bits below the quotient's precision: see gdn_e2e_divide's quotient_decides */
     const uint64_t half = UINT64_C(1) << 63;
-    if (q[0] >= half - GDN_E2E_MIDPOINT_MARGIN && q[0] <= half + GDN_E2E_MIDPOINT_MARGIN) return false;
+    if (q[0] >= half - gdn_e2e_midpoint_margin && q[0] <= half + gdn_e2e_midpoint_margin) return false;
     wide_round(d, q, INVERSE, e, d->neg);
     return true;
 }

@@ -717,6 +717,29 @@ static bool same_fields(const ug_ref_value *a, const ug_ref_value *b)
            memcmp(&a->abs_sum, &b->abs_sum, sizeof a->abs_sum) == 0 && a->wild == b->wild && a->no_bound == b->no_bound;
 }
 
+/* fast's inputs copied to plain, fast run on the fast path and plain on
+ * the plain one (GMP and MPFR): every field of every output equal. */
+static void fast_equals_plain(ref_case *fast, ref_case *plain, int scenario)
+{
+    const gdn_e2e_shape s = fast->s;
+    const size_t nq = s.t * s.k, nv = s.t * s.v, nh = s.k * s.v;
+    memcpy(plain->q, fast->q, nq * sizeof *fast->q), memcpy(plain->k, fast->k, nq * sizeof *fast->k);
+    memcpy(plain->v, fast->v, nv * sizeof *fast->v), memcpy(plain->beta, fast->beta, s.t * sizeof *fast->beta);
+    memcpy(plain->g, fast->g, s.t * sizeof *fast->g), memcpy(plain->h0, fast->h0, nh * sizeof *fast->h0);
+    ref_case_run(fast, GDN_E2E_REF_PREC);
+    ug_ref_set_fast(false);
+    ref_case_run(plain, GDN_E2E_REF_PREC);
+    ug_ref_set_fast(true);
+    size_t bad = 0;
+    for (size_t i = 0; i < nv; i++)
+        if (!same_fields(&fast->o[i], &plain->o[i])) UG_TEST_MISMATCH(bad, "scenario %d: o[%zu]", scenario, i);
+    for (size_t i = 0; i < nh; i++)
+        if (!same_fields(&fast->final_state[i], &plain->final_state[i]))
+            UG_TEST_MISMATCH(bad, "scenario %d: final_state[%zu] abs_sum %a vs %a", scenario, i,
+                             fast->final_state[i].abs_sum, plain->final_state[i].abs_sum);
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* The fast path (limbs, gdn_e2e_wide) against the plain one (GMP and
  * MPFR) on heads at the ends of its range, every field equal: keys and
  * queries all bf16 subnormals (their grid below 2^-133), and gates of -60
@@ -741,27 +764,50 @@ static void test_fast_path_is_the_plain_one_at_the_ends_of_its_range(void)
             fast->g[t] = -60.0f;
             for (size_t vv = 0; t > 0 && vv < s.v; vv++) fast->v[t * s.v + vv] = 0;
         }
-        const size_t nq = s.t * s.k, nv = s.t * s.v, nh = s.k * s.v;
-        memcpy(plain->q, fast->q, nq * sizeof *fast->q), memcpy(plain->k, fast->k, nq * sizeof *fast->k);
-        memcpy(plain->v, fast->v, nv * sizeof *fast->v), memcpy(plain->beta, fast->beta, s.t * sizeof *fast->beta);
-        memcpy(plain->g, fast->g, s.t * sizeof *fast->g), memcpy(plain->h0, fast->h0, nh * sizeof *fast->h0);
-        ref_case_run(fast, GDN_E2E_REF_PREC);
-        ug_ref_set_fast(false);
-        ref_case_run(plain, GDN_E2E_REF_PREC);
-        ug_ref_set_fast(true);
-        size_t bad = 0;
-        for (size_t i = 0; i < nv; i++)
-            if (!same_fields(&fast->o[i], &plain->o[i])) UG_TEST_MISMATCH(bad, "scenario %d: o[%zu]", scenario, i);
-        for (size_t i = 0; i < nh; i++)
-            if (!same_fields(&fast->final_state[i], &plain->final_state[i]))
-                UG_TEST_MISMATCH(bad, "scenario %d: final_state[%zu] abs_sum %a vs %a", scenario, i,
-                                 fast->final_state[i].abs_sum, plain->final_state[i].abs_sum);
-        CU_ASSERT_EQUAL(bad, 0);
+        fast_equals_plain(fast, plain, scenario);
         if (scenario == 1) CU_ASSERT_TRUE(fast->final_state[0].abs_sum < 0x1p-1022); /* the range was left */
         ref_case_free(fast);
         ref_case_free(plain);
     }
     ug_ref_simd_set_enabled(true);
+    gsl_rng_free(rng);
+}
+
+/* The divisions' fallbacks to mpfr_div, which only a quotient within the
+ * midpoint margin takes (~2^-58 of them: no test input reaches one): with
+ * the margin widened so that every quotient but an exact one declines, the
+ * fast path still equals the plain one in every field (the column deltas'
+ * mpfr_div), and gdn_e2e_divide still equals mpfr_div (its own). A wrong
+ * column-delta fallback (a product for the quotient) fails here and
+ * nowhere else; one rounded toward zero changes only the state's 192nd
+ * bit, below every output field, and passes (gdn_e2e_divide's own fallback
+ * rounded so fails the check below). */
+static void test_division_fallbacks_equal_the_plain_path(void)
+{
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 91);
+    gdn_e2e_midpoint_margin = (UINT64_C(1) << 63) - 1;
+    for (int run = 0; run < 2; run++) {
+        ug_ref_simd_set_enabled(run == 0);
+        const gdn_e2e_shape s = {1, 11, 1, 1, 16, 8, true};
+        ref_case *fast = ref_case_new(s, gdn_e2e_reference_scale(s.k)), *plain = ref_case_new(s, fast->scale);
+        fill_random(fast, rng, GATES_MILD);
+        fast_equals_plain(fast, plain, 2 + run);
+        ref_case_free(fast);
+        ref_case_free(plain);
+    }
+    ug_ref_simd_set_enabled(true);
+    mpfr_t d, c;
+    mpfr_inits2(GDN_E2E_REF_PREC, d, c, (mpfr_ptr)0);
+    int declined = 0;
+    for (int i = 0; i < 200; i++) { /* divide_agrees asserts the quotient */
+        mpfr_set_d(d, gsl_ran_gaussian(rng, 1.0), MPFR_RNDN);
+        mpfr_set_d(c, exp(-gsl_rng_uniform(rng)), MPFR_RNDN);
+        declined += !divide_agrees(d, c, GDN_E2E_REF_PREC);
+    }
+    CU_ASSERT_EQUAL(declined, 200);
+    mpfr_clears(d, c, (mpfr_ptr)0);
+    gdn_e2e_midpoint_margin = GDN_E2E_MIDPOINT_MARGIN;
     gsl_rng_free(rng);
 }
 
@@ -778,4 +824,5 @@ UG_TEST_SUITE(gdn_e2e_ref_suite, "ref_gdn_e2e",
               UG_TEST(test_division_by_c_falls_back_at_midpoints_and_keeps_zero_signs),
               UG_TEST(test_wide_scalars_are_mpfrs),
               UG_TEST(test_wide_scalars_decline_where_mpfr_decides),
-              UG_TEST(test_fast_path_is_the_plain_one_at_the_ends_of_its_range));
+              UG_TEST(test_fast_path_is_the_plain_one_at_the_ends_of_its_range),
+              UG_TEST(test_division_fallbacks_equal_the_plain_path));
