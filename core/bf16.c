@@ -4,29 +4,14 @@
 #include <math.h>
 #include <string.h>
 
-static double format_ulp(double x, int fraction_bits, int min_exp)
+double ug_ulp_special(double x, int fraction_bits, int min_exp)
 {
-    /* A normal x: its binade from the exponent field, no libm calls (the
-     * references take an ulp per element). */
-    uint64_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    const int biased = (int)(bits >> 52 & 0x7FF);
-    if (biased != 0 && biased != 0x7FF) {
-        const int q = biased - 1023 - fraction_bits;
-        const uint64_t ulp_bits = (uint64_t)((q < min_exp ? min_exp : q) + 1023) << 52;
-        double ulp;
-        memcpy(&ulp, &ulp_bits, sizeof ulp);
-        return ulp;
-    }
     int e;
     if (x == 0) return ldexp(1.0, min_exp);
     frexp(x, &e); /* |x| in [2^(e-1), 2^e) */
     int q = e - 1 - fraction_bits;
     return ldexp(1.0, q < min_exp ? min_exp : q);
 }
-
-double ug_ulp_bf16(double x) { return format_ulp(x, 7, -133); }
-double ug_ulp_f32(double x) { return format_ulp(x, 23, -149); }
 
 /* Maps sign-magnitude bits onto a line where adjacent values differ by one. */
 static int64_t ordered_key(uint32_t bits, uint32_t sign_bit)

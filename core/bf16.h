@@ -44,9 +44,26 @@ static inline float ug_bf16_to_f32(ug_bf16 h)
 
 /* Spacing of the format at x (SPEC §3): 2^(e-7) (bf16) or 2^(e-23) (f32) for
  * |x| in [2^e, 2^(e+1)), never below the subnormal spacing 2^-133 / 2^-149.
- * x must be finite. */
-double ug_ulp_bf16(double x);
-double ug_ulp_f32(double x);
+ * x must be finite. Inline for a normal x (the binade from the exponent
+ * field, no libm: the references and the measuring take one an element);
+ * ug_ulp_special for zero and subnormal x. */
+double ug_ulp_special(double x, int fraction_bits, int min_exp);
+
+static inline double ug_ulp_format(double x, int fraction_bits, int min_exp)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    const int biased = (int)(bits >> 52 & 0x7FF);
+    if (biased == 0 || biased == 0x7FF) return ug_ulp_special(x, fraction_bits, min_exp);
+    const int q = biased - 1023 - fraction_bits;
+    const uint64_t ulp_bits = (uint64_t)((q < min_exp ? min_exp : q) + 1023) << 52;
+    double ulp;
+    memcpy(&ulp, &ulp_bits, sizeof ulp);
+    return ulp;
+}
+
+static inline double ug_ulp_bf16(double x) { return ug_ulp_format(x, 7, -133); }
+static inline double ug_ulp_f32(double x) { return ug_ulp_format(x, 23, -149); }
 
 /* Number of representable values between a and b (0 when equal; +0 and -0
  * count as one value). Neither may be NaN. */

@@ -3,7 +3,6 @@
 
 #include <math.h>
 #include <stdatomic.h>
-#include <string.h>
 
 #include "../core/bf16.h"
 #include "round.h"
@@ -66,23 +65,6 @@ void ug_ref_finish(ug_ref_value *out, const mpfr_t r, double pre_round_bound, do
                 pre_round_bound, abs_sum, flagged, dtype);
 }
 
-/* ug_ulp_bf16 / ug_ulp_f32 of x: for a normal x its binade (the exponent
- * field alone) times 2^-7 / 2^-23, at least the format's least quantum;
- * the functions themselves for the rest. Inline in ug_ref_fill, which
- * every reference calls once an element. */
-static double format_ulp(double x, ug_dtype dtype)
-{
-    uint64_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    const uint64_t exponent = bits & UINT64_C(0x7FF0000000000000);
-    if (exponent == 0 || exponent == UINT64_C(0x7FF0000000000000))
-        return dtype == UG_BF16 ? ug_ulp_bf16(x) : ug_ulp_f32(x);
-    double binade;
-    memcpy(&binade, &exponent, sizeof binade);
-    const double ulp = binade * (dtype == UG_BF16 ? 0x1p-7 : 0x1p-23), least = dtype == UG_BF16 ? 0x1p-133 : 0x1p-149;
-    return ulp < least ? least : ulp;
-}
-
 void ug_ref_fill(ug_ref_value *out, double r_hi, double r_lo, uint32_t rn_bits, double pre_round_bound,
                  double abs_sum, uint32_t flagged, ug_dtype dtype)
 {
@@ -96,7 +78,7 @@ void ug_ref_fill(ug_ref_value *out, double r_hi, double r_lo, uint32_t rn_bits, 
     /* |RN(y) - r| <= |RN(y) - y| + |y - r| <= ulp(|r| + E)/2 + E, ulp monotone. */
     double magnitude = fabs(out->r_hi) + fabs(out->r_lo) + pre_round_bound;
     magnitude *= UG_F32_SLACK;
-    double half_ulp = 0.5 * format_ulp(magnitude, dtype);
+    double half_ulp = 0.5 * (dtype == UG_BF16 ? ug_ulp_bf16(magnitude) : ug_ulp_f32(magnitude));
     out->bound = isfinite(magnitude) ? (pre_round_bound + half_ulp) * UG_F32_SLACK : INFINITY;
 }
 
