@@ -71,10 +71,6 @@ void ug_ref_simd_set_enabled(bool on); /* default on; process-wide, set while no
  * ug_ref_simd_available(). */
 void ug_xwin52_windows(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS]);
 
-/* The same with column col's window at win[col * stride] (a caller that
- * reads the windows of one column of many rows together). */
-void ug_xwin52_windows_strided(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS], size_t stride);
-
 /* The column factors col_digit / col_neg of `tokens` tokens (the layout
  * of ug_xwin52_row's) as terms with a positive (digit[0], neg[0]) or
  * negative ([1]) row factor add them: a negative term (the
@@ -83,9 +79,10 @@ void ug_xwin52_windows_strided(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_L
 void ug_xwin52_sign_columns(size_t tokens, size_t width, const uint64_t *col_digit, const uint8_t *col_neg,
                             uint64_t *const digit[2], uint8_t *const neg[2]);
 
-/* ug_xwin52_windows_strided with the column factors signed beforehand
- * (the same windows, fewer instructions a term; for a caller whose column
- * factors serve many rows of factors). */
+/* ug_xwin52_windows with the column factors signed beforehand and column
+ * col's window at win[col * stride] (the same windows, fewer instructions
+ * a term; for a caller whose column factors serve many rows of factors and
+ * who reads the windows of one column of many rows together). */
 void ug_xwin52_windows_signed(const ug_xwin52_row *r, const ug_xwin52_signed *col, uint64_t (*win)[UG_XWIN_LIMBS],
                               size_t stride);
 
@@ -95,16 +92,12 @@ typedef struct {
     uint32_t *flagged;                    /* [width] += part */
 } ug_ref_bound_row;
 
-/* sums->X[col] += a * part_X[col] for col < width (two roundings each), and
- * flagged[col] += part_flagged[col]. Requires ug_ref_simd_available(). */
-void ug_ref_simd_bound_parts(size_t width, double a, const double *part_abs, const double *part_err,
-                             const double *part_mag, const uint32_t *part_flagged, const ug_ref_bound_row *sums);
-
 /* Whole rows of such sums, up to UG_REF_BOUND_ROWS rows at once (1 <=
  * rows <= 4): for each row r and col < width, sums[r].X[col] +=
- * weight[r][j] * part_X[j * width + col] over j = 0, 1, ..., n - 1 in
- * order, a zero weight skipped (the same sums as ug_ref_simd_bound_parts
- * term by term, each held in a register across the terms, the parts
+ * weight[r][j] * part_X[j * width + col] (the product rounded, then the
+ * sum) and sums[r].flagged[col] += part_flagged[j * width + col], over
+ * j = 0, 1, ..., n - 1 in order, a zero weight skipped (each sum held in a
+ * register across the terms, the parts
  * loaded once for all the rows; weight and sums hold `rows` entries, only
  * those are read). Requires ug_ref_simd_available(). */
 enum { UG_REF_BOUND_ROWS = 4 };

@@ -117,11 +117,6 @@ static inline __attribute__((always_inline)) void windows(const ug_xwin52_row *r
 
 void ug_xwin52_windows(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS]) { windows(r, NULL, false, win, 1); }
 
-void ug_xwin52_windows_strided(const ug_xwin52_row *r, uint64_t (*win)[UG_XWIN_LIMBS], size_t stride)
-{
-    windows(r, NULL, false, win, stride);
-}
-
 void ug_xwin52_windows_signed(const ug_xwin52_row *r, const ug_xwin52_signed *col, uint64_t (*win)[UG_XWIN_LIMBS],
                               size_t stride)
 {
@@ -145,48 +140,6 @@ void ug_xwin52_sign_columns(size_t tokens, size_t width, const uint64_t *col_dig
                 neg[half][j * blocks + b] = minus[half];
             }
         }
-}
-
-/* Eight columns from col on (lanes: the columns that exist). Full blocks
- * take plain loads and stores: a masked store does not forward to the next
- * term's load of the same sums. */
-static inline __attribute__((always_inline)) void bound_block(size_t col, __mmask8 lanes, bool full, __m512d va,
-                                                              const double *part_abs, const double *part_err,
-                                                              const double *part_mag, const uint32_t *part_flagged,
-                                                              const ug_ref_bound_row *sums)
-{
-    double *const dst[3] = {sums->abs_sum + col, sums->cast_err + col, sums->acc_mag + col};
-    const double *const src[3] = {part_abs + col, part_err + col, part_mag + col};
-#pragma GCC unroll 3
-    for (int k = 0; k < 3; k++) {
-        const __m512d part = full ? _mm512_loadu_pd(src[k]) : _mm512_maskz_loadu_pd(lanes, src[k]);
-        const __m512d sum = full ? _mm512_loadu_pd(dst[k]) : _mm512_maskz_loadu_pd(lanes, dst[k]);
-        const __m512d next = _mm512_add_pd(sum, _mm512_mul_pd(va, part));
-        if (full)
-            _mm512_storeu_pd(dst[k], next);
-        else
-            _mm512_mask_storeu_pd(dst[k], lanes, next);
-    }
-    const __m256i f = full ? _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(sums->flagged + col)),
-                                              _mm256_loadu_si256((const __m256i *)(part_flagged + col)))
-                           : _mm256_add_epi32(_mm256_maskz_loadu_epi32(lanes, sums->flagged + col),
-                                              _mm256_maskz_loadu_epi32(lanes, part_flagged + col));
-    if (full)
-        _mm256_storeu_si256((__m256i *)(sums->flagged + col), f);
-    else
-        _mm256_mask_storeu_epi32(sums->flagged + col, lanes, f);
-}
-
-void ug_ref_simd_bound_parts(size_t width, double a, const double *part_abs, const double *part_err,
-                             const double *part_mag, const uint32_t *part_flagged, const ug_ref_bound_row *sums)
-{
-    const __m512d va = _mm512_set1_pd(a);
-    size_t col = 0;
-    for (; col + 8 <= width; col += 8)
-        bound_block(col, 0xFF, true, va, part_abs, part_err, part_mag, part_flagged, sums);
-    if (col < width)
-        bound_block(col, (__mmask8)((1u << (width - col)) - 1), false, va, part_abs, part_err, part_mag, part_flagged,
-                    sums);
 }
 
 /* One row's sums of eight columns (lanes) in registers: sum += a * part. */
