@@ -983,10 +983,7 @@ static bool fast_abs_products(u128 low, long sh, uint64_t abs_total, long e, dou
      * rounds up to it iff the upper end does not pass it (a top << cut
      * that wraps to 0 reads as passed). Elsewhere (L shorter than 54 bits,
      * a result outside the normal range) the exact sum decides. */
-    const uint64_t low_high_word = (uint64_t)(low >> 64);
-    const int length = low_high_word ? 128 - __builtin_clzll(low_high_word)
-                       : low         ? 64 - __builtin_clzll((uint64_t)low)
-                                     : 0;
+    const int length = ug_u128_bit_length(low);
     const long exponent = e + sh + length - 53;
     if (length <= 53 || exponent < -1074 || exponent > 1023 - 53) return false;
     const int cut = length - 53;

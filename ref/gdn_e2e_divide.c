@@ -29,9 +29,7 @@ static bool quotient_decides(const gdn_e2e_divider *dv, mpfr_prec_t prec)
         return mpfr_can_round(dv->quotient, p - 3, MPFR_RNDN, MPFR_RNDN, prec);
     /* the lowest limb holds exactly the bits below prec, in units of 2^(EXP - P): the
      * error is below 4 of them, a midpoint is that limb at 2^63 */
-    const mp_limb_t below = ((const mp_limb_t *)mpfr_custom_get_significand(dv->quotient))[0];
-    const mp_limb_t half = (mp_limb_t)1 << (GMP_NUMB_BITS - 1);
-    return below < half - gdn_e2e_midpoint_margin || below > half + gdn_e2e_midpoint_margin;
+    return gdn_e2e_quotient_decides(((const mp_limb_t *)mpfr_custom_get_significand(dv->quotient))[0]);
 }
 
 bool gdn_e2e_divide(mpfr_ptr q, mpfr_srcptr d, mpfr_srcptr c, gdn_e2e_divider *dv)

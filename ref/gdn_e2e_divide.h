@@ -31,6 +31,15 @@ enum { GDN_E2E_RECIPROCAL_EXTRA = 64, GDN_E2E_MIDPOINT_MARGIN = 16 };
  * back before references run on other threads. */
 extern uint64_t gdn_e2e_midpoint_margin;
 
+/* Whether a quotient whose 64 bits below its last (`below`, in units of
+ * 2^-64 of that last bit) are read decides its rounding: they lie outside
+ * the margin around the midpoint 2^63. Both divisions' rule. */
+static inline bool gdn_e2e_quotient_decides(uint64_t below)
+{
+    const uint64_t half = UINT64_C(1) << 63;
+    return below < half - gdn_e2e_midpoint_margin || below > half + gdn_e2e_midpoint_margin;
+}
+
 typedef struct {
     mpfr_t inverse;  /* RN(1 / c) at prec + GDN_E2E_RECIPROCAL_EXTRA bits */
     mpfr_t quotient; /* d · inverse, same precision */

@@ -171,9 +171,8 @@ bool gdn_e2e_wide_divide(gdn_e2e_wide *d, const uint64_t inverse[INVERSE], long 
     uint64_t p[WIDE + INVERSE], q[INVERSE];
     limbs_mul(p, inverse, INVERSE, d->m, WIDE);
     const long e = d->e + inverse_exp - 64 * INVERSE + round_nearest_even(q, INVERSE, p, WIDE + INVERSE);
-    /* the lowest limb holds the bits below the quotient's precision: see gdn_e2e_divide's quotient_decides */
-    const uint64_t half = UINT64_C(1) << 63;
-    if (q[0] >= half - gdn_e2e_midpoint_margin && q[0] <= half + gdn_e2e_midpoint_margin) return false;
+    /* the lowest limb holds the bits below the quotient's precision */
+    if (!gdn_e2e_quotient_decides(q[0])) return false;
     wide_round(d, q, INVERSE, e, d->neg);
     return true;
 }
