@@ -671,17 +671,11 @@ static bool stage_certified_read(bool neg, uint64_t m1, ug_u128 m2, int e, const
 {
     const uint16_t mag_bits = rn & 0x7FFF;
     if (mag_bits >= 0x7F80) return false;
-    /* The rounding interval of |RN(x)|: halfway to its neighbours (exact). */
-    const double abs_rn = ug_bf16_to_f32(mag_bits), prev = mag_bits ? ug_bf16_to_f32((ug_bf16)(mag_bits - 1)) : 0;
-    const double next = mag_bits == 0x7F7F ? 0x1p128 : ug_bf16_to_f32((ug_bf16)(mag_bits + 1));
-    const double near = (abs_rn + prev) / 2, far = (abs_rn + next) / 2;
-    /* reach >= the radius (rounded up to 64 bits; at most 2^-53 |x0| more
-     * for its relative part) + |x - x0| (<= 2^-53 |x0|) + the roundings of
-     * these double operations (each <= 2^-53 relative). A window about a
+    const double abs_rn = ug_bf16_to_f32(mag_bits);
+    /* The radius is rounded up to 64 bits (at most 2^-53 |x0| more for its
+     * relative part), within the certificate's margin. A window about a
      * rounding to zero always holds -0 and +0: never inside. */
-    const double abs_x0 = fabs(nearest);
-    const double reach = (abs_x0 * radius_rel + radius_abs) * (1 + 0x1p-20) + abs_x0 * 0x1p-48;
-    const bool inside = mag_bits != 0 && abs_x0 - reach > near && abs_x0 + reach < far;
+    const bool inside = mag_bits != 0 && ug_bf16_window_inside(mag_bits, fabs(nearest), radius_rel, radius_abs);
     /* Otherwise the window's ends are needed: exactly x -+ radius for an
      * absolute radius (a double: exact in the MPFR path's 64 bits); not
      * computed here for a relative one. */

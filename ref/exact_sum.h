@@ -32,6 +32,7 @@
 
 #include <mpfr.h>
 
+#include "../core/bf16.h"
 #include "../core/buf.h"
 #include "ref.h"
 
@@ -340,6 +341,20 @@ bool ug_xval_distance(const ug_xval *v, double d, ug_xval *out);
  * deviation |x - RN_bf16(x)| when x's leading bits cannot give it. */
 bool ug_stage_certified(bool neg, uint64_t m1, ug_u128 m2, int e, double radius_rel, double radius_abs,
                         ug_staged *out, ug_xsum *scratch);
+
+/* The certificate of those stagings: whether every number within the
+ * radius (abs_x0 radius_rel + radius_abs) of an x with |x - x0| <= 2^-53
+ * |x0| lies strictly inside the rounding interval of the nonzero finite
+ * bf16 magnitude mag_bits, abs_x0 = |x0| (the margin, 2^-20 of the radius
+ * and 2^-48 of |x0|, covers |x - x0| and the roundings of these doubles;
+ * the halfway points are exact). */
+static inline bool ug_bf16_window_inside(uint16_t mag_bits, double abs_x0, double radius_rel, double radius_abs)
+{
+    const double abs_rn = ug_bf16_to_f32(mag_bits), prev = ug_bf16_to_f32((ug_bf16)(mag_bits - 1));
+    const double next = mag_bits == 0x7F7F ? 0x1p128 : ug_bf16_to_f32((ug_bf16)(mag_bits + 1));
+    const double reach = (abs_x0 * radius_rel + radius_abs) * (1 + 0x1p-20) + abs_x0 * 0x1p-48;
+    return abs_x0 - reach > (abs_rn + prev) / 2 && abs_x0 + reach < (abs_rn + next) / 2;
+}
 
 /* The same for a staged reference, which takes RN_bf16(x) and needs no
  * deviation from x: every field as ug_stage_certified fills it but dev

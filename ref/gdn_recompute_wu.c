@@ -347,11 +347,7 @@ static bool stage_double(double x0, double radius_rel, double radius_abs, ug_sta
     const ug_bf16 rn = ug_bf16_from_f32((float)x0), mag_bits = rn & 0x7FFF;
     if (mag_bits == 0 || mag_bits >= 0x7F80) return false;
     const double abs_x = fabs(x0), abs_rn = ug_bf16_to_f32(mag_bits);
-    const double below = (abs_rn + ug_bf16_to_f32((ug_bf16)(mag_bits - 1))) / 2; /* halfway: exact */
-    const double above = (abs_rn + (mag_bits == 0x7F7F ? 0x1p128 : ug_bf16_to_f32((ug_bf16)(mag_bits + 1)))) / 2;
-    /* >= the radius plus |x - x0| (the roundings of these operations included) */
-    const double reach = (abs_x * radius_rel + radius_abs) * (1 + 0x1p-20) + abs_x * 0x1p-48;
-    if (!(abs_x - reach > below && abs_x + reach < above)) return false;
+    if (!ug_bf16_window_inside(mag_bits, abs_x, radius_rel, radius_abs)) return false;
     *out = (ug_staged){.rn = rn, .lo = rn, .hi = rn, .flagged = false, .dev = fabs(x0 - ug_bf16_to_f32(rn)),
                        .mag = abs_rn, .gap = 0.0, .abs_x = abs_x};
     return true;
